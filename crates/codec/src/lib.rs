@@ -1,0 +1,29 @@
+//! pelt-codec: the HTTP/1.1 wire format as pelt speaks it, with no I/O.
+//!
+//! Two halves:
+//! - [`request`] builds a request once into immutable bytes (`GET / HTTP/1.1\r\nHost: ...`),
+//!   validating every user-supplied header so CR, LF or NUL can never be spliced into the wire.
+//! - [`response`] is an incremental response parser: feed it whatever a socket read returned and
+//!   it reports how many bytes it consumed and whether a response completed. Framing follows
+//!   RFC 9112 section 6.3 (Content-Length, chunked with extensions and trailers, close-delimited
+//!   bodies, no body for HEAD / 1xx / 204 / 304, interim 1xx responses). Bodies are skipped by
+//!   length, never buffered; the only buffer is a bounded one for a head split across reads.
+//!
+//! ```
+//! use pelt_codec::response::{Parsed, ResponseParser};
+//! let mut p = ResponseParser::new(Default::default());
+//! let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK";
+//! let (used, parsed) = p.parse(wire).unwrap();
+//! assert_eq!(used, wire.len());
+//! assert!(matches!(parsed, Parsed::Complete(r) if r.status == 200 && r.keep_alive));
+//! ```
+//!
+//! Contracts: the parser never panics on any input, never consumes more bytes than it is given,
+//! and does work linear in the bytes it is fed (a head split across reads is searched for its end
+//! only in the new bytes). Nothing here reads a clock or touches a socket.
+
+pub mod request;
+pub mod response;
+
+pub use request::{HeaderError, RequestSpec};
+pub use response::{ParseError, Parsed, ParserOptions, Response, ResponseParser};
