@@ -1,1 +1,293 @@
-//! placeholder
+//! pelt-server: the built-in target server behind `pelt serve` and `pelt demo`.
+//!
+//! Built on hyper, not on pelt's own codec, so a codec bug cannot hide behind its mirror
+//! image. It answers every request with a fixed response shaped by [`ServerConfig`]: a delay,
+//! a body size, a status, a share of 500 errors, `Connection: close`, or a chunked body. It
+//! counts the requests it answered so tests and users can check pelt's numbers against it.
+//!
+//! ```
+//! let server = pelt_server::Server::start(pelt_server::ServerConfig::default()).unwrap();
+//! let addr = server.addr(); // 127.0.0.1 with a port the OS picked
+//! assert_eq!(server.stop(), 0);
+//! # let _ = addr;
+//! ```
+//!
+//! Contracts: the server runs on its own threads (a tokio runtime) until [`Server::stop`];
+//! dropping the handle stops it too. The error share is exact, not random: with
+//! `error_rate` r, of any n consecutive requests `floor(n * r)` (+-1) answer 500.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// Default response body size in bytes (the body is `OK`).
+pub const DEFAULT_BODY_SIZE: usize = 2;
+
+/// How the server answers.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on; port 0 lets the OS pick one.
+    pub addr: SocketAddr,
+    /// Runtime worker threads.
+    pub threads: usize,
+    /// Wait this long before each response.
+    pub delay: Duration,
+    /// Response body size in bytes.
+    pub body_size: usize,
+    /// Status of normal responses.
+    pub status: u16,
+    /// Share of responses (0.0..=1.0) answered with status 500 instead.
+    pub error_rate: f64,
+    /// Send `Connection: close` and close after every response.
+    pub close: bool,
+    /// Send the body with chunked transfer encoding.
+    pub chunked: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            threads: 1,
+            delay: Duration::ZERO,
+            body_size: DEFAULT_BODY_SIZE,
+            status: 200,
+            error_rate: 0.0,
+            close: false,
+            chunked: false,
+        }
+    }
+}
+
+struct State {
+    config: ServerConfig,
+    body: Bytes,
+    served: AtomicU64,
+}
+
+/// A running server. Stops when [`stop`](Server::stop) is called or the handle is dropped.
+pub struct Server {
+    addr: SocketAddr,
+    state: Arc<State>,
+    shutdown: Option<tokio::sync::watch::Sender<bool>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds the listener (errors such as "address in use" come back here) and starts serving.
+    pub fn start(config: ServerConfig) -> std::io::Result<Server> {
+        if !(0.0..=1.0).contains(&config.error_rate) || !(100..=999).contains(&config.status) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "error rate must be within 0..=1 and status within 100..=999",
+            ));
+        }
+        let listener = TcpListener::bind(config.addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let body = if config.body_size == DEFAULT_BODY_SIZE {
+            Bytes::from_static(b"OK")
+        } else {
+            Bytes::from((0..config.body_size).map(|i| b'a' + (i % 26) as u8).collect::<Vec<_>>())
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.threads.max(1))
+            .thread_name("pelt-serve")
+            .enable_all()
+            .build()?;
+        let state = Arc::new(State {
+            config,
+            body,
+            served: AtomicU64::new(0),
+        });
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let st = state.clone();
+        let thread = std::thread::Builder::new()
+            .name("pelt-serve-accept".into())
+            .spawn(move || {
+                runtime.block_on(accept_loop(listener, st, rx));
+                // Dropping the runtime cancels the connection tasks still running.
+                runtime.shutdown_timeout(Duration::from_millis(100));
+            })?;
+        Ok(Server {
+            addr,
+            state,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Requests answered so far.
+    pub fn served(&self) -> u64 {
+        self.state.served.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting, drops open connections, and returns the requests answered.
+    pub fn stop(mut self) -> u64 {
+        self.shutdown_now();
+        self.served()
+    }
+
+    fn shutdown_now(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(true);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown_now();
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<State>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(_) => return,
+    };
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        let service = service_fn(move |req| respond(req, state.clone()));
+                        let _ = http1::Builder::new()
+                            .keep_alive(true)
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+                // Out of file descriptors or a connection reset before accept: back off, go on.
+                Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// A body sent in one chunk with no declared length, so hyper frames it as chunked.
+struct ChunkedBody(Option<Bytes>);
+
+impl Body for ChunkedBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.take().map(|b| Ok(Frame::data(b))))
+    }
+}
+
+type AnyBody = http_body_util::Either<Full<Bytes>, ChunkedBody>;
+
+async fn respond(req: Request<Incoming>, state: Arc<State>) -> Result<Response<AnyBody>, Infallible> {
+    // Read the request body so the connection can carry the next request.
+    let _ = req.into_body().collect().await;
+    let cfg = &state.config;
+    if !cfg.delay.is_zero() {
+        tokio::time::sleep(cfg.delay).await;
+    }
+    let n = state.served.fetch_add(1, Ordering::Relaxed);
+    // Exact share: request n fails when floor((n+1)r) > floor(nr).
+    let fail = cfg.error_rate > 0.0
+        && ((n + 1) as f64 * cfg.error_rate).floor() > (n as f64 * cfg.error_rate).floor();
+    let status = if fail { 500 } else { cfg.status };
+    let body = if cfg.chunked {
+        AnyBody::Right(ChunkedBody(Some(state.body.clone())))
+    } else {
+        AnyBody::Left(Full::new(state.body.clone()))
+    };
+    let mut resp = Response::new(body);
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    if cfg.close {
+        resp.headers_mut()
+            .insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
+    }
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn get(addr: SocketAddr) -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn answers_and_counts() {
+        let server = Server::start(ServerConfig::default()).unwrap();
+        let resp = get(server.addr());
+        assert!(resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
+        assert!(resp.ends_with("\r\n\r\nOK"), "{resp}");
+        assert_eq!(server.stop(), 1);
+    }
+
+    #[test]
+    fn chunked_body_size_and_status() {
+        let cfg = ServerConfig {
+            chunked: true,
+            body_size: 30,
+            status: 404,
+            ..Default::default()
+        };
+        let server = Server::start(cfg).unwrap();
+        let resp = get(server.addr());
+        assert!(resp.starts_with("HTTP/1.1 404 Not Found\r\n"), "{resp}");
+        assert!(resp.to_ascii_lowercase().contains("transfer-encoding: chunked"), "{resp}");
+        assert!(resp.contains("\r\n1E\r\nabcdefghijklmnopqrstuvwxyzabcd\r\n0\r\n\r\n"), "{resp}");
+    }
+
+    #[test]
+    fn error_rate_is_an_exact_share() {
+        let cfg = ServerConfig {
+            error_rate: 0.25,
+            ..Default::default()
+        };
+        let server = Server::start(cfg).unwrap();
+        let fails = (0..20).filter(|_| get(server.addr()).starts_with("HTTP/1.1 500")).count();
+        assert_eq!(fails, 5);
+    }
+
+    #[test]
+    fn rejects_bad_settings() {
+        let cfg = ServerConfig {
+            error_rate: 1.5,
+            ..Default::default()
+        };
+        assert!(Server::start(cfg).is_err());
+    }
+}

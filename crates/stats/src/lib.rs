@@ -1,1 +1,193 @@
-//! placeholder
+//! pelt-stats: what a run measured, and the result document built from it.
+//!
+//! Each engine worker owns one [`WorkerStats`] and is its only writer: counters, status codes,
+//! error kinds (with the first message of each kind), bytes, and an HDR latency histogram in
+//! microseconds. At the end the workers' stats are merged with [`WorkerStats::merge`] (exact:
+//! counts add, histograms add), and [`Report`] turns the merged stats into the document that
+//! pelt prints and writes as JSON.
+//!
+//! ```
+//! use pelt_stats::{ErrorKind, WorkerStats};
+//! let mut a = WorkerStats::new();
+//! a.sent = 2;
+//! a.record_response(200, 150);
+//! a.record_error(ErrorKind::Timeout, || "no response within 10s".into());
+//! let mut total = WorkerStats::new();
+//! total.merge(&a);
+//! assert_eq!(total.completed(), 1);
+//! assert_eq!(total.errors.total(), 1);
+//! ```
+//!
+//! Contracts: recording never allocates except the first message of an error kind; memory is
+//! bounded whatever the run length; no I/O, no clock.
+
+mod errors;
+mod histogram;
+mod report;
+
+pub use errors::{ErrorCounts, ErrorKind};
+pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
+pub use report::{BytesReport, Report, RequestsReport, RunInfo};
+
+/// Counts per status code, indexed directly (no hashing on the hot path).
+#[derive(Clone)]
+pub struct StatusCounts {
+    counts: Box<[u64; 1000]>,
+}
+
+impl Default for StatusCounts {
+    fn default() -> Self {
+        StatusCounts {
+            counts: Box::new([0; 1000]),
+        }
+    }
+}
+
+impl std::fmt::Debug for StatusCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl StatusCounts {
+    /// Counts one response with `status` (100..=999; anything else is clamped into range).
+    #[inline]
+    pub fn record(&mut self, status: u16) {
+        self.counts[(status as usize).min(999)] += 1;
+    }
+
+    /// The status codes seen, in ascending order, with their counts.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(s, &n)| (s as u16, n))
+    }
+
+    /// All responses counted.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: &StatusCounts) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+    }
+}
+
+/// Everything one worker measured. The worker is the only writer; merged at the end.
+#[derive(Debug, Clone)]
+pub struct WorkerStats {
+    /// Requests started (assigned to a connection). Each ends in exactly one outcome.
+    pub sent: u64,
+    /// Requests still unresolved when the run stopped.
+    pub in_flight: u64,
+    /// Complete responses, by status code.
+    pub status: StatusCounts,
+    /// Requests that ended in an error, by kind.
+    pub errors: ErrorCounts,
+    /// Connection-level problems not tied to any request (stray bytes after a response).
+    pub connection_errors: ErrorCounts,
+    /// Bytes written to and read from sockets.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// TCP connections opened (connect attempts that succeeded).
+    pub connections_opened: u64,
+    /// Latency of complete responses, microseconds.
+    pub latency: LatencyHistogram,
+}
+
+impl Default for WorkerStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WorkerStats {
+    pub fn new() -> Self {
+        WorkerStats {
+            sent: 0,
+            in_flight: 0,
+            status: StatusCounts::default(),
+            errors: ErrorCounts::default(),
+            connection_errors: ErrorCounts::default(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            connections_opened: 0,
+            latency: LatencyHistogram::new(),
+        }
+    }
+
+    /// A complete response with `status`, `latency_us` after its first byte was written.
+    #[inline]
+    pub fn record_response(&mut self, status: u16, latency_us: u64) {
+        self.status.record(status);
+        self.latency.record(latency_us);
+    }
+
+    /// A request that ended in an error; `message` is built only for the kind's first error.
+    #[inline]
+    pub fn record_error(&mut self, kind: ErrorKind, message: impl FnOnce() -> String) {
+        self.errors.record(kind, message);
+    }
+
+    /// Complete responses (all status codes).
+    pub fn completed(&self) -> u64 {
+        self.status.total()
+    }
+
+    /// Adds everything `other` measured to this.
+    pub fn merge(&mut self, other: &WorkerStats) {
+        self.sent += other.sent;
+        self.in_flight += other.in_flight;
+        self.status.merge(&other.status);
+        self.errors.merge(&other.errors);
+        self.connection_errors.merge(&other.connection_errors);
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.connections_opened += other.connections_opened;
+        self.latency.merge(&other.latency);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_every_field() {
+        let mut a = WorkerStats::new();
+        a.sent = 3;
+        a.record_response(200, 100);
+        a.record_response(404, 300);
+        a.record_error(ErrorKind::Reset, || "reset by peer".into());
+        a.bytes_sent = 10;
+        let mut b = WorkerStats::new();
+        b.sent = 2;
+        b.in_flight = 1;
+        b.record_response(200, 200);
+        b.record_error(ErrorKind::Reset, || "second message".into());
+        b.bytes_received = 7;
+        b.connections_opened = 4;
+        let mut t = WorkerStats::new();
+        t.merge(&a);
+        t.merge(&b);
+        assert_eq!((t.sent, t.in_flight, t.completed(), t.errors.total()), (5, 1, 3, 2));
+        assert_eq!(t.status.iter().collect::<Vec<_>>(), vec![(200, 2), (404, 1)]);
+        assert_eq!(t.errors.first_message(ErrorKind::Reset), Some("reset by peer"));
+        assert_eq!((t.bytes_sent, t.bytes_received, t.connections_opened), (10, 7, 4));
+        assert_eq!(t.latency.summary().max_us, 300);
+        assert_eq!(t.latency.count(), 3);
+    }
+
+    #[test]
+    fn status_codes_out_of_range_are_clamped_not_lost() {
+        let mut s = StatusCounts::default();
+        s.record(1200);
+        s.record(200);
+        assert_eq!(s.total(), 2);
+    }
+}

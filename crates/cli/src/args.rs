@@ -1,0 +1,174 @@
+//! Every flag, defined once: this definition produces -h, --help and the parsing.
+
+use crate::values;
+use clap::{Args, Parser, Subcommand};
+use pelt_engine as engine;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn connections(s: &str) -> Result<usize, String> {
+    values::count_at_most(s, 10_000_000)
+}
+
+fn threads(s: &str) -> Result<usize, String> {
+    values::count_at_most(s, 4096)
+}
+
+/// pelt: a fast, honest HTTP load generator.
+///
+/// Sends HTTP/1.1 requests to URL over many connections and reports requests/s, latency
+/// percentiles, status codes and errors. Closed loop: each connection sends its next request
+/// as soon as the previous response is complete.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pelt",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed (whatever the server answered), 1 a result could not be written, 2 bad input (nothing was sent), 130 interrupted."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the built-in target server.
+    Serve(ServeArgs),
+    /// Start the built-in server and run a short test against it: zero setup.
+    Demo,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Target URL, e.g. http://127.0.0.1:8080/path.
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Concurrent connections (spread over the threads).
+    #[arg(short = 'c', long = "connections", value_name = "N",
+          default_value_t = engine::DEFAULT_CONNECTIONS, value_parser = connections)]
+    pub connections: usize,
+
+    /// Run for this long: 500ms, 10s, 2m. Default 10s unless -n is given.
+    #[arg(short = 'd', long = "duration", value_name = "TIME", value_parser = values::duration)]
+    pub duration: Option<Duration>,
+
+    /// Send exactly this many requests: 1000, 10k, 1m. With -d, stop at whichever comes first.
+    #[arg(short = 'n', long = "requests", value_name = "N", value_parser = values::count)]
+    pub requests: Option<u64>,
+
+    /// Worker threads [default: the CPUs pelt may run on].
+    #[arg(short = 't', long = "threads", value_name = "N", value_parser = threads)]
+    pub threads: Option<usize>,
+
+    /// Request method.
+    #[arg(short = 'm', long = "method", value_name = "METHOD", default_value = "GET")]
+    pub method: String,
+
+    /// Add a request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Request body.
+    #[arg(short = 'b', long = "body", value_name = "TEXT", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Read the request body from a file.
+    #[arg(long = "body-file", value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+
+    /// Open a new connection for every request (sends Connection: close).
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+
+    /// Whole-request timeout, from the first byte written to the last byte read.
+    #[arg(long = "timeout", value_name = "TIME", value_parser = values::duration,
+          default_value = "10s")]
+    pub timeout: Duration,
+
+    /// Connect timeout.
+    #[arg(long = "connect-timeout", value_name = "TIME", value_parser = values::duration,
+          default_value = "5s")]
+    pub connect_timeout: Duration,
+
+    /// Write the result as JSON to PATH ('-' for stdout, instead of the summary).
+    #[arg(long = "json", value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Print no progress or notes on stderr.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 8080, value_parser = values::port)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Server threads.
+    #[arg(long, default_value_t = 1, value_parser = threads)]
+    pub threads: usize,
+    /// Wait this long before each response: 5ms, 1s.
+    #[arg(long, default_value = "0", value_parser = values::duration_or_zero)]
+    pub delay: Duration,
+    /// Response body size in bytes.
+    #[arg(long = "body-size", default_value_t = pelt_server::DEFAULT_BODY_SIZE, value_parser = values::size)]
+    pub body_size: usize,
+    /// Status code of normal responses.
+    #[arg(long, default_value_t = 200, value_parser = values::status)]
+    pub status: u16,
+    /// Share of responses answered with 500 instead: 1%, 0.5%, 0.01.
+    #[arg(long = "error-rate", default_value = "0", value_parser = values::share)]
+    pub error_rate: f64,
+    /// Send Connection: close and close after every response.
+    #[arg(long)]
+    pub close: bool,
+    /// Send bodies with chunked transfer encoding.
+    #[arg(long)]
+    pub chunked: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn flag_table_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_come_from_the_engine() {
+        let cli = Cli::try_parse_from(["pelt", "http://127.0.0.1:1/"]).unwrap();
+        assert_eq!(cli.load.connections, engine::DEFAULT_CONNECTIONS);
+        assert_eq!(cli.load.timeout, engine::DEFAULT_TIMEOUT);
+        assert_eq!(cli.load.connect_timeout, engine::DEFAULT_CONNECT_TIMEOUT);
+    }
+
+    #[test]
+    fn contract_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "pelt", "http://h/", "-c", "64", "-d", "500ms", "-n", "10k", "-t", "2", "-m", "PUT",
+            "-H", "A: 1", "-H", "B: 2", "--no-keepalive", "--timeout", "2s", "--json", "-", "-q",
+        ])
+        .unwrap();
+        let l = cli.load;
+        assert_eq!((l.connections, l.requests, l.threads), (64, Some(10_000), Some(2)));
+        assert_eq!(l.duration, Some(Duration::from_millis(500)));
+        assert_eq!(l.headers.len(), 2);
+        assert!(l.no_keepalive && l.quiet);
+        assert!(Cli::try_parse_from(["pelt", "http://h/", "-b", "x", "--body-file", "f"]).is_err());
+        assert!(matches!(
+            Cli::try_parse_from(["pelt", "serve", "--port", "0"]).unwrap().command,
+            Some(Command::Serve(ServeArgs { port: 0, .. }))
+        ));
+    }
+}

@@ -1,0 +1,227 @@
+//! Renderers: the human summary, and the JSON result written atomically.
+
+use anyhow::{Context, Result};
+use pelt_stats::{ErrorKind, Report};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+/// `1234567` -> `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate with thousands separators and one decimal: `121,933.6`.
+pub fn rate(per_s: f64) -> String {
+    let tenths = (per_s * 10.0).round() as u64;
+    format!("{}.{}", thousands(tenths / 10), tenths % 10)
+}
+
+/// Microseconds as `87us`, `1.24ms`, `2.50s`.
+pub fn latency(us: f64) -> String {
+    if us < 1_000.0 {
+        format!("{us:.0}us")
+    } else if us < 1_000_000.0 {
+        format!("{:.2}ms", us / 1_000.0)
+    } else {
+        format!("{:.2}s", us / 1_000_000.0)
+    }
+}
+
+/// Bytes as `512 B`, `1.50 KiB`, `3.20 MiB`, `1.10 GiB`.
+pub fn bytes(n: f64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{v:.0} {}", UNITS[0])
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}
+
+/// The human summary printed on stdout.
+pub fn summary(r: &Report) -> String {
+    let mut s = String::new();
+    let i = &r.info;
+    let _ = writeln!(
+        s,
+        "{} {} with {} connection{} on {} thread{} ({}, {})",
+        i.method,
+        r.info.target,
+        i.connections,
+        if i.connections == 1 { "" } else { "s" },
+        i.threads,
+        if i.threads == 1 { "" } else { "s" },
+        i.io,
+        if i.keep_alive { "keep-alive" } else { "new connection per request" },
+    );
+    let limit = match (i.duration_limit_s, i.requests_limit) {
+        (Some(d), Some(n)) => format!("limit {d}s or {} requests", thousands(n)),
+        (Some(d), None) => format!("limit {d}s"),
+        (None, Some(n)) => format!("limit {} requests", thousands(n)),
+        (None, None) => String::new(),
+    };
+    let _ = writeln!(
+        s,
+        "ran {:.2}s, stopped by {} ({limit})\n",
+        r.duration_s, r.stopped_by
+    );
+    let q = &r.requests;
+    let _ = writeln!(
+        s,
+        "  Requests     {:>12} completed  {:>12}/s",
+        thousands(q.completed),
+        rate(r.rps)
+    );
+    let _ = writeln!(
+        s,
+        "               {:>12} sent  {} errors  {} in flight at the end",
+        thousands(q.sent),
+        thousands(q.errors),
+        thousands(q.in_flight)
+    );
+    let _ = writeln!(
+        s,
+        "  Transfer     {:>12} read ({}/s)  {} written ({}/s)",
+        bytes(r.bytes.received as f64),
+        bytes(r.throughput_bytes_per_s.received as f64),
+        bytes(r.bytes.sent as f64),
+        bytes(r.throughput_bytes_per_s.sent as f64),
+    );
+    let l = &r.latency_us;
+    let _ = writeln!(s, "\n  Latency      min      mean     stdev    p50      p90      p99      p99.9    max");
+    let _ = writeln!(
+        s,
+        "               {:<8} {:<8} {:<8} {:<8} {:<8} {:<8} {:<8} {}",
+        latency(l.min_us as f64),
+        latency(l.mean_us),
+        latency(l.stdev_us),
+        latency(l.p50_us as f64),
+        latency(l.p90_us as f64),
+        latency(l.p99_us as f64),
+        latency(l.p99_9_us as f64),
+        latency(l.max_us as f64),
+    );
+    let _ = writeln!(s, "               (from the first byte written to the last byte read)");
+    if !r.status.is_empty() {
+        let _ = writeln!(s);
+        for (n, (code, count)) in r.status.iter().enumerate() {
+            let label = if n == 0 { "  Status" } else { "" };
+            let _ = writeln!(s, "{label:<15}{code}  {:>12}", thousands(*count));
+        }
+    }
+    if !r.errors.is_empty() {
+        let _ = writeln!(s);
+        for (n, kind) in ErrorKind::ALL.iter().filter(|k| r.errors.contains_key(k.name())).enumerate() {
+            let label = if n == 0 { "  Errors" } else { "" };
+            let name = kind.name();
+            let _ = writeln!(
+                s,
+                "{label:<15}{name:<18} {:>10}  {}",
+                thousands(r.errors[name]),
+                r.error_examples.get(name).map_or("", String::as_str)
+            );
+            if let Some(hint) = kind.hint() {
+                let _ = writeln!(s, "{:<15}{:<18} {:>10}  hint: {hint}", "", "", "");
+            }
+        }
+    }
+    if !r.connection_errors.is_empty() {
+        let list: Vec<String> = r
+            .connection_errors
+            .iter()
+            .map(|(k, n)| format!("{k} {}", thousands(*n)))
+            .collect();
+        let _ = writeln!(s, "\n  Connections  {} opened; problems outside any request: {}", thousands(r.connections_opened), list.join(", "));
+    }
+    s
+}
+
+/// Writes `data` to `path` atomically: a temp file in the same directory, synced, renamed.
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().context("the output path has no file name")?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Checks, before any traffic, that a result file can be created at `path`.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if path.is_dir() {
+        return Err("is a directory".into());
+    }
+    if !dir.is_dir() {
+        return Err(format!("directory {} does not exist", dir.display()));
+    }
+    let probe = dir.join(format!(".pelt-write-check-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!("directory {} is not writable ({e})", dir.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(rate(121933.64), "121,933.6");
+        assert_eq!(latency(87.0), "87us");
+        assert_eq!(latency(1240.0), "1.24ms");
+        assert_eq!(latency(2_500_000.0), "2.50s");
+        assert_eq!(bytes(512.0), "512 B");
+        assert_eq!(bytes(1536.0), "1.50 KiB");
+    }
+
+    #[test]
+    fn atomic_write_replaces_the_file() {
+        let dir = std::env::temp_dir().join(format!("pelt-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("r.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "temp file left behind");
+        assert!(check_writable(&p).is_ok());
+        assert!(check_writable(&dir.join("missing/r.json")).is_err());
+        assert!(check_writable(&dir).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

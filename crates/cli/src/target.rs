@@ -1,0 +1,106 @@
+//! Turning the URL a user typed into a resolved address, a Host header and a request target.
+
+use anyhow::{anyhow, bail, Result};
+use std::net::{SocketAddr, ToSocketAddrs};
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub addr: SocketAddr,
+    /// The Host header: host, plus `:port` when the URL names one.
+    pub host_header: String,
+    /// Origin-form request target: path and query.
+    pub path: String,
+    /// The URL for reports, with any credentials masked.
+    pub display: String,
+}
+
+/// Parses and resolves `raw` (resolution happens once, here, before any traffic).
+pub fn resolve(raw: &str) -> Result<Target> {
+    let q = crate::values::quote(raw);
+    let url = url::Url::parse(raw).map_err(|e| match e {
+        url::ParseError::RelativeUrlWithoutBase => {
+            anyhow!("invalid URL {q}: no scheme (write it like http://{raw})")
+        }
+        url::ParseError::InvalidPort => anyhow!("invalid URL {q}: port out of range (1-65535)"),
+        e => anyhow!("invalid URL {q}: {e}"),
+    })?;
+    match url.scheme() {
+        "http" => {}
+        "https" => bail!("invalid URL {q}: https is not supported yet (supported: http)"),
+        s => bail!("invalid URL {q}: unsupported scheme '{s}' (supported: http)"),
+    }
+    let host = url
+        .host()
+        .ok_or_else(|| anyhow!("invalid URL {q}: no host"))?;
+    let port = url.port_or_known_default().unwrap_or(80);
+    if port == 0 {
+        bail!("invalid URL {q}: port 0 cannot be connected to");
+    }
+    let addr = match host {
+        url::Host::Ipv4(ip) => SocketAddr::from((ip, port)),
+        url::Host::Ipv6(ip) => SocketAddr::from((ip, port)),
+        url::Host::Domain(d) => (d, port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| anyhow!("cannot resolve host '{d}' of URL {q}"))?,
+    };
+    let host_str = url.host_str().unwrap_or_default();
+    let host_header = match url.port() {
+        Some(p) => format!("{host_str}:{p}"),
+        None => host_str.to_string(),
+    };
+    let mut path = url.path().to_string();
+    if let Some(query) = url.query() {
+        path.push('?');
+        path.push_str(query);
+    }
+    let mut display = url.clone();
+    if !url.username().is_empty() {
+        let _ = display.set_username("***");
+    }
+    if url.password().is_some() {
+        let _ = display.set_password(Some("***"));
+    }
+    Ok(Target {
+        addr,
+        host_header,
+        path,
+        display: display.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_header_and_path() {
+        let t = resolve("http://127.0.0.1:8080/a/b?x=1&y").unwrap();
+        assert_eq!(t.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!((t.host_header.as_str(), t.path.as_str()), ("127.0.0.1:8080", "/a/b?x=1&y"));
+        let t = resolve("http://127.0.0.1").unwrap();
+        assert_eq!((t.host_header.as_str(), t.path.as_str(), t.addr.port()), ("127.0.0.1", "/", 80));
+        let t = resolve("http://[::1]:9/").unwrap();
+        assert_eq!(t.host_header, "[::1]:9");
+        assert!(resolve("http://localhost:1/").is_ok());
+    }
+
+    #[test]
+    fn credentials_are_masked() {
+        let t = resolve("http://user:secret@127.0.0.1:1/").unwrap();
+        assert_eq!(t.display, "http://***:***@127.0.0.1:1/");
+    }
+
+    #[test]
+    fn bad_urls_name_the_problem() {
+        let msg = |u: &str| resolve(u).unwrap_err().to_string();
+        assert!(msg("127.0.0.1:8080").contains("scheme") || msg("127.0.0.1:8080").contains("unsupported"));
+        assert!(msg("localhost/x").contains("no scheme"));
+        assert!(msg("ftp://127.0.0.1/").contains("unsupported scheme 'ftp'"));
+        assert!(msg("https://127.0.0.1/").contains("https is not supported yet"));
+        assert!(msg("http://127.0.0.1:99999/").contains("port out of range"));
+        assert!(msg("http:///").contains("invalid URL"));
+        assert!(msg("http://no-such-host.invalid/").contains("cannot resolve"));
+    }
+}

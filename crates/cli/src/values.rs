@@ -1,0 +1,166 @@
+//! Parsers for the values users type: durations, counts, rates, sizes, headers.
+//!
+//! Each returns a message that names what was expected; the caller adds the flag and the
+//! offending value. All reject zero where zero makes no sense, and never panic.
+
+use std::time::Duration;
+
+/// `500ms`, `10s`, `2m`, `1h`, `1.5s`; a bare number is seconds. Must be positive.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let d = duration_or_zero(s)?;
+    if d.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+/// Like [`duration`] but allows zero (`--delay 0`).
+pub fn duration_or_zero(s: &str) -> Result<Duration, String> {
+    const HELP: &str = "expected a duration like 500ms, 10s, 2m or 1h";
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    if num.is_empty() || num.starts_with('.') || num.ends_with('.') {
+        return Err(HELP.into());
+    }
+    let value: f64 = num.parse().map_err(|_| HELP.to_string())?;
+    let secs_per_unit = match unit {
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(HELP.into()),
+    };
+    let secs = value * secs_per_unit;
+    if !secs.is_finite() || secs > 365.0 * 24.0 * 3600.0 {
+        return Err("is too long (at most a year)".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `100`, `10k`, `1m` (also `1M`, `2g`, `1_000`). Must be positive.
+pub fn count(s: &str) -> Result<u64, String> {
+    const HELP: &str = "expected a positive whole number like 100, 10k or 1m";
+    let t: String = s.trim().chars().filter(|&c| c != '_').collect();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1_000u64),
+        Some((i, 'm' | 'M')) => (&t[..i], 1_000_000),
+        Some((i, 'g' | 'G')) => (&t[..i], 1_000_000_000),
+        _ => (&t[..], 1),
+    };
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit()) {
+        return Err(HELP.into());
+    }
+    let n: u64 = num.parse().map_err(|_| "is too large".to_string())?;
+    let n = n.checked_mul(mult).ok_or_else(|| "is too large".to_string())?;
+    if n == 0 {
+        return Err("must be greater than zero".into());
+    }
+    Ok(n)
+}
+
+/// A count that fits in usize and is at most `max`.
+pub fn count_at_most(s: &str, max: u64) -> Result<usize, String> {
+    let n = count(s)?;
+    if n > max {
+        return Err(format!("is too large (at most {max})"));
+    }
+    Ok(n as usize)
+}
+
+/// A size in bytes that may be zero: `0`, `512`, `4k` (1000), `1KiB` is not accepted.
+pub fn size(s: &str) -> Result<usize, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    count_at_most(s, 1 << 30).map_err(|e| e.replace("positive ", ""))
+}
+
+/// A share: `1%`, `0.5%`, or `0.01`. Within 0..=1.
+pub fn share(s: &str) -> Result<f64, String> {
+    const HELP: &str = "expected a share like 1%, 0.5% or 0.01";
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map_err(|_| HELP.to_string())? / 100.0,
+        None => t.parse::<f64>().map_err(|_| HELP.to_string())?,
+    };
+    if !(0.0..=1.0).contains(&v) || !v.is_finite() {
+        return Err("must be between 0% and 100%".into());
+    }
+    Ok(v)
+}
+
+/// A status code, 100..=999.
+pub fn status(s: &str) -> Result<u16, String> {
+    match s.trim().parse::<u16>() {
+        Ok(n) if (100..=999).contains(&n) => Ok(n),
+        _ => Err("expected a status code from 100 to 999".into()),
+    }
+}
+
+/// A TCP port; 0 lets the OS pick one.
+pub fn port(s: &str) -> Result<u16, String> {
+    s.trim()
+        .parse::<u16>()
+        .map_err(|_| "expected a port number from 0 to 65535".into())
+}
+
+/// Quotes a user value for an error line: control characters escaped, so the line stays one.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.escape_debug().to_string().replace("\\'", "'").replace("\\\"", "\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["0", "0s", "10x", "", "s", "-1s", "1e3s", ".5s", "5.s", "1 s", "999999999h"] {
+            assert!(duration(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(duration_or_zero("0"), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(count("100"), Ok(100));
+        assert_eq!(count("10k"), Ok(10_000));
+        assert_eq!(count("1m"), Ok(1_000_000));
+        assert_eq!(count("1_000"), Ok(1000));
+        for bad in ["0", "-1", "abc", "", "k", "1.5k", "99999999999999999999", "20000000000g"] {
+            assert!(count(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(count_at_most("2000000", 1_000_000).is_err());
+    }
+
+    #[test]
+    fn sizes_shares_statuses_ports() {
+        assert_eq!(size("0"), Ok(0));
+        assert_eq!(size("4k"), Ok(4000));
+        assert!(size("-3").is_err());
+        assert_eq!(share("1%"), Ok(0.01));
+        assert_eq!(share("0.25"), Ok(0.25));
+        assert!(share("150%").is_err() && share("x").is_err() && share("NaN").is_err());
+        assert_eq!(status("404"), Ok(404));
+        assert!(status("42").is_err() && status("1000").is_err());
+        assert_eq!(port("0"), Ok(0));
+        assert!(port("65536").is_err());
+    }
+
+    #[test]
+    fn quoting_keeps_one_line() {
+        assert_eq!(quote("a\nb"), "'a\\nb'");
+        assert_eq!(quote("x\0"), "'x\\0'");
+        assert_eq!(quote("it's"), "'it's'");
+    }
+}

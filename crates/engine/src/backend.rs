@@ -1,0 +1,36 @@
+//! The seam between the engine and its I/O backends.
+//!
+//! A backend runs one worker: it owns the sockets and the syscalls, and drives the shared
+//! connection logic of `conn.rs` (request accounting, response parsing, error kinds) and the
+//! load model of `model.rs`. epoll is the first backend; io_uring goes beside it here.
+
+use crate::{Config, StopReason, WorkerPlan};
+use pelt_stats::WorkerStats;
+use std::sync::atomic::AtomicBool;
+
+/// The I/O backend that runs the workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoBackend {
+    /// Level-triggered epoll with non-blocking sockets.
+    Epoll,
+}
+
+impl IoBackend {
+    /// The name the report shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Epoll => "epoll",
+        }
+    }
+}
+
+/// Runs one worker on the configured backend until its plan or `stop` ends it.
+pub(crate) fn run_worker(
+    config: &Config,
+    plan: WorkerPlan,
+    stop: &AtomicBool,
+) -> (WorkerStats, StopReason) {
+    match config.io {
+        IoBackend::Epoll => crate::epoll::run_worker(config, plan, stop),
+    }
+}

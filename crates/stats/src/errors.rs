@@ -1,0 +1,186 @@
+//! Error kinds a request can end in, and their counts with one example message each.
+
+use std::fmt;
+
+/// Why a request failed. Each kind is counted separately and keeps its first message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// The server refused the connection (nothing listening on the port).
+    Refused,
+    /// Connecting failed for another reason (unreachable network, ...).
+    Connect,
+    /// The connection was not established within --connect-timeout.
+    ConnectTimeout,
+    /// No local address or port was free (EADDRNOTAVAIL): ephemeral ports exhausted.
+    AddrNotAvailable,
+    /// Too many open files (EMFILE/ENFILE).
+    FdLimit,
+    /// The peer reset the connection (RST).
+    Reset,
+    /// The peer closed the connection before any byte of the response.
+    Closed,
+    /// The peer closed the connection in the middle of a response.
+    Incomplete,
+    /// The whole response did not arrive within --timeout.
+    Timeout,
+    /// The bytes received were not an HTTP response.
+    NotHttp,
+    /// Malformed status line.
+    BadStatus,
+    /// Malformed header line.
+    BadHeader,
+    /// The response head exceeded the limit.
+    HeadersTooLarge,
+    /// Invalid Content-Length or chunked encoding.
+    BadFraming,
+    /// A protocol violation: an unasked-for 101, or bytes after a response nobody asked for.
+    Protocol,
+    /// Any other socket error.
+    Io,
+}
+
+impl ErrorKind {
+    /// Every kind, in report order.
+    pub const ALL: [ErrorKind; 16] = [
+        ErrorKind::Refused,
+        ErrorKind::Connect,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::AddrNotAvailable,
+        ErrorKind::FdLimit,
+        ErrorKind::Reset,
+        ErrorKind::Closed,
+        ErrorKind::Incomplete,
+        ErrorKind::Timeout,
+        ErrorKind::NotHttp,
+        ErrorKind::BadStatus,
+        ErrorKind::BadHeader,
+        ErrorKind::HeadersTooLarge,
+        ErrorKind::BadFraming,
+        ErrorKind::Protocol,
+        ErrorKind::Io,
+    ];
+
+    /// The stable snake_case name used in JSON and the summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "refused",
+            ErrorKind::Connect => "connect",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::AddrNotAvailable => "addr_not_available",
+            ErrorKind::FdLimit => "fd_limit",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Incomplete => "incomplete",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::NotHttp => "not_http",
+            ErrorKind::BadStatus => "bad_status",
+            ErrorKind::BadHeader => "bad_header",
+            ErrorKind::HeadersTooLarge => "headers_too_large",
+            ErrorKind::BadFraming => "bad_framing",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Io => "io",
+        }
+    }
+
+    /// What a user can do about it, for the kinds where there is something to say.
+    pub fn hint(self) -> Option<&'static str> {
+        match self {
+            ErrorKind::Refused => Some("is the server running and listening on that port?"),
+            ErrorKind::AddrNotAvailable => Some(
+                "local ports exhausted: use keep-alive, or widen net.ipv4.ip_local_port_range",
+            ),
+            ErrorKind::FdLimit => Some("too many open files: raise the limit with ulimit -n"),
+            ErrorKind::Timeout => Some("the server is slower than --timeout allows"),
+            ErrorKind::NotHttp => Some("is the URL's scheme and port right?"),
+            _ => None,
+        }
+    }
+
+    fn index(self) -> usize {
+        Self::ALL.iter().position(|&k| k == self).unwrap_or(0)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Counts per [`ErrorKind`], with the first message of each kind.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorCounts {
+    counts: [u64; ErrorKind::ALL.len()],
+    first: [Option<String>; ErrorKind::ALL.len()],
+}
+
+impl ErrorCounts {
+    /// Counts one error; `message` is called only for the first error of its kind.
+    #[inline]
+    pub fn record(&mut self, kind: ErrorKind, message: impl FnOnce() -> String) {
+        let i = kind.index();
+        self.counts[i] += 1;
+        if self.first[i].is_none() {
+            self.first[i] = Some(message());
+        }
+    }
+
+    pub fn count(&self, kind: ErrorKind) -> u64 {
+        self.counts[kind.index()]
+    }
+
+    pub fn first_message(&self, kind: ErrorKind) -> Option<&str> {
+        self.first[kind.index()].as_deref()
+    }
+
+    /// All errors counted.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The kinds seen, in report order, with count and first message.
+    pub fn iter(&self) -> impl Iterator<Item = (ErrorKind, u64, &str)> + '_ {
+        ErrorKind::ALL.iter().filter_map(|&k| {
+            let n = self.count(k);
+            (n > 0).then(|| (k, n, self.first_message(k).unwrap_or("")))
+        })
+    }
+
+    /// Adds `other`'s counts; keeps this side's first message where both have one.
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for i in 0..self.counts.len() {
+            self.counts[i] += other.counts[i];
+            if self.first[i].is_none() {
+                self.first[i].clone_from(&other.first[i]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_snake_case() {
+        let mut names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ErrorKind::ALL.len());
+    }
+
+    #[test]
+    fn first_message_is_built_once() {
+        let mut e = ErrorCounts::default();
+        let mut built = 0;
+        for _ in 0..3 {
+            e.record(ErrorKind::Timeout, || {
+                built += 1;
+                "t".into()
+            });
+        }
+        assert_eq!((e.count(ErrorKind::Timeout), built), (3, 1));
+        assert_eq!(e.iter().collect::<Vec<_>>(), vec![(ErrorKind::Timeout, 3, "t")]);
+    }
+}
