@@ -49,24 +49,29 @@ pub struct LoadArgs {
     pub url: Option<String>,
 
     /// Concurrent connections (spread over the threads).
-    #[arg(short = 'c', long = "connections", value_name = "N",
+    #[arg(short = 'c', long = "connections", value_name = "N", allow_hyphen_values = true,
           default_value_t = engine::DEFAULT_CONNECTIONS, value_parser = connections)]
     pub connections: usize,
 
     /// Run for this long: 500ms, 10s, 2m. Default 10s unless -n is given.
-    #[arg(short = 'd', long = "duration", value_name = "TIME", value_parser = values::duration)]
+    #[arg(short = 'd', long = "duration", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration)]
     pub duration: Option<Duration>,
 
     /// Send exactly this many requests: 1000, 10k, 1m. With -d, stop at whichever comes first.
-    #[arg(short = 'n', long = "requests", value_name = "N", value_parser = values::count)]
+    #[arg(short = 'n', long = "requests", value_name = "N", allow_hyphen_values = true, value_parser = values::count)]
     pub requests: Option<u64>,
 
     /// Worker threads [default: the CPUs pelt may run on].
-    #[arg(short = 't', long = "threads", value_name = "N", value_parser = threads)]
+    #[arg(short = 't', long = "threads", value_name = "N", allow_hyphen_values = true, value_parser = threads)]
     pub threads: Option<usize>,
 
     /// Request method.
-    #[arg(short = 'm', long = "method", value_name = "METHOD", default_value = "GET")]
+    #[arg(
+        short = 'm',
+        long = "method",
+        value_name = "METHOD",
+        default_value = "GET"
+    )]
     pub method: String,
 
     /// Add a request header, 'Name: value' (repeatable).
@@ -74,7 +79,12 @@ pub struct LoadArgs {
     pub headers: Vec<String>,
 
     /// Request body.
-    #[arg(short = 'b', long = "body", value_name = "TEXT", conflicts_with = "body_file")]
+    #[arg(
+        short = 'b',
+        long = "body",
+        value_name = "TEXT",
+        conflicts_with = "body_file"
+    )]
     pub body: Option<String>,
 
     /// Read the request body from a file.
@@ -86,12 +96,12 @@ pub struct LoadArgs {
     pub no_keepalive: bool,
 
     /// Whole-request timeout, from the first byte written to the last byte read.
-    #[arg(long = "timeout", value_name = "TIME", value_parser = values::duration,
+    #[arg(long = "timeout", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration,
           default_value = "10s")]
     pub timeout: Duration,
 
     /// Connect timeout.
-    #[arg(long = "connect-timeout", value_name = "TIME", value_parser = values::duration,
+    #[arg(long = "connect-timeout", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration,
           default_value = "5s")]
     pub connect_timeout: Duration,
 
@@ -156,18 +166,43 @@ mod tests {
     #[test]
     fn contract_flags_parse() {
         let cli = Cli::try_parse_from([
-            "pelt", "http://h/", "-c", "64", "-d", "500ms", "-n", "10k", "-t", "2", "-m", "PUT",
-            "-H", "A: 1", "-H", "B: 2", "--no-keepalive", "--timeout", "2s", "--json", "-", "-q",
+            "pelt",
+            "http://h/",
+            "-c",
+            "64",
+            "-d",
+            "500ms",
+            "-n",
+            "10k",
+            "-t",
+            "2",
+            "-m",
+            "PUT",
+            "-H",
+            "A: 1",
+            "-H",
+            "B: 2",
+            "--no-keepalive",
+            "--timeout",
+            "2s",
+            "--json",
+            "-",
+            "-q",
         ])
         .unwrap();
         let l = cli.load;
-        assert_eq!((l.connections, l.requests, l.threads), (64, Some(10_000), Some(2)));
+        assert_eq!(
+            (l.connections, l.requests, l.threads),
+            (64, Some(10_000), Some(2))
+        );
         assert_eq!(l.duration, Some(Duration::from_millis(500)));
         assert_eq!(l.headers.len(), 2);
         assert!(l.no_keepalive && l.quiet);
         assert!(Cli::try_parse_from(["pelt", "http://h/", "-b", "x", "--body-file", "f"]).is_err());
         assert!(matches!(
-            Cli::try_parse_from(["pelt", "serve", "--port", "0"]).unwrap().command,
+            Cli::try_parse_from(["pelt", "serve", "--port", "0"])
+                .unwrap()
+                .command,
             Some(Command::Serve(ServeArgs { port: 0, .. }))
         ));
     }

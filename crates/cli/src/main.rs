@@ -49,7 +49,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind as K;
-            if matches!(e.kind(), K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
@@ -85,10 +88,11 @@ struct Prepared {
 }
 
 fn prepare(a: &LoadArgs) -> Result<Prepared> {
-    let raw_url = a
-        .url
-        .as_deref()
-        .ok_or_else(|| bad(anyhow!("no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)")))?;
+    let raw_url = a.url.as_deref().ok_or_else(|| {
+        bad(anyhow!(
+            "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
+        ))
+    })?;
     let headers = a
         .headers
         .iter()
@@ -103,7 +107,10 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(p)) => {
             if p.is_dir() {
-                return Err(bad(anyhow!("cannot read --body-file {}: it is a directory", p.display())));
+                return Err(bad(anyhow!(
+                    "cannot read --body-file {}: it is a directory",
+                    p.display()
+                )));
             }
             std::fs::read(p)
                 .map_err(|e| bad(anyhow!("cannot read --body-file {}: {e}", p.display())))?
@@ -163,7 +170,11 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
 fn stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, EXIT_INTERRUPTED as i32, stop.clone())?;
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            EXIT_INTERRUPTED as i32,
+            stop.clone(),
+        )?;
         signal_hook::flag::register(sig, stop.clone())?;
     }
     Ok(stop)
@@ -219,10 +230,12 @@ fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)>
 }
 
 fn serve(a: &ServeArgs) -> Result<ExitCode> {
-    let ip: std::net::IpAddr = a
-        .host
-        .parse()
-        .map_err(|_| bad(anyhow!("invalid --host {}: expected an IP address", values::quote(&a.host))))?;
+    let ip: std::net::IpAddr = a.host.parse().map_err(|_| {
+        bad(anyhow!(
+            "invalid --host {}: expected an IP address",
+            values::quote(&a.host)
+        ))
+    })?;
     let config = pelt_server::ServerConfig {
         addr: std::net::SocketAddr::new(ip, a.port),
         threads: a.threads,

@@ -66,7 +66,11 @@ pub fn summary(r: &Report) -> String {
         i.threads,
         if i.threads == 1 { "" } else { "s" },
         i.io,
-        if i.keep_alive { "keep-alive" } else { "new connection per request" },
+        if i.keep_alive {
+            "keep-alive"
+        } else {
+            "new connection per request"
+        },
     );
     let limit = match (i.duration_limit_s, i.requests_limit) {
         (Some(d), Some(n)) => format!("limit {d}s or {} requests", thousands(n)),
@@ -102,7 +106,10 @@ pub fn summary(r: &Report) -> String {
         bytes(r.throughput_bytes_per_s.sent as f64),
     );
     let l = &r.latency_us;
-    let _ = writeln!(s, "\n  Latency      min      mean     stdev    p50      p90      p99      p99.9    max");
+    let _ = writeln!(
+        s,
+        "\n  Latency      min      mean     stdev    p50      p90      p99      p99.9    max"
+    );
     let _ = writeln!(
         s,
         "               {:<8} {:<8} {:<8} {:<8} {:<8} {:<8} {:<8} {}",
@@ -115,7 +122,10 @@ pub fn summary(r: &Report) -> String {
         latency(l.p99_9_us as f64),
         latency(l.max_us as f64),
     );
-    let _ = writeln!(s, "               (from the first byte written to the last byte read)");
+    let _ = writeln!(
+        s,
+        "               (from the first byte written to the last byte read)"
+    );
     if !r.status.is_empty() {
         let _ = writeln!(s);
         for (n, (code, count)) in r.status.iter().enumerate() {
@@ -125,7 +135,11 @@ pub fn summary(r: &Report) -> String {
     }
     if !r.errors.is_empty() {
         let _ = writeln!(s);
-        for (n, kind) in ErrorKind::ALL.iter().filter(|k| r.errors.contains_key(k.name())).enumerate() {
+        for (n, kind) in ErrorKind::ALL
+            .iter()
+            .filter(|k| r.errors.contains_key(k.name()))
+            .enumerate()
+        {
             let label = if n == 0 { "  Errors" } else { "" };
             let name = kind.name();
             let _ = writeln!(
@@ -145,7 +159,12 @@ pub fn summary(r: &Report) -> String {
             .iter()
             .map(|(k, n)| format!("{k} {}", thousands(*n)))
             .collect();
-        let _ = writeln!(s, "\n  Connections  {} opened; problems outside any request: {}", thousands(r.connections_opened), list.join(", "));
+        let _ = writeln!(
+            s,
+            "\n  Connections  {} opened; problems outside any request: {}",
+            thousands(r.connections_opened),
+            list.join(", ")
+        );
     }
     s
 }
@@ -156,8 +175,14 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path.file_name().context("the output path has no file name")?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let name = path
+        .file_name()
+        .context("the output path has no file name")?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(data)?;
@@ -218,7 +243,11 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "temp file left behind");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "temp file left behind"
+        );
         assert!(check_writable(&p).is_ok());
         assert!(check_writable(&dir.join("missing/r.json")).is_err());
         assert!(check_writable(&dir).is_err());

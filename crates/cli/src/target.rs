@@ -78,9 +78,15 @@ mod tests {
     fn host_header_and_path() {
         let t = resolve("http://127.0.0.1:8080/a/b?x=1&y").unwrap();
         assert_eq!(t.addr, "127.0.0.1:8080".parse().unwrap());
-        assert_eq!((t.host_header.as_str(), t.path.as_str()), ("127.0.0.1:8080", "/a/b?x=1&y"));
+        assert_eq!(
+            (t.host_header.as_str(), t.path.as_str()),
+            ("127.0.0.1:8080", "/a/b?x=1&y")
+        );
         let t = resolve("http://127.0.0.1").unwrap();
-        assert_eq!((t.host_header.as_str(), t.path.as_str(), t.addr.port()), ("127.0.0.1", "/", 80));
+        assert_eq!(
+            (t.host_header.as_str(), t.path.as_str(), t.addr.port()),
+            ("127.0.0.1", "/", 80)
+        );
         let t = resolve("http://[::1]:9/").unwrap();
         assert_eq!(t.host_header, "[::1]:9");
         assert!(resolve("http://localhost:1/").is_ok());
@@ -95,7 +101,10 @@ mod tests {
     #[test]
     fn bad_urls_name_the_problem() {
         let msg = |u: &str| resolve(u).unwrap_err().to_string();
-        assert!(msg("127.0.0.1:8080").contains("scheme") || msg("127.0.0.1:8080").contains("unsupported"));
+        assert!(
+            msg("127.0.0.1:8080").contains("scheme")
+                || msg("127.0.0.1:8080").contains("unsupported")
+        );
         assert!(msg("localhost/x").contains("no scheme"));
         assert!(msg("ftp://127.0.0.1/").contains("unsupported scheme 'ftp'"));
         assert!(msg("https://127.0.0.1/").contains("https is not supported yet"));

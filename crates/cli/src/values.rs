@@ -55,7 +55,9 @@ pub fn count(s: &str) -> Result<u64, String> {
         return Err(HELP.into());
     }
     let n: u64 = num.parse().map_err(|_| "is too large".to_string())?;
-    let n = n.checked_mul(mult).ok_or_else(|| "is too large".to_string())?;
+    let n = n
+        .checked_mul(mult)
+        .ok_or_else(|| "is too large".to_string())?;
     if n == 0 {
         return Err("must be greater than zero".into());
     }
@@ -110,7 +112,13 @@ pub fn port(s: &str) -> Result<u16, String> {
 
 /// Quotes a user value for an error line: control characters escaped, so the line stays one.
 pub fn quote(s: &str) -> String {
-    format!("'{}'", s.escape_debug().to_string().replace("\\'", "'").replace("\\\"", "\""))
+    format!(
+        "'{}'",
+        s.escape_debug()
+            .to_string()
+            .replace("\\'", "'")
+            .replace("\\\"", "\"")
+    )
 }
 
 #[cfg(test)]
@@ -125,7 +133,19 @@ mod tests {
         assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(duration("1h"), Ok(Duration::from_secs(3600)));
-        for bad in ["0", "0s", "10x", "", "s", "-1s", "1e3s", ".5s", "5.s", "1 s", "999999999h"] {
+        for bad in [
+            "0",
+            "0s",
+            "10x",
+            "",
+            "s",
+            "-1s",
+            "1e3s",
+            ".5s",
+            "5.s",
+            "1 s",
+            "999999999h",
+        ] {
             assert!(duration(bad).is_err(), "{bad:?} accepted");
         }
         assert_eq!(duration_or_zero("0"), Ok(Duration::ZERO));
@@ -137,7 +157,16 @@ mod tests {
         assert_eq!(count("10k"), Ok(10_000));
         assert_eq!(count("1m"), Ok(1_000_000));
         assert_eq!(count("1_000"), Ok(1000));
-        for bad in ["0", "-1", "abc", "", "k", "1.5k", "99999999999999999999", "20000000000g"] {
+        for bad in [
+            "0",
+            "-1",
+            "abc",
+            "",
+            "k",
+            "1.5k",
+            "99999999999999999999",
+            "20000000000g",
+        ] {
             assert!(count(bad).is_err(), "{bad:?} accepted");
         }
         assert!(count_at_most("2000000", 1_000_000).is_err());

@@ -42,10 +42,18 @@ impl fmt::Display for HeaderError {
             HeaderError::MissingColon => write!(f, "expected 'Name: value' (no colon found)"),
             HeaderError::EmptyName => write!(f, "the header name is empty"),
             HeaderError::BadNameChar(c) => {
-                write!(f, "the header name contains {:?}, which is not allowed in a name", c)
+                write!(
+                    f,
+                    "the header name contains {:?}, which is not allowed in a name",
+                    c
+                )
             }
             HeaderError::ForbiddenChar(c) => {
-                write!(f, "the header contains {:?} (CR, LF and NUL are never allowed)", c)
+                write!(
+                    f,
+                    "the header contains {:?} (CR, LF and NUL are never allowed)",
+                    c
+                )
             }
             HeaderError::ContentLengthMismatch { given, actual } => write!(
                 f,
@@ -77,7 +85,10 @@ pub fn parse_header(line: &str) -> Result<(String, String), HeaderError> {
     check_forbidden(line)?;
     let (name, value) = line.split_once(':').ok_or(HeaderError::MissingColon)?;
     validate_header(name, value)?;
-    Ok((name.to_string(), value.trim_matches([' ', '\t']).to_string()))
+    Ok((
+        name.to_string(),
+        value.trim_matches([' ', '\t']).to_string(),
+    ))
 }
 
 /// Checks a header name and value: the name a non-empty token, neither with CR, LF or NUL.
@@ -87,7 +98,10 @@ pub fn validate_header(name: &str, value: &str) -> Result<(), HeaderError> {
     if name.is_empty() {
         return Err(HeaderError::EmptyName);
     }
-    if let Some(c) = name.chars().find(|&c| !c.is_ascii() || !is_token_char(c as u8)) {
+    if let Some(c) = name
+        .chars()
+        .find(|&c| !c.is_ascii() || !is_token_char(c as u8))
+    {
         return Err(HeaderError::BadNameChar(c));
     }
     Ok(())
@@ -195,7 +209,10 @@ mod tests {
         let mut s = spec(&h, b"");
         s.keep_alive = false;
         let text = String::from_utf8(s.encode().unwrap()).unwrap();
-        assert_eq!(text, "GET / HTTP/1.1\r\nhost: example.test\r\nConnection: close\r\n\r\n");
+        assert_eq!(
+            text,
+            "GET / HTTP/1.1\r\nhost: example.test\r\nConnection: close\r\n\r\n"
+        );
     }
 
     #[test]
@@ -205,20 +222,38 @@ mod tests {
         let bad = vec![("Content-Length".to_string(), "4".to_string())];
         assert_eq!(
             spec(&bad, b"abc").encode(),
-            Err(HeaderError::ContentLengthMismatch { given: "4".into(), actual: 3 })
+            Err(HeaderError::ContentLengthMismatch {
+                given: "4".into(),
+                actual: 3
+            })
         );
     }
 
     #[test]
     fn header_lines_are_validated() {
-        assert_eq!(parse_header("X-A:  b c \t"), Ok(("X-A".into(), "b c".into())));
+        assert_eq!(
+            parse_header("X-A:  b c \t"),
+            Ok(("X-A".into(), "b c".into()))
+        );
         assert_eq!(parse_header("X-Empty:"), Ok(("X-Empty".into(), "".into())));
         assert_eq!(parse_header("NoColon"), Err(HeaderError::MissingColon));
         assert_eq!(parse_header(": v"), Err(HeaderError::EmptyName));
-        assert_eq!(parse_header("Bad Name: v"), Err(HeaderError::BadNameChar(' ')));
-        assert_eq!(parse_header("X: a\r\nEvil: 1"), Err(HeaderError::ForbiddenChar('\r')));
-        assert_eq!(parse_header("X: a\nb"), Err(HeaderError::ForbiddenChar('\n')));
-        assert_eq!(parse_header("X: a\0"), Err(HeaderError::ForbiddenChar('\0')));
+        assert_eq!(
+            parse_header("Bad Name: v"),
+            Err(HeaderError::BadNameChar(' '))
+        );
+        assert_eq!(
+            parse_header("X: a\r\nEvil: 1"),
+            Err(HeaderError::ForbiddenChar('\r'))
+        );
+        assert_eq!(
+            parse_header("X: a\nb"),
+            Err(HeaderError::ForbiddenChar('\n'))
+        );
+        assert_eq!(
+            parse_header("X: a\0"),
+            Err(HeaderError::ForbiddenChar('\0'))
+        );
         assert_eq!(parse_header("Ünï: v"), Err(HeaderError::BadNameChar('Ü')));
     }
 

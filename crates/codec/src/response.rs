@@ -76,7 +76,9 @@ impl fmt::Display for ParseError {
             ParseError::BadContentLength => write!(f, "invalid Content-Length"),
             ParseError::BadChunk => write!(f, "invalid chunked encoding"),
             ParseError::UnexpectedUpgrade => write!(f, "unexpected 101 Switching Protocols"),
-            ParseError::Incomplete => write!(f, "connection closed before the response was complete"),
+            ParseError::Incomplete => {
+                write!(f, "connection closed before the response was complete")
+            }
         }
     }
 }
@@ -86,20 +88,35 @@ impl std::error::Error for ParseError {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
     /// Reading the hex size; `digits` counts the ones seen.
-    Size { size: u64, digits: u8 },
+    Size {
+        size: u64,
+        digits: u8,
+    },
     /// Whitespace after the size: only `;` (an extension) may follow.
-    SizeWs { size: u64 },
+    SizeWs {
+        size: u64,
+    },
     /// Just after `;`: optional whitespace, then an extension name.
-    ExtStart { size: u64 },
+    ExtStart {
+        size: u64,
+    },
     /// Inside an extension (name, `=value`), up to CR or the next `;`.
-    ExtBody { size: u64 },
+    ExtBody {
+        size: u64,
+    },
     /// Saw CR at the end of the size line.
-    SizeLf { size: u64 },
-    Data { remaining: u64 },
+    SizeLf {
+        size: u64,
+    },
+    Data {
+        remaining: u64,
+    },
     DataCr,
     DataLf,
     /// After the last chunk: trailer lines; `at_line_start` when the next byte starts a line.
-    Trailer { at_line_start: bool },
+    Trailer {
+        at_line_start: bool,
+    },
     /// Saw CR at the start of a trailer line: the LF ends the message.
     TrailerEndLf,
 }
@@ -222,7 +239,10 @@ impl ResponseParser {
                     let mut rest = rest;
                     if self.head_buf.is_empty() {
                         // Empty lines before a status line are ignored (RFC 9112 section 2.2).
-                        let blank = rest.iter().take_while(|&&b| b == b'\r' || b == b'\n').count();
+                        let blank = rest
+                            .iter()
+                            .take_while(|&&b| b == b'\r' || b == b'\n')
+                            .count();
                         pos += blank;
                         rest = &rest[blank..];
                         if rest.is_empty() {
@@ -305,7 +325,9 @@ impl ResponseParser {
         let buf = std::mem::take(&mut self.head_buf);
         let result = parse_head_bytes(&buf);
         let out = match result {
-            Ok(Some((len, _))) if len > self.opts.max_head_bytes => Err(ParseError::HeadersTooLarge),
+            Ok(Some((len, _))) if len > self.opts.max_head_bytes => {
+                Err(ParseError::HeadersTooLarge)
+            }
             Ok(Some((len, head))) => self.apply_head(head).map(|o| (len - old, o)),
             Ok(None) => Err(ParseError::BadHeader),
             Err(e) => Err(e),
@@ -629,7 +651,9 @@ fn parse_status_line(line: &[u8]) -> Result<(u16, u8), ParseError> {
     if !digits.iter().all(u8::is_ascii_digit) {
         return Err(ParseError::BadStatusLine);
     }
-    let status = digits.iter().fold(0u16, |acc, &d| acc * 10 + (d - b'0') as u16);
+    let status = digits
+        .iter()
+        .fold(0u16, |acc, &d| acc * 10 + (d - b'0') as u16);
     let reason = &line[12..];
     let reason_ok = reason.is_empty()
         || reason[0] == b' '
@@ -644,8 +668,14 @@ fn parse_status_line(line: &[u8]) -> Result<(u16, u8), ParseError> {
 }
 
 fn trim_ows(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(s.len());
-    let end = s.iter().rposition(|&b| b != b' ' && b != b'\t').map_or(start, |e| e + 1);
+    let start = s
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |e| e + 1);
     &s[start..end.max(start)]
 }
 
@@ -654,5 +684,7 @@ fn parse_decimal(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 19 || !s.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    s.iter().try_fold(0u64, |acc, &d| acc.checked_mul(10)?.checked_add((d - b'0') as u64))
+    s.iter().try_fold(0u64, |acc, &d| {
+        acc.checked_mul(10)?.checked_add((d - b'0') as u64)
+    })
 }

@@ -47,11 +47,18 @@ fn llhttp_response_corpus() {
             .decode(case["raw_b64"].as_str().unwrap())
             .unwrap();
         let head = case["head_request"].as_bool().unwrap_or(false);
-        let accept: Vec<&str> = case["accept"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let accept: Vec<&str> = case["accept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
         for step in [raw.len().max(1), 1] {
             let (got, status) = first_outcome(&raw, step, head);
             if !accept.contains(&got) {
-                failures.push(format!("{name} (step {step}): got {got}, accept {accept:?}"));
+                failures.push(format!(
+                    "{name} (step {step}): got {got}, accept {accept:?}"
+                ));
             } else if got == "complete" && case["client_expect"] == "complete" {
                 let want = case["client_status"].as_u64().map(|s| s as u16);
                 if status != want {
@@ -62,5 +69,10 @@ fn llhttp_response_corpus() {
         checked += 1;
     }
     assert_eq!(checked, 85);
-    assert!(failures.is_empty(), "{} corpus failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} corpus failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

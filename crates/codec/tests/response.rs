@@ -81,26 +81,52 @@ fn ok(status: u16, keep_alive: bool, body_bytes: u64) -> Result<Response, ParseE
 
 #[test]
 fn content_length_bodies() {
-    assert_eq!(one("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), ok(200, true, 5));
-    assert_eq!(one("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), ok(200, true, 0));
-    assert_eq!(one("HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc"), ok(200, true, 3));
-    assert_eq!(one("HTTP/1.1 200 OK\r\ncontent-length:  7 \r\n\r\n1234567"), ok(200, true, 7));
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+        ok(200, true, 5)
+    );
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+        ok(200, true, 0)
+    );
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc"),
+        ok(200, true, 3)
+    );
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\ncontent-length:  7 \r\n\r\n1234567"),
+        ok(200, true, 7)
+    );
 }
 
 #[test]
 fn bad_content_lengths_are_bad_framing() {
-    for v in ["abc", "-1", "+5", "", "123456789012345678901234567890", "1 2", "0x10"] {
+    for v in [
+        "abc",
+        "-1",
+        "+5",
+        "",
+        "123456789012345678901234567890",
+        "1 2",
+        "0x10",
+    ] {
         let wire = format!("HTTP/1.1 200 OK\r\nContent-Length: {v}\r\n\r\n");
         assert_eq!(one(&wire), Err(ParseError::BadContentLength), "value {v:?}");
     }
     let two = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd";
     assert_eq!(one(two), Err(ParseError::BadContentLength));
-    assert_eq!(one("HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\nabc"), Err(ParseError::BadContentLength));
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\nabc"),
+        Err(ParseError::BadContentLength)
+    );
 }
 
 #[test]
 fn truncated_body_is_incomplete_at_eof() {
-    let wire = format!("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}", "x".repeat(40));
+    let wire = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}",
+        "x".repeat(40)
+    );
     let o = run(wire.as_bytes(), &[], false, true);
     assert_eq!(o.error, Some(ParseError::Incomplete));
     assert_eq!(o.consumed, wire.len());
@@ -111,7 +137,10 @@ fn truncated_body_is_incomplete_at_eof() {
 
 #[test]
 fn close_delimited_bodies_complete_at_eof_and_are_not_reused() {
-    assert_eq!(one("HTTP/1.1 200 OK\r\n\r\nuntil close"), ok(200, false, 11));
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\n\r\nuntil close"),
+        ok(200, false, 11)
+    );
     assert_eq!(
         one("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\nbody"),
         ok(200, false, 4)
@@ -124,15 +153,24 @@ fn close_delimited_bodies_complete_at_eof_and_are_not_reused() {
 
 #[test]
 fn keep_alive_rules() {
-    assert_eq!(one("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"), ok(200, false, 0));
-    assert_eq!(one("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"), ok(200, false, 0));
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"),
+        ok(200, false, 0)
+    );
+    assert_eq!(
+        one("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"),
+        ok(200, false, 0)
+    );
     assert_eq!(
         one("HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n"),
         ok(200, true, 0)
     );
     let both = "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
     assert_eq!(one(both), ok(200, false, 0));
-    assert_eq!(one("HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\nContent-Length: 0\r\n\r\n"), ok(200, false, 0));
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\nContent-Length: 0\r\n\r\n"),
+        ok(200, false, 0)
+    );
 }
 
 #[test]
@@ -153,10 +191,24 @@ fn chunked_bodies_with_extensions_and_trailers() {
 #[test]
 fn chunked_errors() {
     let base = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
-    for bad in ["ffffffffffffffffffff\r\n", "zz\r\n", "\r\n", "5\r\nhelloXX", "5\r\nhello\n0\r\n\r\n", "5 x\r\n"] {
-        assert_eq!(one(&format!("{base}{bad}")), Err(ParseError::BadChunk), "chunk {bad:?}");
+    for bad in [
+        "ffffffffffffffffffff\r\n",
+        "zz\r\n",
+        "\r\n",
+        "5\r\nhelloXX",
+        "5\r\nhello\n0\r\n\r\n",
+        "5 x\r\n",
+    ] {
+        assert_eq!(
+            one(&format!("{base}{bad}")),
+            Err(ParseError::BadChunk),
+            "chunk {bad:?}"
+        );
     }
-    assert_eq!(one(&format!("{base}5\r\nhello\r\n")), Err(ParseError::Incomplete));
+    assert_eq!(
+        one(&format!("{base}5\r\nhello\r\n")),
+        Err(ParseError::Incomplete)
+    );
     let huge_trailer = format!("{base}0\r\nX: {}\r\n\r\n", "t".repeat(70_000));
     assert_eq!(one(&huge_trailer), Err(ParseError::HeadersTooLarge));
 }
@@ -169,27 +221,61 @@ fn chunked_and_content_length_is_chunked_and_closes() {
 
 #[test]
 fn no_body_statuses_and_head() {
-    assert_eq!(one("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n"), ok(204, true, 0));
-    assert_eq!(one("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n"), ok(304, true, 0));
-    let o = run(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n", &[], true, false);
-    assert_eq!(o.responses, vec![Response { status: 200, keep_alive: true, body_bytes: 0, interim: 0 }]);
+    assert_eq!(
+        one("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n"),
+        ok(204, true, 0)
+    );
+    assert_eq!(
+        one("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        ok(304, true, 0)
+    );
+    let o = run(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n",
+        &[],
+        true,
+        false,
+    );
+    assert_eq!(
+        o.responses,
+        vec![Response {
+            status: 200,
+            keep_alive: true,
+            body_bytes: 0,
+            interim: 0
+        }]
+    );
 }
 
 #[test]
 fn interim_responses_precede_the_final_one() {
     let r = one("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
     assert_eq!((r.status, r.interim, r.body_bytes), (200, 3, 2));
-    assert_eq!(one("HTTP/1.1 100 Continue\r\n\r\n"), Err(ParseError::Incomplete));
-    assert_eq!(one("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"), Err(ParseError::UnexpectedUpgrade));
+    assert_eq!(
+        one("HTTP/1.1 100 Continue\r\n\r\n"),
+        Err(ParseError::Incomplete)
+    );
+    assert_eq!(
+        one("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"),
+        Err(ParseError::UnexpectedUpgrade)
+    );
 }
 
 #[test]
 fn bad_status_lines_and_other_protocols() {
-    for line in ["HTTP/1.1 001 OK", "HTTP/1.1 1 OK", "HTTP/1.1 2000 OK", "HTTP/5.6 200 OK", "HTTP/1.1 200OK"] {
+    for line in [
+        "HTTP/1.1 001 OK",
+        "HTTP/1.1 1 OK",
+        "HTTP/1.1 2000 OK",
+        "HTTP/5.6 200 OK",
+        "HTTP/1.1 200OK",
+    ] {
         let wire = format!("{line}\r\nContent-Length: 0\r\n\r\n");
         assert_eq!(one(&wire), Err(ParseError::BadStatusLine), "line {line:?}");
     }
-    assert!(matches!(one("HEAT/1.1 200 OK\r\n\r\n"), Err(ParseError::NotHttp { .. })));
+    assert!(matches!(
+        one("HEAT/1.1 200 OK\r\n\r\n"),
+        Err(ParseError::NotHttp { .. })
+    ));
     assert!(matches!(
         one("SSH-2.0-OpenSSH_9.2\r\n"),
         Err(ParseError::NotHttp { hint }) if hint.contains("SSH")
@@ -210,9 +296,18 @@ fn header_limits_and_bad_headers() {
     let o = run(endless.as_bytes(), &cuts, false, false);
     assert_eq!(o.error, Some(ParseError::HeadersTooLarge));
     let many: String = (0..150).map(|i| format!("X-{i}: v\r\n")).collect();
-    assert_eq!(one(&format!("HTTP/1.1 200 OK\r\n{many}\r\n")), Err(ParseError::HeadersTooLarge));
-    assert_eq!(one("HTTP/1.1 200 OK\r\nBad Name: v\r\n\r\n"), Err(ParseError::BadHeader));
-    assert_eq!(one("HTTP/1.1 200 OK\r\nX: a\r\n folded\r\nContent-Length: 0\r\n\r\n"), Err(ParseError::BadHeader));
+    assert_eq!(
+        one(&format!("HTTP/1.1 200 OK\r\n{many}\r\n")),
+        Err(ParseError::HeadersTooLarge)
+    );
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\nBad Name: v\r\n\r\n"),
+        Err(ParseError::BadHeader)
+    );
+    assert_eq!(
+        one("HTTP/1.1 200 OK\r\nX: a\r\n folded\r\nContent-Length: 0\r\n\r\n"),
+        Err(ParseError::BadHeader)
+    );
 }
 
 #[test]
@@ -222,7 +317,10 @@ fn pipelined_responses_parse_back_to_back() {
     let wire = format!("{one_resp}{chunked}{one_resp}HTTP/1.1 204 No Content\r\n\r\n");
     let o = run(wire.as_bytes(), &[], false, true);
     let statuses: Vec<u16> = o.responses.iter().map(|r| r.status).collect();
-    assert_eq!((statuses, o.error, o.consumed), (vec![200, 201, 200, 204], None, wire.len()));
+    assert_eq!(
+        (statuses, o.error, o.consumed),
+        (vec![200, 201, 200, 204], None, wire.len())
+    );
 }
 
 #[test]
@@ -279,6 +377,10 @@ proptest! {
 fn one_byte_at_a_time_equals_all_at_once() {
     for wire in corpus_of_valid_responses() {
         let cuts: Vec<usize> = (1..wire.len()).collect();
-        assert_eq!(run(wire.as_bytes(), &[], false, true), run(wire.as_bytes(), &cuts, false, true), "{wire:?}");
+        assert_eq!(
+            run(wire.as_bytes(), &[], false, true),
+            run(wire.as_bytes(), &cuts, false, true),
+            "{wire:?}"
+        );
     }
 }

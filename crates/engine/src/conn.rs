@@ -91,7 +91,10 @@ mod tests {
     fn stray_bytes_after_a_response_are_reported() {
         let mut p = ResponseParser::new(ParserOptions::default());
         let out = read_bytes(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxJUNK");
-        assert!(matches!(out, ReadOutcome::Complete { stray: 4, .. }), "{out:?}");
+        assert!(
+            matches!(out, ReadOutcome::Complete { stray: 4, .. }),
+            "{out:?}"
+        );
     }
 
     #[test]
@@ -99,7 +102,10 @@ mod tests {
         let mut p = ResponseParser::new(ParserOptions::default());
         assert_eq!(read_eof(&mut p).unwrap_err().0, ErrorKind::Closed);
         let mut p = ResponseParser::new(ParserOptions::default());
-        assert_eq!(read_bytes(&mut p, b"HTTP/1.1 200 OK\r\n\r\nbody"), ReadOutcome::Pending);
+        assert_eq!(
+            read_bytes(&mut p, b"HTTP/1.1 200 OK\r\n\r\nbody"),
+            ReadOutcome::Pending
+        );
         assert_eq!(read_eof(&mut p).unwrap().status, 200);
         let mut p = ResponseParser::new(ParserOptions::default());
         let _ = read_bytes(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nbody");

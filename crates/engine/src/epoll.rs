@@ -51,7 +51,10 @@ struct Conn {
 
 impl Conn {
     fn in_flight(&self) -> bool {
-        matches!(self.phase, Phase::Connecting | Phase::Writing | Phase::Reading)
+        matches!(
+            self.phase,
+            Phase::Connecting | Phase::Writing | Phase::Reading
+        )
     }
 }
 
@@ -134,7 +137,11 @@ impl Worker<'_> {
                 tv_nsec: wait.subsec_nanos() as i64,
             };
             events.clear();
-            match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), Some(&timeout)) {
+            match epoll::wait(
+                &self.epoll,
+                rustix::buffer::spare_capacity(&mut events),
+                Some(&timeout),
+            ) {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => panic!("epoll_wait failed: {e}"),
             }
@@ -153,7 +160,9 @@ impl Worker<'_> {
     fn on_event(&mut self, i: usize, flags: EventFlags, now: &mut Instant) {
         match self.conns[i].phase {
             Phase::Connecting => self.on_connect_ready(i, *now),
-            Phase::Writing if flags.contains(EventFlags::OUT) && !flags.contains(EventFlags::IN) => {
+            Phase::Writing
+                if flags.contains(EventFlags::OUT) && !flags.contains(EventFlags::IN) =>
+            {
                 self.write(i, *now)
             }
             Phase::Writing | Phase::Reading => self.on_readable(i, now),
@@ -198,7 +207,9 @@ impl Worker<'_> {
             Ok(()) => true,
             Err(Errno::INPROGRESS) => false,
             Err(e) => {
-                return self.fail(i, errno_kind(e, true), now, || format!("connect to {addr}: {e}"))
+                return self.fail(i, errno_kind(e, true), now, || {
+                    format!("connect to {addr}: {e}")
+                })
             }
         };
         let flags = if connected {
@@ -221,10 +232,18 @@ impl Worker<'_> {
     }
 
     fn on_connect_ready(&mut self, i: usize, now: Instant) {
-        let fd = self.conns[i].fd.as_ref().expect("connecting without a socket");
+        let fd = self.conns[i]
+            .fd
+            .as_ref()
+            .expect("connecting without a socket");
         let result = net::sockopt::socket_error(fd).and_then(|r| r);
         let result = result.and_then(|()| {
-            epoll::modify(&self.epoll, fd, EventData::new_u64(i as u64), EventFlags::IN)
+            epoll::modify(
+                &self.epoll,
+                fd,
+                EventData::new_u64(i as u64),
+                EventFlags::IN,
+            )
         });
         match result {
             Ok(()) => {
@@ -233,7 +252,9 @@ impl Worker<'_> {
             }
             Err(e) => {
                 let addr = self.config.addr;
-                self.fail(i, errno_kind(e, true), now, || format!("connect to {addr}: {e}"))
+                self.fail(i, errno_kind(e, true), now, || {
+                    format!("connect to {addr}: {e}")
+                })
             }
         }
     }
@@ -274,7 +295,12 @@ impl Worker<'_> {
             }
         }
         if conn.phase == Phase::Writing {
-            let _ = epoll::modify(&self.epoll, fd, EventData::new_u64(i as u64), EventFlags::IN);
+            let _ = epoll::modify(
+                &self.epoll,
+                fd,
+                EventData::new_u64(i as u64),
+                EventFlags::IN,
+            );
         }
         conn.phase = Phase::Reading;
     }
@@ -298,9 +324,11 @@ impl Worker<'_> {
                 *now = Instant::now();
                 if stray > 0 && response.keep_alive {
                     // Bytes nobody asked for: never attributed to the next request.
-                    self.stats.connection_errors.record(ErrorKind::Protocol, || {
-                        format!("{stray} bytes arrived after a complete response")
-                    });
+                    self.stats
+                        .connection_errors
+                        .record(ErrorKind::Protocol, || {
+                            format!("{stray} bytes arrived after a complete response")
+                        });
                 }
                 let reuse = response.keep_alive && stray == 0;
                 self.complete(i, response, reuse, *now);
@@ -318,13 +346,18 @@ impl Worker<'_> {
     /// A readable socket with no request in flight: the server closed an idle connection
     /// (fine) or sent bytes nobody asked for (a protocol error of the connection).
     fn on_idle_readable(&mut self, i: usize) {
-        let fd = self.conns[i].fd.as_ref().expect("idle event without a socket");
+        let fd = self.conns[i]
+            .fd
+            .as_ref()
+            .expect("idle event without a socket");
         if let Ok((n, _)) = net::recv(fd, &mut self.buf[..], net::RecvFlags::empty()) {
             self.stats.bytes_received += n as u64;
             if n > 0 {
-                self.stats.connection_errors.record(ErrorKind::Protocol, || {
-                    format!("{n} bytes arrived on an idle connection")
-                });
+                self.stats
+                    .connection_errors
+                    .record(ErrorKind::Protocol, || {
+                        format!("{n} bytes arrived on an idle connection")
+                    });
             }
         }
         self.close(i);

@@ -99,7 +99,11 @@ impl Server {
         let body = if config.body_size == DEFAULT_BODY_SIZE {
             Bytes::from_static(b"OK")
         } else {
-            Bytes::from((0..config.body_size).map(|i| b'a' + (i % 26) as u8).collect::<Vec<_>>())
+            Bytes::from(
+                (0..config.body_size)
+                    .map(|i| b'a' + (i % 26) as u8)
+                    .collect::<Vec<_>>(),
+            )
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.threads.max(1))
@@ -208,7 +212,10 @@ impl Body for ChunkedBody {
 
 type AnyBody = http_body_util::Either<Full<Bytes>, ChunkedBody>;
 
-async fn respond(req: Request<Incoming>, state: Arc<State>) -> Result<Response<AnyBody>, Infallible> {
+async fn respond(
+    req: Request<Incoming>,
+    state: Arc<State>,
+) -> Result<Response<AnyBody>, Infallible> {
     // Read the request body so the connection can carry the next request.
     let _ = req.into_body().collect().await;
     let cfg = &state.config;
@@ -228,8 +235,10 @@ async fn respond(req: Request<Incoming>, state: Arc<State>) -> Result<Response<A
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     if cfg.close {
-        resp.headers_mut()
-            .insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
+        resp.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
     }
     Ok(resp)
 }
@@ -241,7 +250,8 @@ mod tests {
 
     fn get(addr: SocketAddr) -> String {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
         out
@@ -267,8 +277,15 @@ mod tests {
         let server = Server::start(cfg).unwrap();
         let resp = get(server.addr());
         assert!(resp.starts_with("HTTP/1.1 404 Not Found\r\n"), "{resp}");
-        assert!(resp.to_ascii_lowercase().contains("transfer-encoding: chunked"), "{resp}");
-        assert!(resp.contains("\r\n1E\r\nabcdefghijklmnopqrstuvwxyzabcd\r\n0\r\n\r\n"), "{resp}");
+        assert!(
+            resp.to_ascii_lowercase()
+                .contains("transfer-encoding: chunked"),
+            "{resp}"
+        );
+        assert!(
+            resp.contains("\r\n1E\r\nabcdefghijklmnopqrstuvwxyzabcd\r\n0\r\n\r\n"),
+            "{resp}"
+        );
     }
 
     #[test]
@@ -278,7 +295,9 @@ mod tests {
             ..Default::default()
         };
         let server = Server::start(cfg).unwrap();
-        let fails = (0..20).filter(|_| get(server.addr()).starts_with("HTTP/1.1 500")).count();
+        let fails = (0..20)
+            .filter(|_| get(server.addr()).starts_with("HTTP/1.1 500"))
+            .count();
         assert_eq!(fails, 5);
     }
 

@@ -86,9 +86,9 @@ impl ErrorKind {
     pub fn hint(self) -> Option<&'static str> {
         match self {
             ErrorKind::Refused => Some("is the server running and listening on that port?"),
-            ErrorKind::AddrNotAvailable => Some(
-                "local ports exhausted: use keep-alive, or widen net.ipv4.ip_local_port_range",
-            ),
+            ErrorKind::AddrNotAvailable => {
+                Some("local ports exhausted: use keep-alive, or widen net.ipv4.ip_local_port_range")
+            }
             ErrorKind::FdLimit => Some("too many open files: raise the limit with ulimit -n"),
             ErrorKind::Timeout => Some("the server is slower than --timeout allows"),
             ErrorKind::NotHttp => Some("is the URL's scheme and port right?"),
@@ -164,7 +164,9 @@ mod tests {
     #[test]
     fn names_are_unique_and_snake_case() {
         let mut names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
-        assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        assert!(names
+            .iter()
+            .all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ErrorKind::ALL.len());
@@ -181,6 +183,9 @@ mod tests {
             });
         }
         assert_eq!((e.count(ErrorKind::Timeout), built), (3, 1));
-        assert_eq!(e.iter().collect::<Vec<_>>(), vec![(ErrorKind::Timeout, 3, "t")]);
+        assert_eq!(
+            e.iter().collect::<Vec<_>>(),
+            vec![(ErrorKind::Timeout, 3, "t")]
+        );
     }
 }

@@ -52,7 +52,8 @@ impl LatencyHistogram {
     /// Records one latency; 0 counts as 1 us and values past one hour are clamped.
     #[inline]
     pub fn record(&mut self, latency_us: u64) {
-        self.h.saturating_record(latency_us.clamp(1, MAX_LATENCY_US));
+        self.h
+            .saturating_record(latency_us.clamp(1, MAX_LATENCY_US));
     }
 
     pub fn count(&self) -> u64 {

@@ -175,10 +175,22 @@ mod tests {
         let mut t = WorkerStats::new();
         t.merge(&a);
         t.merge(&b);
-        assert_eq!((t.sent, t.in_flight, t.completed(), t.errors.total()), (5, 1, 3, 2));
-        assert_eq!(t.status.iter().collect::<Vec<_>>(), vec![(200, 2), (404, 1)]);
-        assert_eq!(t.errors.first_message(ErrorKind::Reset), Some("reset by peer"));
-        assert_eq!((t.bytes_sent, t.bytes_received, t.connections_opened), (10, 7, 4));
+        assert_eq!(
+            (t.sent, t.in_flight, t.completed(), t.errors.total()),
+            (5, 1, 3, 2)
+        );
+        assert_eq!(
+            t.status.iter().collect::<Vec<_>>(),
+            vec![(200, 2), (404, 1)]
+        );
+        assert_eq!(
+            t.errors.first_message(ErrorKind::Reset),
+            Some("reset by peer")
+        );
+        assert_eq!(
+            (t.bytes_sent, t.bytes_received, t.connections_opened),
+            (10, 7, 4)
+        );
         assert_eq!(t.latency.summary().max_us, 300);
         assert_eq!(t.latency.count(), 3);
     }

@@ -87,8 +87,16 @@ impl Report {
                 in_flight: stats.in_flight,
             },
             rps: per_s(completed),
-            status: stats.status.iter().map(|(s, n)| (s.to_string(), n)).collect(),
-            errors: stats.errors.iter().map(|(k, n, _)| (k.name().to_string(), n)).collect(),
+            status: stats
+                .status
+                .iter()
+                .map(|(s, n)| (s.to_string(), n))
+                .collect(),
+            errors: stats
+                .errors
+                .iter()
+                .map(|(k, n, _)| (k.name().to_string(), n))
+                .collect(),
             error_examples: stats
                 .errors
                 .iter()

@@ -1,0 +1,299 @@
+//! End to end: the real pelt binary against real servers on 127.0.0.1, port 0.
+
+mod util;
+
+use pelt_server::ServerConfig;
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use util::*;
+
+#[test]
+fn exact_request_count_matches_the_servers_own_count() {
+    let (server, url) = serve(ServerConfig {
+        threads: 2,
+        ..Default::default()
+    });
+    let v = run_json(&[&url, "-n", "5000", "-c", "16", "-t", "2"]);
+    assert_eq!(count(&v, &["requests", "sent"]), 5000);
+    assert_eq!(count(&v, &["requests", "completed"]), 5000);
+    assert_eq!(count(&v, &["status", "200"]), 5000);
+    assert_eq!(count(&v, &["requests", "in_flight"]), 0);
+    assert_eq!(v["stopped_by"], "requests");
+    assert_eq!(server.stop(), 5000);
+}
+
+#[test]
+fn fewer_requests_than_connections_is_still_exact() {
+    let (server, url) = serve(ServerConfig::default());
+    let v = run_json(&[&url, "-n", "5", "-c", "64", "-t", "2"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 5);
+    assert_eq!(server.stop(), 5);
+}
+
+#[test]
+fn no_keepalive_opens_a_connection_per_request() {
+    let (server, url) = serve(ServerConfig::default());
+    let v = run_json(&[&url, "-n", "300", "-c", "4", "--no-keepalive"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 300);
+    assert_eq!(count(&v, &["connections_opened"]), 300);
+    assert_eq!(v["keep_alive"], false);
+    assert_eq!(server.stop(), 300);
+}
+
+#[test]
+fn server_that_closes_every_connection() {
+    let (server, url) = serve(ServerConfig {
+        close: true,
+        ..Default::default()
+    });
+    let v = run_json(&[&url, "-n", "300", "-c", "4"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 300);
+    assert_eq!(count(&v, &["requests", "errors"]), 0);
+    assert_eq!(count(&v, &["connections_opened"]), 300);
+    assert_eq!(server.stop(), 300);
+}
+
+#[test]
+fn server_errors_are_counted_by_status_not_as_errors() {
+    let (server, url) = serve(ServerConfig {
+        error_rate: 0.1,
+        ..Default::default()
+    });
+    let v = run_json(&[&url, "-n", "1000", "-c", "4"]);
+    assert_eq!(count(&v, &["status", "500"]), 100);
+    assert_eq!(count(&v, &["status", "200"]), 900);
+    assert_eq!(count(&v, &["requests", "errors"]), 0);
+    assert_eq!(server.stop(), 1000);
+}
+
+#[test]
+fn chunked_bodies_and_head_requests() {
+    let (server, url) = serve(ServerConfig {
+        chunked: true,
+        body_size: 5000,
+        ..Default::default()
+    });
+    let v = run_json(&[&url, "-n", "200", "-c", "4"]);
+    assert_eq!(count(&v, &["status", "200"]), 200);
+    let v = run_json(&[&url, "-n", "200", "-c", "4", "-m", "HEAD"]);
+    assert_eq!(count(&v, &["status", "200"]), 200);
+    assert_eq!(server.stop(), 400);
+}
+
+#[test]
+fn bytes_are_counted_exactly_at_the_socket() {
+    const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+    let raw = RawServer::start(answer_each(RESPONSE));
+    let url = raw.url();
+    let v = run_json(&[
+        &url,
+        "-n",
+        "1000",
+        "-c",
+        "8",
+        "-m",
+        "POST",
+        "-b",
+        "0123456789",
+    ]);
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let request =
+        format!("POST / HTTP/1.1\r\nHost: {host}\r\nContent-Length: 10\r\n\r\n0123456789");
+    assert_eq!(count(&v, &["requests", "completed"]), 1000);
+    assert_eq!(count(&v, &["bytes", "sent"]), 1000 * request.len() as u64);
+    assert_eq!(
+        count(&v, &["bytes", "received"]),
+        1000 * RESPONSE.len() as u64
+    );
+    assert_eq!(raw.accepted.load(Ordering::Relaxed), 8);
+}
+
+#[test]
+fn default_request_is_what_wrk_sends() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let raw = RawServer::start(move |mut s| {
+        let mut buf = [0u8; 1024];
+        let n = std::io::Read::read(&mut s, &mut buf).unwrap_or(0);
+        s2.lock().unwrap().extend_from_slice(&buf[..n]);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    });
+    let v = run_json(&[&raw.url(), "-n", "1", "-c", "1"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 1);
+    let expected = format!("GET / HTTP/1.1\r\nHost: {}\r\n\r\n", raw.addr);
+    assert_eq!(String::from_utf8_lossy(&seen.lock().unwrap()), expected);
+}
+
+#[test]
+fn refused_port_counts_connect_errors_and_ends_on_time() {
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let (out, took) = run(&[&url, "-d", "1s", "-c", "4", "--json", "-", "-q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    assert!(count(&v, &["errors", "refused"]) > 0, "{v}");
+    assert_eq!(count(&v, &["requests", "completed"]), 0);
+    // With a backoff per connection the count stays far from a busy loop's millions.
+    assert!(count(&v, &["errors", "refused"]) < 10_000, "{v}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn refused_port_with_a_request_count_ends() {
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let v = run_json(&[&url, "-n", "20", "-c", "4"]);
+    assert_eq!(count(&v, &["errors", "refused"]), 20);
+    assert!(
+        v["error_examples"]["refused"]
+            .as_str()
+            .unwrap()
+            .contains("refused"),
+        "{v}"
+    );
+}
+
+#[test]
+fn server_that_never_answers_times_out() {
+    let raw = RawServer::start(|mut s| {
+        read_request(&mut s);
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let (out, took) = run(&[
+        &raw.url(),
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "--timeout",
+        "300ms",
+        "--json",
+        "-",
+        "-q",
+    ]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    assert!(count(&v, &["errors", "timeout"]) >= 2, "{v}");
+    assert_eq!(count(&v, &["requests", "completed"]), 0);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn server_closing_without_answering_is_a_closed_error() {
+    let raw = RawServer::start(|mut s| {
+        read_request(&mut s);
+    });
+    let v = run_json(&[&raw.url(), "-n", "50", "-c", "2"]);
+    assert_eq!(count(&v, &["errors", "closed"]), 50);
+}
+
+#[test]
+fn duration_and_count_stop_at_whichever_comes_first() {
+    let (server, url) = serve(ServerConfig {
+        delay: Duration::from_millis(20),
+        ..Default::default()
+    });
+    let v = run_json(&[&url, "-n", "1m", "-d", "500ms", "-c", "2"]);
+    assert_eq!(v["stopped_by"], "duration");
+    assert!(count(&v, &["requests", "sent"]) < 1_000_000);
+    drop(server);
+    let (server, url) = serve(ServerConfig::default());
+    let v = run_json(&[&url, "-n", "10", "-d", "30s", "-c", "2"]);
+    assert_eq!(v["stopped_by"], "requests");
+    assert_eq!(server.stop(), 10);
+}
+
+#[test]
+fn summary_goes_to_stdout_and_json_to_a_file() {
+    let (server, url) = serve(ServerConfig::default());
+    let dir = std::env::temp_dir().join(format!("pelt-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("result.json");
+    let (out, _) = run(&[
+        &url,
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Requests") && text.contains("Latency") && text.contains("200"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(count(&v, &["requests", "completed"]), 100);
+    std::fs::remove_dir_all(&dir).unwrap();
+    drop(server);
+}
+
+#[test]
+fn serve_binary_prints_its_address_and_count() {
+    let mut child = pelt()
+        .args(["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first
+        .strip_prefix("listening on ")
+        .expect(&first)
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{first}");
+    let v = run_json(&[&format!("{url}/"), "-n", "100", "-c", "4"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 100);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let last = lines.next().unwrap().unwrap();
+    assert_eq!(last, "served 100 requests");
+    let (out, _) = wait_bounded(child, Duration::from_secs(10));
+    assert!(out.status.success());
+}
+
+#[test]
+fn result_matches_the_documented_schema() {
+    let (server, url) = serve(ServerConfig {
+        error_rate: 0.5,
+        ..Default::default()
+    });
+    let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let ok = run_json(&[&url, "-n", "100", "-c", "2"]);
+    let refused = run_json(&[
+        &format!("http://127.0.0.1:{}/", closed_port()),
+        "-n",
+        "3",
+        "-c",
+        "1",
+    ]);
+    let mut broken = ok.clone();
+    broken.as_object_mut().unwrap().remove("requests");
+    assert!(
+        !validator.is_valid(&broken),
+        "the schema accepts a result without requests"
+    );
+    for v in [ok, refused] {
+        let errors: Vec<String> = validator
+            .iter_errors(&v)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}\n{v:#}");
+    }
+    drop(server);
+}

@@ -1,0 +1,197 @@
+//! Helpers for end-to-end tests: the real pelt binary, servers on port 0, scripted raw
+//! sockets. Every child process is bounded in time and ended by its own PID.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest any pelt invocation in a test may run before it is killed and the test fails.
+pub const CHILD_LIMIT: Duration = Duration::from_secs(60);
+
+pub fn pelt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pelt"))
+}
+
+/// Waits for `child` at most `limit`; kills it (by its PID, through the handle) past that.
+pub fn wait_bounded(mut child: Child, limit: Duration) -> (Output, Duration) {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            let out = child.wait_with_output().expect("wait_with_output");
+            return (out, start.elapsed());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait after kill");
+            panic!(
+                "pelt ran past {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs pelt with `args`, bounded; returns its output and wall time.
+pub fn run(args: &[&str]) -> (Output, Duration) {
+    let child = pelt()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pelt");
+    wait_bounded(child, CHILD_LIMIT)
+}
+
+/// Runs pelt with `--json -` added, expects exit 0, and returns the parsed result.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--json", "-", "-q"]);
+    let (out, _) = run(&all);
+    assert!(
+        out.status.success(),
+        "pelt {all:?} failed: {:?}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_invariant(&v);
+    v
+}
+
+/// sent == completed + errors + in_flight; the status and error maps add up.
+pub fn assert_invariant(v: &serde_json::Value) {
+    let r = &v["requests"];
+    let n = |k: &str| {
+        r[k].as_u64()
+            .unwrap_or_else(|| panic!("requests.{k} missing: {v}"))
+    };
+    assert_eq!(
+        n("sent"),
+        n("completed") + n("errors") + n("in_flight"),
+        "accounting invariant broken: {r}"
+    );
+    let sum = |m: &serde_json::Value| {
+        m.as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(
+        sum(&v["status"]),
+        n("completed"),
+        "status counts != completed: {v}"
+    );
+    assert_eq!(
+        sum(&v["errors"]),
+        n("errors"),
+        "error counts != errors: {v}"
+    );
+}
+
+pub fn count(v: &serde_json::Value, path: &[&str]) -> u64 {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_u64().unwrap_or(0)
+}
+
+/// The built-in server in-process on 127.0.0.1:0.
+pub fn serve(cfg: pelt_server::ServerConfig) -> (pelt_server::Server, String) {
+    let s = pelt_server::Server::start(cfg).expect("start server");
+    let url = format!("http://{}/", s.addr());
+    (s, url)
+}
+
+/// A port on 127.0.0.1 that nothing listens on (bound, read back, released).
+pub fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A scripted raw-socket server: each accepted connection runs `script` on its own thread.
+/// Counts accepted connections. Stops accepting when dropped.
+pub struct RawServer {
+    pub addr: SocketAddr,
+    pub accepted: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl RawServer {
+    pub fn start<F>(script: F) -> RawServer
+    where
+        F: Fn(TcpStream) + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let script = Arc::new(script);
+        let (acc, st) = (accepted.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if st.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                acc.fetch_add(1, Ordering::Relaxed);
+                let script = script.clone();
+                std::thread::spawn(move || script(stream));
+            }
+        });
+        RawServer {
+            addr,
+            accepted,
+            stop,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+    }
+}
+
+/// Reads one request head (up to the blank line); false on EOF or error.
+pub fn read_request(s: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => buf.push(byte[0]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Script: answer every request on the connection with `response`.
+pub fn answer_each(response: &'static [u8]) -> impl Fn(TcpStream) + Send + Sync + 'static {
+    move |mut s| {
+        while read_request(&mut s) {
+            if s.write_all(response).is_err() {
+                return;
+            }
+        }
+    }
+}
