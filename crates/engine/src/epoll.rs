@@ -158,14 +158,19 @@ impl Worker<'_> {
     }
 
     fn on_event(&mut self, i: usize, flags: EventFlags, now: &mut Instant) {
+        let readable = flags.intersects(EventFlags::IN | EventFlags::ERR | EventFlags::HUP);
         match self.conns[i].phase {
             Phase::Connecting => self.on_connect_ready(i, *now),
-            Phase::Writing
-                if flags.contains(EventFlags::OUT) && !flags.contains(EventFlags::IN) =>
-            {
-                self.write(i, *now)
+            Phase::Writing => {
+                if flags.contains(EventFlags::OUT) {
+                    self.write(i, *now);
+                }
+                // A server may answer (413, say) before it has read the whole request.
+                if readable && matches!(self.conns[i].phase, Phase::Writing | Phase::Reading) {
+                    self.on_readable(i, now);
+                }
             }
-            Phase::Writing | Phase::Reading => self.on_readable(i, now),
+            Phase::Reading => self.on_readable(i, now),
             Phase::Idle => self.on_idle_readable(i),
             Phase::Backoff { .. } => {}
         }
@@ -232,10 +237,9 @@ impl Worker<'_> {
     }
 
     fn on_connect_ready(&mut self, i: usize, now: Instant) {
-        let fd = self.conns[i]
-            .fd
-            .as_ref()
-            .expect("connecting without a socket");
+        let Some(fd) = self.conns[i].fd.as_ref() else {
+            return;
+        };
         let result = net::sockopt::socket_error(fd).and_then(|r| r);
         let result = result.and_then(|()| {
             epoll::modify(
@@ -273,7 +277,9 @@ impl Worker<'_> {
     fn write(&mut self, i: usize, now: Instant) {
         let request = &self.config.request;
         let conn = &mut self.conns[i];
-        let fd = conn.fd.as_ref().expect("writing without a socket");
+        let Some(fd) = conn.fd.as_ref() else {
+            return;
+        };
         while conn.written < request.len() {
             match net::send(fd, &request[conn.written..], SendFlags::NOSIGNAL) {
                 Ok(n) => {
@@ -306,7 +312,9 @@ impl Worker<'_> {
     }
 
     fn on_readable(&mut self, i: usize, now: &mut Instant) {
-        let fd = self.conns[i].fd.as_ref().expect("reading without a socket");
+        let Some(fd) = self.conns[i].fd.as_ref() else {
+            return;
+        };
         let n = match net::recv(fd, &mut self.buf[..], net::RecvFlags::empty()) {
             Ok((0, _)) => return self.on_eof(i, *now),
             Ok((n, _)) => n,
@@ -346,10 +354,9 @@ impl Worker<'_> {
     /// A readable socket with no request in flight: the server closed an idle connection
     /// (fine) or sent bytes nobody asked for (a protocol error of the connection).
     fn on_idle_readable(&mut self, i: usize) {
-        let fd = self.conns[i]
-            .fd
-            .as_ref()
-            .expect("idle event without a socket");
+        let Some(fd) = self.conns[i].fd.as_ref() else {
+            return;
+        };
         if let Ok((n, _)) = net::recv(fd, &mut self.buf[..], net::RecvFlags::empty()) {
             self.stats.bytes_received += n as u64;
             if n > 0 {
