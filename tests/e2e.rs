@@ -297,3 +297,45 @@ fn result_matches_the_documented_schema() {
     }
     drop(server);
 }
+
+#[test]
+fn ctrl_c_stops_the_run_and_keeps_the_results() {
+    let (server, url) = serve(ServerConfig::default());
+    let child = pelt()
+        .args([url.as_str(), "-d", "30s", "-c", "4", "--json", "-", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let (out, took) = wait_bounded(child, Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(130));
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    assert_eq!(v["stopped_by"], "signal");
+    assert!(count(&v, &["requests", "completed"]) > 0, "{v}");
+    drop(server);
+}
+
+#[test]
+fn demo_runs_with_no_setup() {
+    let (out, _) = run(&["demo"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Requests") && text.contains("Status       200"),
+        "{text}"
+    );
+    assert!(text.contains("The built-in server answered"), "{text}");
+    assert!(text.contains("pelt http://HOST:PORT/PATH"), "{text}");
+}

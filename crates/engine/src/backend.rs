@@ -24,6 +24,19 @@ impl IoBackend {
     }
 }
 
+/// What an I/O backend provides: run one worker's share of the load on its own thread.
+///
+/// An implementation owns the sockets and the syscalls, and drives the shared connection
+/// logic (`conn.rs`) and load model (`model.rs`); it returns the worker's stats with
+/// `in_flight` set from its connections at the stop, and why it stopped.
+pub(crate) trait Backend {
+    fn run_worker(
+        config: &Config,
+        plan: WorkerPlan,
+        stop: &AtomicBool,
+    ) -> (WorkerStats, StopReason);
+}
+
 /// Runs one worker on the configured backend until its plan or `stop` ends it.
 pub(crate) fn run_worker(
     config: &Config,
@@ -31,6 +44,6 @@ pub(crate) fn run_worker(
     stop: &AtomicBool,
 ) -> (WorkerStats, StopReason) {
     match config.io {
-        IoBackend::Epoll => crate::epoll::run_worker(config, plan, stop),
+        IoBackend::Epoll => crate::epoll::Epoll::run_worker(config, plan, stop),
     }
 }

@@ -67,11 +67,20 @@ struct Worker<'a> {
     buf: Box<[u8]>,
 }
 
-pub(crate) fn run_worker(
-    config: &Config,
-    plan: WorkerPlan,
-    stop: &AtomicBool,
-) -> (WorkerStats, StopReason) {
+/// The epoll backend.
+pub(crate) struct Epoll;
+
+impl crate::backend::Backend for Epoll {
+    fn run_worker(
+        config: &Config,
+        plan: WorkerPlan,
+        stop: &AtomicBool,
+    ) -> (WorkerStats, StopReason) {
+        run_worker(config, plan, stop)
+    }
+}
+
+fn run_worker(config: &Config, plan: WorkerPlan, stop: &AtomicBool) -> (WorkerStats, StopReason) {
     let epoll = match epoll::create(epoll::CreateFlags::CLOEXEC) {
         Ok(fd) => fd,
         Err(e) => {
