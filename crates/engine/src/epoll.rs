@@ -167,7 +167,6 @@ impl Worker<'_> {
     }
 
     fn on_event(&mut self, i: usize, flags: EventFlags, now: &mut Instant) {
-        let readable = flags.intersects(EventFlags::IN | EventFlags::ERR | EventFlags::HUP);
         match self.conns[i].phase {
             Phase::Connecting => self.on_connect_ready(i, *now),
             Phase::Writing => {
@@ -175,6 +174,7 @@ impl Worker<'_> {
                     self.write(i, *now);
                 }
                 // A server may answer (413, say) before it has read the whole request.
+                let readable = flags.intersects(EventFlags::IN | EventFlags::ERR | EventFlags::HUP);
                 if readable && matches!(self.conns[i].phase, Phase::Writing | Phase::Reading) {
                     self.on_readable(i, now);
                 }
