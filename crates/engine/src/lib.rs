@@ -232,7 +232,7 @@ pub fn ensure_fd_limit(connections: usize) -> Result<(), FdLimitError> {
     if current < needed {
         return Err(FdLimitError {
             needed,
-            hard_limit: hard.min(current.max(hard)),
+            hard_limit: hard,
         });
     }
     Ok(())
