@@ -108,3 +108,45 @@ fn unknown_flags_and_conflicts_are_one_line() {
     rejected(&["{url}", "-b", "x", "--body-file", "y"]);
     rejected(&["{url}", "-c"]);
 }
+
+#[test]
+fn bad_rates_and_open_loop_flags() {
+    for value in ["0", "-5", "abc", "0.0", "inf", "NaN", "1e3"] {
+        let line = rejected(&["{url}", "--rate", value]);
+        assert!(line.contains(value), "--rate {value}: {line}");
+    }
+    assert!(rejected(&["{url}", "--rate", "0"]).contains("greater than zero"));
+    assert!(rejected(&["{url}", "--max-connections", "100"]).contains("--rate"));
+    assert!(rejected(&["{url}", "--arrival", "poisson"]).contains("--rate"));
+    assert!(rejected(&["{url}", "--rate", "10", "--arrival", "burst"]).contains("burst"));
+    let line = rejected(&["{url}", "--rate", "10", "-c", "8", "--max-connections", "4"]);
+    assert!(line.contains("below -c"), "{line}");
+    assert!(rejected(&["{url}", "--warmup", "0"]).contains("'0'"));
+    assert!(rejected(&["{url}", "--grace", "later"]).contains("later"));
+}
+
+#[test]
+fn bad_expectations() {
+    for (expr, says) in [
+        ("p99", "expected METRIC<VALUE"),
+        ("p99<20", "latency needs a unit"),
+        ("p42<1ms", "unknown metric"),
+        ("errors<lots", "not a number"),
+        ("rps>5%", "rps is a rate"),
+    ] {
+        let line = rejected(&["{url}", "--expect", expr]);
+        assert!(line.contains(says) && line.contains(expr), "{expr}: {line}");
+    }
+}
+
+#[test]
+fn bad_stream_outputs() {
+    let line = rejected(&["{url}", "--json", "-", "--jsonl", "-"]);
+    assert!(line.contains("stdout"), "{line}");
+    let missing = std::env::temp_dir().join(format!("pelt-nodir-{}/t.jsonl", std::process::id()));
+    let line = rejected(&["{url}", "--jsonl", missing.to_str().unwrap()]);
+    assert!(
+        line.contains("--jsonl") && line.contains("does not exist"),
+        "{line}"
+    );
+}

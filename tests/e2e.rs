@@ -282,13 +282,18 @@ fn result_matches_the_documented_schema() {
         "-c",
         "1",
     ]);
+    let open = run_json(&[
+        &url, "--rate", "500", "-n", "50", "-c", "2", "--warmup", "200ms", "--expect", "p99<60s",
+        "--expect", "5xx<=60%",
+    ]);
+    assert!(open["open_loop"].is_object() && open["warmup"].is_object());
     let mut broken = ok.clone();
     broken.as_object_mut().unwrap().remove("requests");
     assert!(
         !validator.is_valid(&broken),
         "the schema accepts a result without requests"
     );
-    for v in [ok, refused] {
+    for v in [ok, refused, open] {
         let errors: Vec<String> = validator
             .iter_errors(&v)
             .map(|e| format!("{e} at {}", e.instance_path))
@@ -319,6 +324,7 @@ fn ctrl_c_stops_the_run_and_keeps_the_results() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_invariant(&v);
     assert_eq!(v["stopped_by"], "signal");
+    assert_eq!(v["interrupted"], true);
     assert!(count(&v, &["requests", "completed"]) > 0, "{v}");
     drop(server);
 }

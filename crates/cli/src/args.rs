@@ -1,7 +1,7 @@
 //! Every flag, defined once: this definition produces -h, --help and the parsing.
 
-use crate::values;
-use clap::{Args, Parser, Subcommand};
+use crate::{expect, values};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use pelt_engine as engine;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,15 +17,17 @@ fn threads(s: &str) -> Result<usize, String> {
 /// pelt: a fast, honest HTTP load generator.
 ///
 /// Sends HTTP/1.1 requests to URL over many connections and reports requests/s, latency
-/// percentiles, status codes and errors. Closed loop: each connection sends its next request
-/// as soon as the previous response is complete.
+/// percentiles, status codes and errors. Closed loop by default: each connection sends its
+/// next request as soon as the previous response is complete. With --rate, open loop:
+/// requests are due on a fixed schedule and latency counts from the due time, so a server
+/// stall shows in every request it delayed.
 #[derive(Debug, Parser)]
 #[command(
     name = "pelt",
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
-    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed (whatever the server answered), 1 a result could not be written, 2 bad input (nothing was sent), 130 interrupted."
+    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ --rate 20k -d 30s --warmup 5s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt http://127.0.0.1:8080/ -d 30s --expect 'p99<20ms' --expect 'errors<0.1%'\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed and every --expect held (whatever the server answered), 1 internal failure (a result could not be written), 2 bad input (nothing was sent), 3 an --expect threshold was not met, 130 interrupted (Ctrl-C or SIGTERM; results are still written)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -105,13 +107,64 @@ pub struct LoadArgs {
           default_value = "5s")]
     pub connect_timeout: Duration,
 
+    /// Open loop: send requests on a fixed schedule at this rate (per second: 500, 20k, 0.5),
+    /// whatever the server does; latency counts from each request's due time.
+    #[arg(short = 'R', long = "rate", value_name = "RATE", allow_hyphen_values = true, value_parser = values::rate)]
+    pub rate: Option<engine::Rate>,
+
+    /// Open loop: how requests are spaced.
+    #[arg(long = "arrival", value_name = "KIND", value_enum, default_value_t = ArrivalArg::Constant, requires = "rate")]
+    pub arrival: ArrivalArg,
+
+    /// Open loop: open up to N connections when a request is due and none is free [default: -c].
+    #[arg(long = "max-connections", value_name = "N", allow_hyphen_values = true, value_parser = connections, requires = "rate")]
+    pub max_connections: Option<usize>,
+
+    /// Send for this long first without measuring (its counts are reported apart); -d and -n
+    /// count after it.
+    #[arg(long = "warmup", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration)]
+    pub warmup: Option<Duration>,
+
+    /// After Ctrl-C or SIGTERM, wait this long for requests in flight before reporting.
+    #[arg(long = "grace", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration_or_zero,
+          default_value = "1s")]
+    pub grace: Duration,
+
+    /// Fail the run (exit 3) unless this holds: p99<20ms, errors<0.1%, rps>5000, 5xx<1%
+    /// (repeatable).
+    #[arg(long = "expect", value_name = "EXPR", allow_hyphen_values = true, value_parser = expect::parse)]
+    pub expect: Vec<expect::Expectation>,
+
     /// Write the result as JSON to PATH ('-' for stdout, instead of the summary).
     #[arg(long = "json", value_name = "PATH")]
     pub json: Option<PathBuf>,
 
-    /// Print no progress or notes on stderr.
+    /// Stream the per-second timeline as JSON lines to PATH ('-' for stdout; the summary then
+    /// goes to stderr), one line per second, flushed as it goes.
+    #[arg(long = "jsonl", value_name = "PATH")]
+    pub jsonl: Option<PathBuf>,
+
+    /// No live view and no progress notes on stderr (the final summary is still printed).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+}
+
+/// `--arrival`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (a Poisson process) with the same mean rate.
+    Poisson,
+}
+
+impl From<ArrivalArg> for engine::Arrival {
+    fn from(a: ArrivalArg) -> Self {
+        match a {
+            ArrivalArg::Constant => engine::Arrival::Constant,
+            ArrivalArg::Poisson => engine::Arrival::Poisson,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -140,6 +193,12 @@ pub struct ServeArgs {
     /// Send Connection: close and close after every response.
     #[arg(long)]
     pub close: bool,
+    /// Freeze every response for this long at --stall-at (a server stall, for open-loop tests).
+    #[arg(long, value_name = "TIME", value_parser = values::duration, requires = "stall_at")]
+    pub stall: Option<Duration>,
+    /// When the stall starts, counted from the server's start.
+    #[arg(long = "stall-at", value_name = "TIME", value_parser = values::duration_or_zero, requires = "stall")]
+    pub stall_at: Option<Duration>,
     /// Send bodies with chunked transfer encoding.
     #[arg(long)]
     pub chunked: bool,

@@ -6,6 +6,8 @@
 //! and exit code 2, before any traffic.
 
 mod args;
+mod expect;
+mod live;
 mod output;
 mod target;
 mod values;
@@ -14,7 +16,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use args::{Cli, Command, LoadArgs, ServeArgs};
 use clap::Parser;
 use pelt_engine::{self as engine, Config};
-use pelt_stats::{Report, RunInfo};
+use pelt_stats::{OpenLoopReport, Report, RunInfo, WarmupReport, LATE_THRESHOLD_US};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,8 +26,10 @@ use std::time::Duration;
 
 /// Exit code for bad input: nothing was sent.
 const EXIT_USAGE: u8 = 2;
-/// Exit code when a result could not be written.
+/// Exit code for an internal failure (a result could not be written).
 const EXIT_FAILURE: u8 = 1;
+/// Exit code when an `--expect` threshold did not hold.
+const EXIT_THRESHOLD: u8 = 3;
 /// Exit code after Ctrl-C / SIGTERM.
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -56,10 +60,23 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            // One line: clap's first line, without its usage block and tips.
+            // One line: clap's first line, without its usage block and tips; a first line
+            // that ends in ':' gets the indented list after it ("... not provided: --rate").
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("error: invalid arguments");
-            eprintln!("pelt: {}", first.trim_start_matches("error: "));
+            let mut lines = text.lines();
+            let mut line = lines
+                .next()
+                .unwrap_or("error: invalid arguments")
+                .trim_start_matches("error: ")
+                .to_string();
+            if line.ends_with(':') {
+                let items: Vec<&str> = lines
+                    .take_while(|l| l.starts_with(' '))
+                    .map(str::trim)
+                    .collect();
+                line = format!("{} {}", line, items.join(", "));
+            }
+            eprintln!("pelt: {line}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
@@ -84,7 +101,13 @@ struct Prepared {
     config: Config,
     info: RunInfo,
     json: Option<PathBuf>,
+    jsonl: Option<PathBuf>,
+    expect: Vec<expect::Expectation>,
     quiet: bool,
+}
+
+fn is_stdout(p: &Option<PathBuf>) -> bool {
+    p.as_ref().is_some_and(|p| p.as_os_str() == "-")
 }
 
 fn prepare(a: &LoadArgs) -> Result<Prepared> {
@@ -117,9 +140,24 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         }
         (None, None) => Vec::new(),
     };
-    if let Some(p) = a.json.as_ref().filter(|p| p.as_os_str() != "-") {
-        output::check_writable(p)
-            .map_err(|e| bad(anyhow!("cannot write --json {}: {e}", p.display())))?;
+    for (flag, path) in [("--json", &a.json), ("--jsonl", &a.jsonl)] {
+        if let Some(p) = path.as_ref().filter(|p| p.as_os_str() != "-") {
+            output::check_writable(p)
+                .map_err(|e| bad(anyhow!("cannot write {flag} {}: {e}", p.display())))?;
+        }
+    }
+    if is_stdout(&a.json) && is_stdout(&a.jsonl) {
+        return Err(bad(anyhow!(
+            "--json - and --jsonl - both want stdout; send one of them to a file"
+        )));
+    }
+    let max_connections = a.max_connections.unwrap_or(a.connections);
+    if max_connections < a.connections {
+        return Err(bad(anyhow!(
+            "--max-connections {max_connections} is below -c {}; it is the most connections \
+             pelt may open, at least -c",
+            a.connections
+        )));
     }
     let target = target::resolve(raw_url).map_err(bad)?;
     let request = pelt_codec::RequestSpec {
@@ -132,7 +170,7 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     }
     .encode()
     .map_err(|e| bad(anyhow!("invalid request: {e}")))?;
-    engine::ensure_fd_limit(a.connections).map_err(bad)?;
+    engine::ensure_fd_limit(max_connections).map_err(bad)?;
     let duration = match (a.duration, a.requests) {
         (None, None) => Some(engine::DEFAULT_DURATION),
         (d, _) => d,
@@ -146,6 +184,12 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     config.requests = a.requests;
     config.timeout = a.timeout;
     config.connect_timeout = a.connect_timeout;
+    config.rate = a.rate;
+    config.arrival = a.arrival.into();
+    config.max_connections = max_connections;
+    config.warmup = a.warmup.unwrap_or_default();
+    config.grace = a.grace;
+    let open = config.rate.is_some();
     let info = RunInfo {
         target: target.display,
         method: a.method.clone(),
@@ -153,6 +197,12 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         threads: config.effective_threads(),
         keep_alive: config.keep_alive,
         io: config.io.name().to_string(),
+        load_model: if open { "open" } else { "closed" }.to_string(),
+        rate: config.rate.map(|r| r.as_f64()),
+        arrival: open.then(|| config.arrival.name().to_string()),
+        max_connections: open.then_some(max_connections),
+        warmup_s: config.warmup.as_secs_f64(),
+        grace_s: config.grace.as_secs_f64(),
         duration_limit_s: duration.map(|d| d.as_secs_f64()),
         requests_limit: a.requests,
         timeout_s: a.timeout.as_secs_f64(),
@@ -161,6 +211,8 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         config,
         info,
         json: a.json.clone(),
+        jsonl: a.jsonl.clone(),
+        expect: a.expect.clone(),
         quiet: a.quiet,
     })
 }
@@ -188,26 +240,29 @@ fn load(a: &LoadArgs) -> Result<ExitCode> {
 
 fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)> {
     if !p.quiet {
-        let c = &p.config;
-        let what = match (c.duration, c.requests) {
-            (Some(d), Some(n)) => format!("for {d:?} or {n} requests, whichever comes first"),
-            (Some(d), None) => format!("for {d:?}"),
-            (None, Some(n)) => format!("{n} requests"),
-            (None, None) => String::new(),
-        };
-        eprintln!(
-            "pelt: {} {} {what}, {} connections, {} threads",
-            p.info.method, p.info.target, c.connections, p.info.threads
-        );
+        eprintln!("pelt: {}", output::start_line(&p.info, &p.config));
     }
-    let result = engine::run(&p.config, stop);
-    let report = Report::new(
-        p.info.clone(),
-        &result.stats,
-        result.elapsed.as_secs_f64(),
-        result.stopped_by.name(),
-    );
-    let json_to_stdout = p.json.as_ref().is_some_and(|j| j.as_os_str() == "-");
+    let mut stream = match &p.jsonl {
+        None => None,
+        Some(path) if path.as_os_str() == "-" => Some(live::JsonLines::stdout()),
+        Some(path) => Some(live::JsonLines::create(path)?),
+    };
+    let mut view = (!p.quiet && !is_stdout(&p.jsonl))
+        .then(|| live::LiveView::new(&p.config))
+        .flatten();
+    let result = engine::run(&p.config, stop, &mut |point| {
+        if let Some(v) = view.as_mut() {
+            v.show(point);
+        }
+        if let Some(s) = stream.as_mut() {
+            s.write(point);
+        }
+    });
+    if let Some(v) = view.as_mut() {
+        v.clear();
+    }
+    let report = build_report(p, &result);
+    let json_to_stdout = is_stdout(&p.json);
     if let Some(path) = &p.json {
         let mut text = serde_json::to_vec_pretty(&report)?;
         text.push(b'\n');
@@ -217,16 +272,69 @@ fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)>
             output::write_atomic(path, &text)?;
         }
     }
-    if !json_to_stdout {
+    if let Some(s) = stream.as_mut() {
+        s.finish()?;
+    }
+    // stdout carries one thing: the summary, or the JSON, or the JSON lines.
+    if is_stdout(&p.jsonl) {
+        eprint!("{}", output::summary(&report));
+    } else if !json_to_stdout {
         print!("{}", output::summary(&report));
     }
     std::io::stdout().flush()?;
     let code = if stop.load(Ordering::Relaxed) {
         ExitCode::from(EXIT_INTERRUPTED)
+    } else if report.thresholds.iter().any(|t| !t.passed) {
+        ExitCode::from(EXIT_THRESHOLD)
     } else {
         ExitCode::SUCCESS
     };
     Ok((code, report))
+}
+
+/// The result document of a finished run.
+fn build_report(p: &Prepared, result: &engine::RunResult) -> Report {
+    let mut report = Report::new(
+        p.info.clone(),
+        &result.stats,
+        result.measured.as_secs_f64(),
+        result.stopped_by.name(),
+    );
+    report.timeline = result.timeline.clone();
+    report.warmup = result
+        .warmup
+        .as_ref()
+        .map(|w| WarmupReport::new(w, p.config.warmup.as_secs_f64()));
+    if p.config.rate.is_some() {
+        report.latency_from = "due".into();
+        let open = OpenLoopReport::new(&result.stats, result.backlog_at_end);
+        if open.lag_us.p99_us > LATE_THRESHOLD_US {
+            report.notes.push(format!(
+                "pelt's own lag p99 was {} (over {}): requests started late because no \
+                 connection was free or pelt was short of CPU, so pelt, not the server, limited \
+                 this test; raise -c or --max-connections, or lower --rate",
+                output::latency(open.lag_us.p99_us as f64),
+                output::latency(LATE_THRESHOLD_US as f64),
+            ));
+        }
+        if open.backlog_at_end > 0 {
+            report.notes.push(format!(
+                "{} requests were due but had not started when the run ended (every \
+                 connection was busy); they are in no count above",
+                output::thousands(open.backlog_at_end)
+            ));
+        }
+        report.open_loop = Some(open);
+    } else {
+        report.notes.push(
+            "closed loop: latency is measured from each request's actual send, so a server \
+             stall delays the requests queued behind it without showing in their latency \
+             (coordinated omission); use --rate to measure from when each request was due"
+                .into(),
+        );
+    }
+    report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();
+    report
 }
 
 fn serve(a: &ServeArgs) -> Result<ExitCode> {
@@ -245,6 +353,7 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
         error_rate: a.error_rate,
         close: a.close,
         chunked: a.chunked,
+        stall: a.stall.zip(a.stall_at).map(|(len, at)| (at, len)),
     };
     let server = pelt_server::Server::start(config)
         .map_err(|e| bad(anyhow!("cannot listen on {}:{}: {e}", a.host, a.port)))?;
@@ -282,8 +391,15 @@ fn demo() -> Result<ExitCode> {
         no_keepalive: false,
         timeout: engine::DEFAULT_TIMEOUT,
         connect_timeout: engine::DEFAULT_CONNECT_TIMEOUT,
+        rate: None,
+        arrival: args::ArrivalArg::Constant,
+        max_connections: None,
+        warmup: None,
+        grace: engine::DEFAULT_GRACE,
+        expect: vec![],
         json: None,
-        quiet: true,
+        jsonl: None,
+        quiet: false,
     };
     let p = prepare(&args)?;
     let stop = stop_flag()?;

@@ -1,7 +1,8 @@
 //! Renderers: the human summary, and the JSON result written atomically.
 
 use anyhow::{Context, Result};
-use pelt_stats::{ErrorKind, Report};
+use pelt_engine::Config;
+use pelt_stats::{ErrorKind, LatencySummary, Report, RunInfo};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
@@ -52,6 +53,52 @@ pub fn bytes(n: f64) -> String {
     }
 }
 
+/// The line on stderr that says what is about to run.
+pub fn start_line(info: &RunInfo, c: &Config) -> String {
+    let what = match (c.duration, c.requests) {
+        (Some(d), Some(n)) => format!("for {d:?} or {n} requests, whichever comes first"),
+        (Some(d), None) => format!("for {d:?}"),
+        (None, Some(n)) => format!("{n} requests"),
+        (None, None) => String::new(),
+    };
+    let mut line = format!(
+        "{} {} {what}, {} connections, {} threads",
+        info.method, info.target, c.connections, info.threads
+    );
+    if let Some(rate) = info.rate {
+        line.push_str(&format!(", open loop at {}/s", rate_plain(rate)));
+    }
+    if !c.warmup.is_zero() {
+        line.push_str(&format!(", after a {:?} warm-up", c.warmup));
+    }
+    line
+}
+
+/// A rate without forced decimals: `20,000`, `0.5`.
+fn rate_plain(r: f64) -> String {
+    if r.fract() == 0.0 {
+        thousands(r as u64)
+    } else {
+        format!("{r}")
+    }
+}
+
+/// One row of latency figures, aligned under the header of [`summary`].
+fn latency_row(s: &mut String, label: &str, l: &LatencySummary) {
+    let _ = writeln!(
+        s,
+        "  {label:<13}{:<8} {:<8} {:<8} {:<8} {:<8} {:<8} {:<8} {}",
+        latency(l.min_us as f64),
+        latency(l.mean_us),
+        latency(l.stdev_us),
+        latency(l.p50_us as f64),
+        latency(l.p90_us as f64),
+        latency(l.p99_us as f64),
+        latency(l.p99_9_us as f64),
+        latency(l.max_us as f64),
+    );
+}
+
 /// The human summary printed on stdout.
 pub fn summary(r: &Report) -> String {
     let mut s = String::new();
@@ -78,11 +125,26 @@ pub fn summary(r: &Report) -> String {
         (None, Some(n)) => format!("limit {} requests", thousands(n)),
         (None, None) => String::new(),
     };
-    let _ = writeln!(
-        s,
-        "ran {:.2}s, stopped by {} ({limit})\n",
-        r.duration_s, r.stopped_by
-    );
+    if let Some(rate) = i.rate {
+        let _ = writeln!(
+            s,
+            "open loop: {}/s, {} arrivals, up to {} connections",
+            rate_plain(rate),
+            i.arrival.as_deref().unwrap_or("constant"),
+            i.max_connections.unwrap_or(i.connections)
+        );
+    }
+    let stopped = if r.interrupted {
+        "interrupted (Ctrl-C or SIGTERM)".to_string()
+    } else {
+        format!("stopped by {}", r.stopped_by)
+    };
+    let warm = if i.warmup_s > 0.0 {
+        format!(" after a {}s warm-up", i.warmup_s)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(s, "ran {:.2}s{warm}, {stopped} ({limit})\n", r.duration_s);
     let q = &r.requests;
     let _ = writeln!(
         s,
@@ -105,27 +167,28 @@ pub fn summary(r: &Report) -> String {
         bytes(r.bytes.sent as f64),
         bytes(r.throughput_bytes_per_s.sent as f64),
     );
-    let l = &r.latency_us;
     let _ = writeln!(
         s,
-        "\n  Latency      min      mean     stdev    p50      p90      p99      p99.9    max"
+        "\n               min      mean     stdev    p50      p90      p99      p99.9    max"
     );
-    let _ = writeln!(
-        s,
-        "               {:<8} {:<8} {:<8} {:<8} {:<8} {:<8} {:<8} {}",
-        latency(l.min_us as f64),
-        latency(l.mean_us),
-        latency(l.stdev_us),
-        latency(l.p50_us as f64),
-        latency(l.p90_us as f64),
-        latency(l.p99_us as f64),
-        latency(l.p99_9_us as f64),
-        latency(l.max_us as f64),
-    );
-    let _ = writeln!(
-        s,
-        "               (from the first byte written to the last byte read)"
-    );
+    latency_row(&mut s, "Latency", &r.latency_us);
+    if let Some(o) = &r.open_loop {
+        latency_row(&mut s, "Service time", &o.service_time_us);
+        latency_row(&mut s, "Lag", &o.lag_us);
+        let _ = writeln!(
+            s,
+            "               latency: due time to last byte read; service time: first byte \
+             written to last byte read;\n               lag: due time to start (pelt's own \
+             delay). {} requests started over {} late.",
+            thousands(o.late_requests),
+            latency(o.late_threshold_us as f64)
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "               (from the first byte written to the last byte read)"
+        );
+    }
     if !r.status.is_empty() {
         let _ = writeln!(s);
         for (n, (code, count)) in r.status.iter().enumerate() {
@@ -166,7 +229,42 @@ pub fn summary(r: &Report) -> String {
             list.join(", ")
         );
     }
+    if let Some(w) = &r.warmup {
+        let q = &w.requests;
+        let _ = writeln!(
+            s,
+            "\n  Warm-up      {:>12} sent  {} completed  {} errors  {} in flight (not in the \
+             figures above)",
+            thousands(q.sent),
+            thousands(q.completed),
+            thousands(q.errors),
+            thousands(q.in_flight)
+        );
+    }
+    if !r.thresholds.is_empty() {
+        let _ = writeln!(s);
+        for (n, t) in r.thresholds.iter().enumerate() {
+            let label = if n == 0 { "  Thresholds" } else { "" };
+            let actual = match t.actual {
+                Some(v) if t.unit == "count" => thousands(v.round() as u64),
+                Some(v) => format!("{} {}", trim_number(v), t.unit),
+                None => "no complete response".to_string(),
+            };
+            let verdict = if t.passed { "ok    " } else { "FAILED" };
+            let _ = writeln!(s, "{label:<15}{verdict}  {:<24} actual {actual}", t.expect);
+        }
+    }
+    for note in &r.notes {
+        let _ = writeln!(s, "\n  Note: {note}");
+    }
     s
+}
+
+/// A measured value with at most 3 decimals and no trailing zeros: `12.5`, `0.013`, `3`.
+fn trim_number(v: f64) -> String {
+    let t = format!("{v:.3}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    t.to_string()
 }
 
 /// Writes `data` to `path` atomically: a temp file in the same directory, synced, renamed.

@@ -64,6 +64,44 @@ pub fn count(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// A plain decimal number with an optional `k`/`m`/`g` multiplier: `0.5`, `20k`, `1.5k`.
+/// Never negative, never NaN or infinite; `None` for anything else.
+pub fn decimal(s: &str) -> Option<f64> {
+    let t: String = s.trim().chars().filter(|&c| c != '_').collect();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'm' | 'M')) => (&t[..i], 1e6),
+        Some((i, 'g' | 'G')) => (&t[..i], 1e9),
+        _ => (&t[..], 1.0),
+    };
+    let digits_ok = num.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && num.chars().filter(|&c| c == '.').count() <= 1
+        && num.chars().any(|c| c.is_ascii_digit());
+    if !digits_ok {
+        return None;
+    }
+    let v = num.parse::<f64>().ok()? * mult;
+    v.is_finite().then_some(v)
+}
+
+/// A request rate: `20k`, `500`, `0.5`, `100/s`. Positive; never "unlimited".
+pub fn rate(s: &str) -> Result<pelt_engine::Rate, String> {
+    const HELP: &str = "expected requests per second like 500, 20k or 0.5";
+    let t = s.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    let v = decimal(t).ok_or_else(|| HELP.to_string())?;
+    if v == 0.0 {
+        return Err("must be greater than zero (leave --rate out for a closed loop)".into());
+    }
+    pelt_engine::Rate::per_second(v).ok_or_else(|| {
+        format!(
+            "is out of range ({} to {} requests per second)",
+            pelt_engine::Rate::MIN_PER_S,
+            pelt_engine::Rate::MAX_PER_S
+        )
+    })
+}
+
 /// A count that fits in usize and is at most `max`.
 pub fn count_at_most(s: &str, max: u64) -> Result<usize, String> {
     let n = count(s)?;
@@ -170,6 +208,26 @@ mod tests {
             assert!(count(bad).is_err(), "{bad:?} accepted");
         }
         assert!(count_at_most("2000000", 1_000_000).is_err());
+    }
+
+    #[test]
+    fn rates() {
+        for (text, per_s) in [
+            ("20k", 20_000.0),
+            ("500", 500.0),
+            ("0.5", 0.5),
+            ("1.5k", 1500.0),
+            ("100/s", 100.0),
+            ("1m", 1e6),
+        ] {
+            assert_eq!(rate(text).map(|r| r.as_f64()), Ok(per_s), "{text}");
+        }
+        for bad in [
+            "0", "0.0", "-5", "abc", "", "k", "1..5", "inf", "NaN", "1e3", "5g", "0.0001",
+        ] {
+            assert!(rate(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(rate("0").unwrap_err().contains("greater than zero"));
     }
 
     #[test]

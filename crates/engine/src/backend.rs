@@ -4,8 +4,7 @@
 //! connection logic of `conn.rs` (request accounting, response parsing, error kinds) and the
 //! load model of `model.rs`. epoll is the first backend; io_uring goes beside it here.
 
-use crate::{Config, StopReason, WorkerPlan};
-use pelt_stats::WorkerStats;
+use crate::{Config, WorkerOutcome, WorkerPlan};
 use std::sync::atomic::AtomicBool;
 
 /// The I/O backend that runs the workers.
@@ -27,22 +26,15 @@ impl IoBackend {
 /// What an I/O backend provides: run one worker's share of the load on its own thread.
 ///
 /// An implementation owns the sockets and the syscalls, and drives the shared connection
-/// logic (`conn.rs`) and load model (`model.rs`); it returns the worker's stats with
-/// `in_flight` set from its connections at the stop, and why it stopped.
+/// logic (`conn.rs`) and load model (`model.rs`); it records through a `Ledger` (`ledger.rs`), returns
+/// the worker's measured and warm-up stats with `in_flight` set from its connections at the
+/// stop, why it stopped, and its open-loop backlog.
 pub(crate) trait Backend {
-    fn run_worker(
-        config: &Config,
-        plan: WorkerPlan,
-        stop: &AtomicBool,
-    ) -> (WorkerStats, StopReason);
+    fn run_worker(config: &Config, plan: WorkerPlan, stop: &AtomicBool) -> WorkerOutcome;
 }
 
 /// Runs one worker on the configured backend until its plan or `stop` ends it.
-pub(crate) fn run_worker(
-    config: &Config,
-    plan: WorkerPlan,
-    stop: &AtomicBool,
-) -> (WorkerStats, StopReason) {
+pub(crate) fn run_worker(config: &Config, plan: WorkerPlan, stop: &AtomicBool) -> WorkerOutcome {
     match config.io {
         IoBackend::Epoll => crate::epoll::Epoll::run_worker(config, plan, stop),
     }

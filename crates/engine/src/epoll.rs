@@ -1,19 +1,24 @@
 //! The epoll backend: level-triggered, non-blocking sockets, the next request written inline
 //! as soon as a response completes, EPOLLOUT only while a write is short.
 //!
-//! Per request in steady state (keep-alive): one `send`, one `recv`, and a share of one
-//! `epoll_wait`. Connection setup adds `socket`, `connect`, `epoll_ctl` (add, then modify once
-//! connected) and `close`.
+//! Per request in steady state (keep-alive, closed loop): one `send`, one `recv`, and a share
+//! of one `epoll_wait`. Connection setup adds `socket`, `connect`, `epoll_ctl` (add, then
+//! modify once connected) and `close`. In open loop, when the next request is due sooner than
+//! epoll's millisecond timeout can express, a timerfd wakes the loop at the due time.
 
 use crate::conn::{errno_kind, needs_backoff, read_bytes, read_eof, ReadOutcome};
-use crate::model::ClosedLoop;
-use crate::{Config, StopReason, WorkerPlan, RECONNECT_BACKOFF};
+use crate::ledger::Ledger;
+use crate::model::Model;
+use crate::schedule::Schedule;
+use crate::{Config, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
 use pelt_codec::{ParserOptions, Response, ResponseParser};
-use pelt_stats::{ErrorKind, WorkerStats};
+use pelt_stats::ErrorKind;
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
 use rustix::net::{self, AddressFamily, SendFlags, SocketFlags, SocketType};
+use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -23,6 +28,8 @@ const READ_BUF_BYTES: usize = 64 * 1024;
 const MAX_EVENTS: usize = 256;
 /// How often deadlines (timeouts, backoff) are checked: no timer per request.
 const DEADLINE_SCAN: Duration = Duration::from_millis(10);
+/// The epoll key of the worker's timerfd (connections are keyed by their index).
+const TIMER_KEY: u64 = u64::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -43,13 +50,30 @@ struct Conn {
     phase: Phase,
     parser: ResponseParser,
     written: usize,
-    /// When the request's first byte was written (latency starts here).
+    /// When the request started on this connection (service time starts here).
     sent_at: Instant,
+    /// When the request was due (open-loop latency starts here; closed loop: `sent_at`).
+    due_at: Instant,
+    /// The request started during the warm-up.
+    warm: bool,
     /// Connect or whole-request deadline for the current phase.
     deadline: Instant,
 }
 
 impl Conn {
+    fn new(now: Instant) -> Conn {
+        Conn {
+            fd: None,
+            phase: Phase::Idle,
+            parser: ResponseParser::new(ParserOptions::default()),
+            written: 0,
+            sent_at: now,
+            due_at: now,
+            warm: false,
+            deadline: now,
+        }
+    }
+
     fn in_flight(&self) -> bool {
         matches!(
             self.phase,
@@ -62,89 +86,181 @@ struct Worker<'a> {
     config: &'a Config,
     epoll: OwnedFd,
     conns: Vec<Conn>,
-    model: ClosedLoop,
-    stats: WorkerStats,
+    /// Open loop: connections with no request, oldest first (round robin, so every
+    /// connection carries load as with wrk2).
+    free: VecDeque<usize>,
+    /// Open loop: connections this worker may open.
+    max_conns: usize,
+    model: Model,
+    ledger: Ledger,
     buf: Box<[u8]>,
+    /// Open loop: wakes the loop at a due time finer than epoll's millisecond timeout.
+    timer: Option<OwnedFd>,
+    /// When the armed timer fires, if it is armed.
+    timer_at: Option<Instant>,
 }
 
 /// The epoll backend.
 pub(crate) struct Epoll;
 
 impl crate::backend::Backend for Epoll {
-    fn run_worker(
-        config: &Config,
-        plan: WorkerPlan,
-        stop: &AtomicBool,
-    ) -> (WorkerStats, StopReason) {
+    fn run_worker(config: &Config, plan: WorkerPlan, stop: &AtomicBool) -> WorkerOutcome {
         run_worker(config, plan, stop)
     }
 }
 
-fn run_worker(config: &Config, plan: WorkerPlan, stop: &AtomicBool) -> (WorkerStats, StopReason) {
+fn run_worker(config: &Config, plan: WorkerPlan, stop: &AtomicBool) -> WorkerOutcome {
+    let open = config.rate.is_some();
+    let mut ledger = Ledger::new(
+        plan.worker,
+        open,
+        plan.start,
+        config.warmup,
+        plan.tx.clone(),
+    );
     let epoll = match epoll::create(epoll::CreateFlags::CLOEXEC) {
         Ok(fd) => fd,
         Err(e) => {
             // Without an epoll instance nothing can be sent: every request of the budget (or
             // none, for a duration run) is an error of this kind, so the accounting holds.
-            let mut stats = WorkerStats::new();
             let n = plan.budget.unwrap_or(0);
-            stats.sent = n;
+            ledger.main.sent = n;
             for _ in 0..n {
-                stats.record_error(errno_kind(e, false), || format!("epoll_create: {e}"));
+                ledger.error(false, errno_kind(e, false), || format!("epoll_create: {e}"));
             }
-            return (stats, StopReason::Requests);
+            ledger.finish();
+            return WorkerOutcome {
+                main: ledger.main,
+                warm: ledger.warm,
+                reason: StopReason::Requests,
+                backlog: 0,
+            };
         }
     };
+    let model = match config.rate {
+        Some(rate) => Model::open(
+            Schedule::new(rate, config.arrival, plan.worker, plan.workers),
+            plan.budget,
+        ),
+        None => Model::closed(plan.budget),
+    };
+    let timer = if open {
+        // Timer slack would add up to 50 us to every wake-up: lag, not server time.
+        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+        timerfd(&epoll)
+    } else {
+        None
+    };
+    let max_conns = if open {
+        plan.max_connections.max(plan.connections)
+    } else {
+        plan.connections
+    };
     let now = Instant::now();
-    let conns = (0..plan.connections)
-        .map(|_| Conn {
-            fd: None,
-            phase: Phase::Idle,
-            parser: ResponseParser::new(ParserOptions::default()),
-            written: 0,
-            sent_at: now,
-            deadline: now,
-        })
-        .collect();
+    let mut conns = Vec::with_capacity(max_conns);
+    conns.extend((0..plan.connections).map(|_| Conn::new(now)));
     let mut w = Worker {
         config,
         epoll,
         conns,
-        model: ClosedLoop::new(plan.budget),
-        stats: WorkerStats::new(),
+        free: VecDeque::with_capacity(max_conns),
+        max_conns,
+        model,
+        ledger,
         buf: vec![0u8; READ_BUF_BYTES].into_boxed_slice(),
+        timer,
+        timer_at: None,
     };
-    let reason = w.run(plan, stop);
-    w.stats.in_flight = w.conns.iter().filter(|c| c.in_flight()).count() as u64;
-    (w.stats, reason)
+    let reason = w.run(&plan, stop);
+    // Requests due in the last moments before the stop are not a backlog: count those due
+    // more than the late threshold before it, which waited for a busy connection.
+    let late_ns = pelt_stats::LATE_THRESHOLD_US * 1000;
+    let backlog = w
+        .model
+        .backlog(w.ledger.elapsed_ns(Instant::now()).saturating_sub(late_ns));
+    for c in w.conns.iter().filter(|c| c.in_flight()) {
+        if c.warm {
+            w.ledger.warm.in_flight += 1;
+        } else {
+            w.ledger.main.in_flight += 1;
+        }
+    }
+    w.ledger.finish();
+    WorkerOutcome {
+        main: w.ledger.main,
+        warm: w.ledger.warm,
+        reason,
+        backlog,
+    }
+}
+
+/// A non-blocking timerfd registered with `epoll`, or `None` if the kernel refuses one (the
+/// loop then wakes at epoll's millisecond resolution).
+fn timerfd(epoll: &OwnedFd) -> Option<OwnedFd> {
+    let fd = rustix::time::timerfd_create(
+        TimerfdClockId::Monotonic,
+        TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+    )
+    .ok()?;
+    // Edge-triggered: every expiry wakes the loop once, and the expiry count need not be read
+    // (one syscall less per timed wake-up); timerfd_settime resets it.
+    let flags = EventFlags::IN | EventFlags::ET;
+    epoll::add(epoll, &fd, EventData::new_u64(TIMER_KEY), flags).ok()?;
+    Some(fd)
+}
+
+fn timespec(d: Duration) -> Timespec {
+    Timespec {
+        tv_sec: d.as_secs() as i64,
+        tv_nsec: d.subsec_nanos() as i64,
+    }
 }
 
 impl Worker<'_> {
-    fn run(&mut self, plan: WorkerPlan, stop: &AtomicBool) -> StopReason {
+    fn run(&mut self, plan: &WorkerPlan, stop: &AtomicBool) -> StopReason {
         let mut now = Instant::now();
         for i in 0..self.conns.len() {
             self.next_request(i, now);
         }
         let mut events = Vec::with_capacity(MAX_EVENTS);
         let mut next_scan = now + DEADLINE_SCAN;
+        let mut drain_until: Option<Instant> = None;
         loop {
-            if stop.load(Ordering::Relaxed) {
-                return StopReason::Signal;
+            if drain_until.is_none() && stop.load(Ordering::Relaxed) {
+                // Stop issuing; give the requests in flight a grace period.
+                self.model.stop();
+                drain_until = Some(now + self.config.grace);
+            }
+            if let Some(until) = drain_until {
+                if now >= until || !self.conns.iter().any(Conn::in_flight) {
+                    return StopReason::Signal;
+                }
             }
             if plan.end.is_some_and(|end| now >= end) {
-                return StopReason::Duration;
+                return if drain_until.is_some() {
+                    StopReason::Signal
+                } else {
+                    StopReason::Duration
+                };
             }
             if self.model.exhausted() && !self.conns.iter().any(Conn::in_flight) {
                 return StopReason::Requests;
             }
-            let mut wait = next_scan.saturating_duration_since(now);
-            if let Some(end) = plan.end {
-                wait = wait.min(end.saturating_duration_since(now));
+            if self.model.is_open() {
+                self.fill(now);
             }
-            let timeout = rustix::event::Timespec {
-                tv_sec: wait.as_secs() as i64,
-                tv_nsec: wait.subsec_nanos() as i64,
-            };
+            let mut wake = next_scan.min(self.ledger.next_tick());
+            if let Some(end) = plan.end {
+                wake = wake.min(end);
+            }
+            if let Some(until) = drain_until {
+                wake = wake.min(until);
+            }
+            let mut wait = wake.saturating_duration_since(now);
+            if let Some(due) = self.due_wake() {
+                wait = self.wait_for_due(due, now, wait);
+            }
+            let timeout = timespec(wait);
             events.clear();
             match epoll::wait(
                 &self.epoll,
@@ -156,13 +272,80 @@ impl Worker<'_> {
             }
             now = Instant::now();
             for ev in &events {
-                let i = ev.data.u64() as usize;
-                self.on_event(i, ev.flags, &mut now);
+                let key = ev.data.u64();
+                if key == TIMER_KEY {
+                    self.on_timer();
+                } else {
+                    self.on_event(key as usize, ev.flags, &mut now);
+                }
+            }
+            if now >= self.ledger.next_tick() {
+                self.ledger.tick(now);
             }
             if now >= next_scan {
                 self.scan_deadlines(now);
                 next_scan = now + DEADLINE_SCAN;
             }
+        }
+    }
+
+    /// Open loop: when the next due request could start (a connection is free or may be
+    /// opened); `None` when nothing is due or nothing could take it.
+    #[inline]
+    fn due_wake(&self) -> Option<Instant> {
+        let due = self.model.next_due_ns()?;
+        let can_start = !self.free.is_empty() || self.conns.len() < self.max_conns;
+        can_start.then(|| self.ledger.at_ns(due))
+    }
+
+    /// Shortens `wait` to the due time; arms the timerfd when epoll's millisecond timeout
+    /// cannot express it.
+    fn wait_for_due(&mut self, due: Instant, now: Instant, wait: Duration) -> Duration {
+        let until_due = due.saturating_duration_since(now);
+        if until_due >= wait {
+            return wait;
+        }
+        if until_due.is_zero() {
+            return Duration::ZERO;
+        }
+        let Some(timer) = self.timer.as_ref() else {
+            return until_due;
+        };
+        // A timer already set to fire before the due time will wake the loop anyway.
+        if self.timer_at.is_some_and(|t| t > now && t <= due) {
+            return wait;
+        }
+        let spec = Itimerspec {
+            it_interval: timespec(Duration::ZERO),
+            it_value: timespec(until_due),
+        };
+        match rustix::time::timerfd_settime(timer, TimerfdTimerFlags::empty(), &spec) {
+            Ok(_) => {
+                self.timer_at = Some(due);
+                wait
+            }
+            Err(_) => until_due,
+        }
+    }
+
+    fn on_timer(&mut self) {
+        self.timer_at = None;
+    }
+
+    /// Open loop: starts every due request that a connection can take, oldest first.
+    fn fill(&mut self, now: Instant) {
+        let elapsed = self.ledger.elapsed_ns(now);
+        while self.model.next_due_ns().is_some_and(|due| due <= elapsed) {
+            let i = match self.free.pop_front() {
+                Some(i) => i,
+                None if self.conns.len() < self.max_conns => {
+                    self.conns.push(Conn::new(now));
+                    self.conns.len() - 1
+                }
+                // Every connection is busy: the due requests wait, their latency counting.
+                None => return,
+            };
+            self.next_request(i, now);
         }
     }
 
@@ -185,14 +368,27 @@ impl Worker<'_> {
         }
     }
 
-    /// Starts the next request on connection `i` if the model allows, else leaves it idle.
+    /// Starts the next request on connection `i` if the model allows; else the connection
+    /// waits (open loop: in the free queue).
     fn next_request(&mut self, i: usize, now: Instant) {
-        if !self.model.take() {
+        let warm = self.ledger.is_warm(now);
+        let Some(due_ns) = self.model.take(self.ledger.elapsed_ns(now), warm) else {
             self.conns[i].phase = Phase::Idle;
+            if self.model.is_open() {
+                self.free.push_back(i);
+            }
             return;
-        }
-        self.stats.sent += 1;
-        if self.conns[i].fd.is_some() {
+        };
+        let due = if self.model.is_open() {
+            self.ledger.at_ns(due_ns)
+        } else {
+            now
+        };
+        self.ledger.started(warm, due, now);
+        let conn = &mut self.conns[i];
+        conn.due_at = due;
+        conn.warm = warm;
+        if conn.fd.is_some() {
             self.start_write(i, now);
         } else {
             self.connect(i, now);
@@ -237,7 +433,7 @@ impl Worker<'_> {
         let conn = &mut self.conns[i];
         conn.fd = Some(fd);
         if connected {
-            self.stats.connections_opened += 1;
+            self.ledger.current().connections_opened += 1;
             self.start_write(i, now);
         } else {
             conn.phase = Phase::Connecting;
@@ -260,7 +456,7 @@ impl Worker<'_> {
         });
         match result {
             Ok(()) => {
-                self.stats.connections_opened += 1;
+                self.ledger.current().connections_opened += 1;
                 self.start_write(i, now);
             }
             Err(e) => {
@@ -276,6 +472,7 @@ impl Worker<'_> {
         let conn = &mut self.conns[i];
         conn.parser.set_head_request(self.config.head_request);
         conn.written = 0;
+        // Service time (closed-loop latency) starts at the first byte written, as in wrk.
         conn.sent_at = now;
         conn.deadline = now + self.config.timeout;
         conn.phase = Phase::Reading;
@@ -292,7 +489,7 @@ impl Worker<'_> {
         while conn.written < request.len() {
             match net::send(fd, &request[conn.written..], SendFlags::NOSIGNAL) {
                 Ok(n) => {
-                    self.stats.bytes_sent += n as u64;
+                    self.ledger.current().bytes_sent += n as u64;
                     conn.written += n;
                 }
                 Err(Errno::AGAIN) => {
@@ -330,7 +527,7 @@ impl Worker<'_> {
             Err(Errno::AGAIN | Errno::INTR) => return,
             Err(e) => return self.fail(i, errno_kind(e, false), *now, || format!("read: {e}")),
         };
-        self.stats.bytes_received += n as u64;
+        self.ledger.current().bytes_received += n as u64;
         match read_bytes(&mut self.conns[i].parser, &self.buf[..n]) {
             ReadOutcome::Pending => {}
             ReadOutcome::Failed(e) => {
@@ -341,11 +538,9 @@ impl Worker<'_> {
                 *now = Instant::now();
                 if stray > 0 && response.keep_alive {
                     // Bytes nobody asked for: never attributed to the next request.
-                    self.stats
-                        .connection_errors
-                        .record(ErrorKind::Protocol, || {
-                            format!("{stray} bytes arrived after a complete response")
-                        });
+                    self.ledger.connection_error(ErrorKind::Protocol, || {
+                        format!("{stray} bytes arrived after a complete response")
+                    });
                 }
                 let reuse = response.keep_alive && stray == 0;
                 self.complete(i, response, reuse, *now);
@@ -367,24 +562,22 @@ impl Worker<'_> {
             return;
         };
         if let Ok((n, _)) = net::recv(fd, &mut self.buf[..], net::RecvFlags::empty()) {
-            self.stats.bytes_received += n as u64;
+            self.ledger.current().bytes_received += n as u64;
             if n > 0 {
-                self.stats
-                    .connection_errors
-                    .record(ErrorKind::Protocol, || {
-                        format!("{n} bytes arrived on an idle connection")
-                    });
+                self.ledger.connection_error(ErrorKind::Protocol, || {
+                    format!("{n} bytes arrived on an idle connection")
+                });
             }
         }
         self.close(i);
     }
 
     fn complete(&mut self, i: usize, response: Response, reuse: bool, now: Instant) {
-        let conn = &mut self.conns[i];
-        let latency_us = now.saturating_duration_since(conn.sent_at).as_micros() as u64;
+        let conn = &self.conns[i];
         // A response that arrives before the request is fully written ends the connection.
         let reuse = reuse && self.config.keep_alive && conn.phase == Phase::Reading;
-        self.stats.record_response(response.status, latency_us);
+        let (warm, due, sent) = (conn.warm, conn.due_at, conn.sent_at);
+        self.ledger.response(warm, response.status, due, sent, now);
         if !reuse {
             self.close(i);
         }
@@ -393,7 +586,8 @@ impl Worker<'_> {
 
     /// The request on connection `i` failed: count it, drop the connection, go on.
     fn fail(&mut self, i: usize, kind: ErrorKind, now: Instant, message: impl FnOnce() -> String) {
-        self.stats.record_error(kind, message);
+        let warm = self.conns[i].warm;
+        self.ledger.error(warm, kind, message);
         self.close(i);
         if needs_backoff(kind) {
             self.conns[i].phase = Phase::Backoff {

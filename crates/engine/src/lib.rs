@@ -11,9 +11,13 @@
 //! let addr = "127.0.0.1:8080".parse().unwrap();
 //! let request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n".to_vec();
 //! let cfg = Config { requests: Some(1000), duration: None, ..Config::new(addr, request) };
-//! let result = run(&cfg, &AtomicBool::new(false));
+//! let result = run(&cfg, &AtomicBool::new(false), &mut |_second| {});
 //! assert_eq!(result.stats.sent, 1000);
 //! ```
+//!
+//! Each worker hands the main thread its counts once a second (one message per worker per
+//! second, never per request); [`run`] merges them into a per-second [`TimelinePoint`] and
+//! calls the caller's `on_second` with it on the calling thread, for a live view or a stream.
 //!
 //! Contracts: the engine never prints, never reads argv or the environment, never exits the
 //! process. Errors from the server are data (counted by kind, the connection replaced), never
@@ -25,14 +29,20 @@
 mod backend;
 mod conn;
 mod epoll;
+mod ledger;
 mod model;
+mod schedule;
 
-use pelt_stats::WorkerStats;
+use ledger::Published;
+use pelt_stats::{Interval, TimelinePoint, WorkerStats};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 pub use backend::IoBackend;
+pub use schedule::{Arrival, Rate};
 
 /// Connections when none are asked for (as oha and hey).
 pub const DEFAULT_CONNECTIONS: usize = 50;
@@ -45,6 +55,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a connection waits before trying again after a failed connect (no busy loop
 /// against a closed port).
 pub const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
+/// How long an interrupted run waits for requests in flight.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
 /// File descriptors pelt keeps for itself besides one per connection.
 pub const RESERVED_FDS: u64 = 64;
 
@@ -78,6 +90,17 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Which I/O backend runs the workers.
     pub io: IoBackend,
+    /// Open loop: requests are due at this global rate (`None`: closed loop).
+    pub rate: Option<Rate>,
+    /// Open loop: how due times are spaced.
+    pub arrival: Arrival,
+    /// Open loop: connections pelt may open when a request is due and none is free (at least
+    /// `connections`).
+    pub max_connections: usize,
+    /// Sent but not measured, before the measured part (which `duration` and `requests` count).
+    pub warmup: Duration,
+    /// After a stop signal, how long to wait for requests in flight.
+    pub grace: Duration,
 }
 
 impl Config {
@@ -95,6 +118,11 @@ impl Config {
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             io: IoBackend::Epoll,
+            rate: None,
+            arrival: Arrival::Constant,
+            max_connections: DEFAULT_CONNECTIONS,
+            warmup: Duration::ZERO,
+            grace: DEFAULT_GRACE,
         }
     }
 
@@ -128,21 +156,45 @@ impl StopReason {
 /// The merged outcome of a run.
 #[derive(Debug)]
 pub struct RunResult {
+    /// Requests started after the warm-up.
     pub stats: WorkerStats,
+    /// Requests started during the warm-up (`None` without one).
+    pub warmup: Option<WorkerStats>,
+    /// One point per second, in order.
+    pub timeline: Vec<TimelinePoint>,
     /// From the start of the workers to the last one stopping.
     pub elapsed: Duration,
+    /// The measured part: `elapsed` less the warm-up.
+    pub measured: Duration,
     pub stopped_by: StopReason,
     /// The backend that ran.
     pub io: IoBackend,
+    /// Open loop: requests that were due but had not started when the run stopped.
+    pub backlog_at_end: u64,
 }
 
 /// One worker's share of the run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct WorkerPlan {
+    pub worker: usize,
+    pub workers: usize,
     pub connections: usize,
-    /// Requests this worker may start (`None`: unlimited).
+    /// Open loop: connections this worker may open at most.
+    pub max_connections: usize,
+    /// Measured requests this worker may start (`None`: unlimited).
     pub budget: Option<u64>,
+    pub start: Instant,
     pub end: Option<Instant>,
+    pub tx: Sender<Published>,
+}
+
+/// What a worker returns: its measured and warm-up figures, why it stopped, its backlog.
+#[derive(Debug)]
+pub(crate) struct WorkerOutcome {
+    pub main: WorkerStats,
+    pub warm: WorkerStats,
+    pub reason: StopReason,
+    pub backlog: u64,
 }
 
 /// Splits `total` into `parts` shares that differ by at most one, larger shares first.
@@ -151,18 +203,31 @@ fn share(total: u64, parts: usize, i: usize) -> u64 {
     total / parts + u64::from((i as u64) < total % parts)
 }
 
-/// Runs the load described by `config` until its duration, its request count, or `stop`.
-pub fn run(config: &Config, stop: &AtomicBool) -> RunResult {
+/// Runs the load described by `config` until its duration, its request count, or `stop`;
+/// calls `on_second` on this thread with each second's merged figures as they become known.
+pub fn run(
+    config: &Config,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(&TimelinePoint),
+) -> RunResult {
     let threads = config.effective_threads();
     let start = Instant::now();
-    let end = config.duration.map(|d| start + d);
-    let outcomes: Vec<(WorkerStats, StopReason)> = std::thread::scope(|s| {
+    let end = config.duration.map(|d| start + config.warmup + d);
+    let max_connections = config.max_connections.max(config.connections) as u64;
+    let (tx, rx) = mpsc::channel();
+    let mut timeline = TimelineBuilder::new(threads, config.warmup);
+    let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let plan = WorkerPlan {
+                    worker: i,
+                    workers: threads,
                     connections: share(config.connections as u64, threads, i) as usize,
+                    max_connections: share(max_connections, threads, i) as usize,
                     budget: config.requests.map(|n| share(n, threads, i)),
+                    start,
                     end,
+                    tx: tx.clone(),
                 };
                 std::thread::Builder::new()
                     .name(format!("pelt-worker-{i}"))
@@ -170,27 +235,107 @@ pub fn run(config: &Config, stop: &AtomicBool) -> RunResult {
                     .expect("spawning a worker thread")
             })
             .collect();
+        drop(tx);
+        // Ends when every worker has finished and dropped its sender.
+        for published in rx {
+            timeline.add(published, on_second);
+        }
         handles
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
             .collect()
     });
     let elapsed = start.elapsed();
+    timeline.finish(elapsed, on_second);
     let mut stats = WorkerStats::new();
-    for (s, _) in &outcomes {
-        stats.merge(s);
+    let mut warm = WorkerStats::new();
+    for o in &outcomes {
+        stats.merge(&o.main);
+        warm.merge(&o.warm);
     }
     // The run ended for the most significant reason any worker saw.
     let stopped_by = outcomes
         .iter()
-        .map(|&(_, r)| r)
+        .map(|o| o.reason)
         .max()
         .unwrap_or(StopReason::Requests);
     RunResult {
         stats,
+        warmup: (!config.warmup.is_zero()).then_some(warm),
+        timeline: timeline.points,
         elapsed,
+        measured: elapsed.saturating_sub(config.warmup),
         stopped_by,
         io: config.io,
+        backlog_at_end: outcomes.iter().map(|o| o.backlog).sum(),
+    }
+}
+
+/// Merges the workers' per-second intervals into timeline points, in order, each as soon as
+/// every worker has reported that second (or finished).
+struct TimelineBuilder {
+    /// Per worker: the last second it reported, and whether it has finished.
+    reported: Vec<(Option<u64>, bool)>,
+    pending: BTreeMap<u64, Interval>,
+    warmup_s: f64,
+    points: Vec<TimelinePoint>,
+}
+
+impl TimelineBuilder {
+    fn new(workers: usize, warmup: Duration) -> Self {
+        TimelineBuilder {
+            reported: vec![(None, false); workers],
+            pending: BTreeMap::new(),
+            warmup_s: warmup.as_secs_f64(),
+            points: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, p: Published, on_second: &mut dyn FnMut(&TimelinePoint)) {
+        let index = p.interval.index;
+        match self.pending.get_mut(&index) {
+            Some(iv) => iv.merge(&p.interval),
+            None => {
+                self.pending.insert(index, p.interval);
+            }
+        }
+        self.reported[p.worker] = (Some(index), p.last);
+        // A second is complete once every worker has moved past it or finished; it is a
+        // whole second if some worker has moved past it (the run went on).
+        while let Some(&k) = self.pending.keys().next() {
+            let all_in = self
+                .reported
+                .iter()
+                .all(|&(r, done)| done || r.is_some_and(|r| r >= k));
+            let went_on = self.reported.iter().any(|&(r, _)| r.is_some_and(|r| r > k));
+            if !(all_in && went_on) {
+                break;
+            }
+            self.emit(k, 1.0, on_second);
+        }
+    }
+
+    /// Emits what is left once every worker has finished; the last second is partial.
+    fn finish(&mut self, elapsed: Duration, on_second: &mut dyn FnMut(&TimelinePoint)) {
+        let elapsed = elapsed.as_secs_f64();
+        while let Some(&k) = self.pending.keys().next() {
+            let length = (elapsed - k as f64).clamp(0.0, 1.0);
+            let iv = &self.pending[&k];
+            // A sliver of a second after the last tick, with nothing in it, says nothing.
+            if length < 0.05 && iv.sent + iv.completed + iv.errors == 0 {
+                self.pending.remove(&k);
+                continue;
+            }
+            self.emit(k, length, on_second);
+        }
+    }
+
+    fn emit(&mut self, k: u64, length_s: f64, on_second: &mut dyn FnMut(&TimelinePoint)) {
+        if let Some(iv) = self.pending.remove(&k) {
+            let point = iv.point(length_s, (k as f64) < self.warmup_s);
+            on_second(&point);
+            self.points.push(point);
+        }
     }
 }
 
@@ -250,6 +395,34 @@ mod tests {
             let (min, max) = (shares.iter().min().unwrap(), shares.iter().max().unwrap());
             assert!(max - min <= 1, "{shares:?}");
         }
+    }
+
+    #[test]
+    fn timeline_emits_each_second_once_every_worker_is_past_it() {
+        let mut t = TimelineBuilder::new(2, Duration::from_millis(1500));
+        let mut seen = vec![];
+        let mut on = |p: &TimelinePoint| seen.push((p.second, p.length_s, p.warmup, p.sent));
+        let iv = |index, sent| Interval {
+            sent,
+            ..Interval::new(index)
+        };
+        let publish = |worker, index, sent, last| Published {
+            worker,
+            interval: iv(index, sent),
+            last,
+        };
+        t.add(publish(0, 0, 1, false), &mut on);
+        t.add(publish(0, 1, 1, false), &mut on);
+        t.add(publish(1, 0, 2, false), &mut on);
+        // Second 0 is complete: worker 0 has moved on and worker 1 reported it.
+        t.add(publish(1, 1, 2, true), &mut on);
+        // Worker 1 finished in second 1; worker 0 went on to second 2.
+        t.add(publish(0, 2, 5, true), &mut on);
+        t.finish(Duration::from_millis(2250), &mut on);
+        assert_eq!(
+            seen,
+            vec![(0, 1.0, true, 3), (1, 1.0, true, 3), (2, 0.25, false, 5)]
+        );
     }
 
     #[test]

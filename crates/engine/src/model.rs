@@ -1,47 +1,130 @@
 //! Load models: when may a free connection take the next request.
+//!
+//! Closed loop: at once, until the budget is spent. Open loop: when the schedule says the next
+//! request is due, oldest first. Both draw from the same budget of measured requests (`-n`);
+//! requests started during the warm-up do not count against it.
 
-/// Closed loop: a free connection takes the next request at once, until the budget is spent.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ClosedLoop {
+use crate::schedule::Schedule;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Model {
+    /// `None`: closed loop.
+    schedule: Option<Schedule>,
+    /// Measured requests this worker may still start (`None`: unlimited).
     remaining: Option<u64>,
+    /// Set when the run is being stopped: nothing more starts.
+    stopped: bool,
 }
 
-impl ClosedLoop {
-    pub fn new(budget: Option<u64>) -> Self {
-        ClosedLoop { remaining: budget }
+impl Model {
+    pub fn closed(budget: Option<u64>) -> Model {
+        Model {
+            schedule: None,
+            remaining: budget,
+            stopped: false,
+        }
     }
 
-    /// Takes one request from the budget; false when it is spent.
+    pub fn open(schedule: Schedule, budget: Option<u64>) -> Model {
+        Model {
+            schedule: Some(schedule),
+            remaining: budget,
+            stopped: false,
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.schedule.is_some()
+    }
+
+    /// Takes the next request if one may start at `elapsed_ns`, returning its due time in ns
+    /// since the start (closed loop: `elapsed_ns` itself). `warm`: it belongs to the warm-up
+    /// and does not count against the budget.
     #[inline]
-    pub fn take(&mut self) -> bool {
-        match &mut self.remaining {
-            None => true,
-            Some(0) => false,
-            Some(n) => {
+    pub fn take(&mut self, elapsed_ns: u64, warm: bool) -> Option<u64> {
+        if self.exhausted() {
+            return None;
+        }
+        let due = match &mut self.schedule {
+            None => elapsed_ns,
+            Some(s) if s.next_due_ns() <= elapsed_ns => s.take(),
+            Some(_) => return None,
+        };
+        if !warm {
+            if let Some(n) = &mut self.remaining {
                 *n -= 1;
-                true
             }
+        }
+        Some(due)
+    }
+
+    /// Open loop: when the next request is due (ns since the start), if one is left.
+    #[inline]
+    pub fn next_due_ns(&self) -> Option<u64> {
+        match &self.schedule {
+            Some(s) if !self.exhausted() => Some(s.next_due_ns()),
+            _ => None,
+        }
+    }
+
+    /// Open loop: requests due at `elapsed_ns` that have not started (waiting for a free
+    /// connection), within what the budget still allows.
+    pub fn backlog(&self, elapsed_ns: u64) -> u64 {
+        match &self.schedule {
+            Some(s) if !self.exhausted() => {
+                let due = s.backlog(elapsed_ns);
+                self.remaining.map_or(due, |n| due.min(n))
+            }
+            _ => 0,
         }
     }
 
     /// No request is left to start.
     pub fn exhausted(&self) -> bool {
-        self.remaining == Some(0)
+        self.stopped || self.remaining == Some(0)
+    }
+
+    /// Starts nothing more (the run is stopping).
+    pub fn stop(&mut self) {
+        self.stopped = true;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::{Arrival, Rate};
 
     #[test]
-    fn budget_is_exact() {
-        let mut m = ClosedLoop::new(Some(3));
-        assert_eq!((0..10).filter(|_| m.take()).count(), 3);
+    fn closed_budget_is_exact() {
+        let mut m = Model::closed(Some(3));
+        assert_eq!((0..10).filter(|_| m.take(0, false).is_some()).count(), 3);
         assert!(m.exhausted());
-        let mut unlimited = ClosedLoop::new(None);
-        assert!((0..1000).all(|_| unlimited.take()));
+        let mut unlimited = Model::closed(None);
+        assert!((0..1000).all(|_| unlimited.take(0, false).is_some()));
         assert!(!unlimited.exhausted());
-        assert!(ClosedLoop::new(Some(0)).exhausted());
+        assert!(Model::closed(Some(0)).exhausted());
+    }
+
+    #[test]
+    fn warm_up_requests_do_not_spend_the_budget() {
+        let mut m = Model::closed(Some(2));
+        assert!((0..5).all(|_| m.take(0, true).is_some()));
+        assert_eq!((0..5).filter(|_| m.take(0, false).is_some()).count(), 2);
+    }
+
+    #[test]
+    fn open_loop_starts_only_what_is_due() {
+        let rate = Rate::per_second(1000.0).unwrap();
+        let mut m = Model::open(Schedule::new(rate, Arrival::Constant, 0, 1), Some(5));
+        assert_eq!(m.take(0, false), Some(0));
+        assert_eq!(m.take(999_999, false), None, "the next is due at 1 ms");
+        assert_eq!(m.next_due_ns(), Some(1_000_000));
+        // 10 ms later, 10 are due but only 4 remain in the budget.
+        assert_eq!(m.backlog(10_000_000), 4);
+        assert_eq!(m.take(10_000_000, false), Some(1_000_000), "oldest first");
+        m.stop();
+        assert_eq!(m.take(10_000_000, false), None);
+        assert_eq!((m.next_due_ns(), m.backlog(10_000_000)), (None, 0));
     }
 }

@@ -53,6 +53,10 @@ pub struct ServerConfig {
     pub close: bool,
     /// Send the body with chunked transfer encoding.
     pub chunked: bool,
+    /// Freeze every response for `.1` starting `.0` after the server started: a response
+    /// that would be sent inside that window waits until it ends (a stall, as a GC pause or a
+    /// lock convoy would cause).
+    pub stall: Option<(Duration, Duration)>,
 }
 
 impl Default for ServerConfig {
@@ -66,12 +70,14 @@ impl Default for ServerConfig {
             error_rate: 0.0,
             close: false,
             chunked: false,
+            stall: None,
         }
     }
 }
 
 struct State {
     config: ServerConfig,
+    started: tokio::time::Instant,
     body: Bytes,
     served: AtomicU64,
 }
@@ -112,6 +118,7 @@ impl Server {
             .build()?;
         let state = Arc::new(State {
             config,
+            started: tokio::time::Instant::now(),
             body,
             served: AtomicU64::new(0),
         });
@@ -222,6 +229,13 @@ async fn respond(
     if !cfg.delay.is_zero() {
         tokio::time::sleep(cfg.delay).await;
     }
+    if let Some((at, length)) = cfg.stall {
+        let (from, until) = (state.started + at, state.started + at + length);
+        let now = tokio::time::Instant::now();
+        if now >= from && now < until {
+            tokio::time::sleep_until(until).await;
+        }
+    }
     let n = state.served.fetch_add(1, Ordering::Relaxed);
     // Exact share: request n fails when floor((n+1)r) > floor(nr).
     let fail = cfg.error_rate > 0.0
@@ -299,6 +313,25 @@ mod tests {
             .filter(|_| get(server.addr()).starts_with("HTTP/1.1 500"))
             .count();
         assert_eq!(fails, 5);
+    }
+
+    #[test]
+    fn a_stall_holds_responses_until_it_ends() {
+        let cfg = ServerConfig {
+            stall: Some((Duration::ZERO, Duration::from_millis(300))),
+            ..Default::default()
+        };
+        let server = Server::start(cfg).unwrap();
+        let t = std::time::Instant::now();
+        assert!(get(server.addr()).starts_with("HTTP/1.1 200"));
+        // The response waited for the stall's end (this bounds behaviour, not speed).
+        assert!(
+            t.elapsed() >= Duration::from_millis(250),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(get(server.addr()).starts_with("HTTP/1.1 200"));
+        assert_eq!(server.stop(), 2);
     }
 
     #[test]

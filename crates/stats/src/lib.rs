@@ -24,10 +24,17 @@
 mod errors;
 mod histogram;
 mod report;
+mod timeline;
 
 pub use errors::{ErrorCounts, ErrorKind};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
-pub use report::{BytesReport, Report, RequestsReport, RunInfo};
+pub use report::{
+    BytesReport, OpenLoopReport, Report, RequestsReport, RunInfo, Threshold, WarmupReport,
+};
+pub use timeline::{Interval, PointLatency, TimelinePoint};
+
+/// A request that started this much after its due time counts as late (open loop).
+pub const LATE_THRESHOLD_US: u64 = 1_000;
 
 /// Counts per status code, indexed directly (no hashing on the hot path).
 #[derive(Clone)]
@@ -96,8 +103,15 @@ pub struct WorkerStats {
     pub bytes_received: u64,
     /// TCP connections opened (connect attempts that succeeded).
     pub connections_opened: u64,
-    /// Latency of complete responses, microseconds.
+    /// Latency of complete responses, microseconds: from the due time in open loop, from the
+    /// first byte written in closed loop.
     pub latency: LatencyHistogram,
+    /// Open loop only: service time (completion - actual start), microseconds.
+    pub service: LatencyHistogram,
+    /// Open loop only: lag (actual start - due time) of every request started, microseconds.
+    pub lag: LatencyHistogram,
+    /// Open loop only: requests that started more than [`LATE_THRESHOLD_US`] after their due time.
+    pub late: u64,
 }
 
 impl Default for WorkerStats {
@@ -118,6 +132,9 @@ impl WorkerStats {
             bytes_received: 0,
             connections_opened: 0,
             latency: LatencyHistogram::new(),
+            service: LatencyHistogram::new(),
+            lag: LatencyHistogram::new(),
+            late: 0,
         }
     }
 
@@ -126,6 +143,13 @@ impl WorkerStats {
     pub fn record_response(&mut self, status: u16, latency_us: u64) {
         self.status.record(status);
         self.latency.record(latency_us);
+    }
+
+    /// Open loop: a request started `lag_us` after its due time.
+    #[inline]
+    pub fn record_lag(&mut self, lag_us: u64) {
+        self.lag.record(lag_us);
+        self.late += u64::from(lag_us > LATE_THRESHOLD_US);
     }
 
     /// A request that ended in an error; `message` is built only for the kind's first error.
@@ -150,6 +174,9 @@ impl WorkerStats {
         self.bytes_received += other.bytes_received;
         self.connections_opened += other.connections_opened;
         self.latency.merge(&other.latency);
+        self.service.merge(&other.service);
+        self.lag.merge(&other.lag);
+        self.late += other.late;
     }
 }
 
@@ -172,6 +199,9 @@ mod tests {
         b.record_error(ErrorKind::Reset, || "second message".into());
         b.bytes_received = 7;
         b.connections_opened = 4;
+        b.record_lag(5_000);
+        b.record_lag(10);
+        b.service.record(40);
         let mut t = WorkerStats::new();
         t.merge(&a);
         t.merge(&b);
@@ -193,6 +223,7 @@ mod tests {
         );
         assert_eq!(t.latency.summary().max_us, 300);
         assert_eq!(t.latency.count(), 3);
+        assert_eq!((t.lag.count(), t.late, t.service.count()), (2, 1, 1));
     }
 
     #[test]

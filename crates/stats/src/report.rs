@@ -1,6 +1,6 @@
 //! The result document: what `--json` writes and the summary prints (docs/result-schema.json).
 
-use crate::{LatencySummary, WorkerStats};
+use crate::{LatencySummary, TimelinePoint, WorkerStats, LATE_THRESHOLD_US};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -15,6 +15,19 @@ pub struct RunInfo {
     pub keep_alive: bool,
     /// Which I/O backend ran (`epoll`).
     pub io: String,
+    /// `closed` (each connection sends its next request when a response completes) or `open`
+    /// (requests are due on a fixed schedule, `--rate`).
+    pub load_model: String,
+    /// Open loop: requests per second asked for.
+    pub rate: Option<f64>,
+    /// Open loop: `constant` or `poisson` arrivals.
+    pub arrival: Option<String>,
+    /// Open loop: the most connections pelt may open (`--max-connections`).
+    pub max_connections: Option<usize>,
+    /// Warm-up before the measured part, seconds (0: none).
+    pub warmup_s: f64,
+    /// How long an interrupted run waits for requests in flight, seconds.
+    pub grace_s: f64,
     /// The duration limit asked for, seconds (`null` when only -n was given).
     pub duration_limit_s: Option<f64>,
     /// The request-count limit asked for (`null` when only -d was given).
@@ -36,6 +49,93 @@ pub struct BytesReport {
     pub received: u64,
 }
 
+/// Open-loop figures: what closed-loop tools show, and pelt's own delay.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenLoopReport {
+    /// Completion - actual start (what closed-loop tools call latency), microseconds.
+    pub service_time_us: LatencySummary,
+    /// Actual start - due time: pelt's own delay (or waiting for a free connection).
+    pub lag_us: LatencySummary,
+    /// Requests that started more than `late_threshold_us` after they were due.
+    pub late_requests: u64,
+    pub late_threshold_us: u64,
+    /// Requests that were due but never started when the run ended (all connections busy).
+    pub backlog_at_end: u64,
+}
+
+impl OpenLoopReport {
+    pub fn new(stats: &WorkerStats, backlog_at_end: u64) -> OpenLoopReport {
+        OpenLoopReport {
+            service_time_us: stats.service.summary(),
+            lag_us: stats.lag.summary(),
+            late_requests: stats.late,
+            late_threshold_us: LATE_THRESHOLD_US,
+            backlog_at_end,
+        }
+    }
+}
+
+/// What the warm-up sent and received: excluded from the main figures, never lost.
+#[derive(Debug, Clone, Serialize)]
+pub struct WarmupReport {
+    pub duration_s: f64,
+    pub requests: RequestsReport,
+    pub status: BTreeMap<String, u64>,
+    pub errors: BTreeMap<String, u64>,
+    pub latency_us: LatencySummary,
+}
+
+impl WarmupReport {
+    pub fn new(stats: &WorkerStats, duration_s: f64) -> WarmupReport {
+        WarmupReport {
+            duration_s,
+            requests: RequestsReport::new(stats),
+            status: status_map(stats),
+            errors: error_map(stats),
+            latency_us: stats.latency.summary(),
+        }
+    }
+}
+
+/// One `--expect` threshold and how the run fared against it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Threshold {
+    /// As the user wrote it: `p99<20ms`.
+    pub expect: String,
+    /// The measured value in the expression's unit (`ms`, `%`, `/s`, `count`); null for a
+    /// latency objective of a run without any complete response (it fails).
+    pub actual: Option<f64>,
+    pub unit: String,
+    pub passed: bool,
+}
+
+impl RequestsReport {
+    pub fn new(stats: &WorkerStats) -> RequestsReport {
+        RequestsReport {
+            sent: stats.sent,
+            completed: stats.completed(),
+            errors: stats.errors.total(),
+            in_flight: stats.in_flight,
+        }
+    }
+}
+
+fn status_map(stats: &WorkerStats) -> BTreeMap<String, u64> {
+    stats
+        .status
+        .iter()
+        .map(|(s, n)| (s.to_string(), n))
+        .collect()
+}
+
+fn error_map(stats: &WorkerStats) -> BTreeMap<String, u64> {
+    stats
+        .errors
+        .iter()
+        .map(|(k, n, _)| (k.name().to_string(), n))
+        .collect()
+}
+
 /// The whole result of a run (serialized as the JSON result).
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -46,6 +146,8 @@ pub struct Report {
     pub duration_s: f64,
     /// What ended the run: `duration`, `requests`, or `signal`.
     pub stopped_by: String,
+    /// The run was stopped by Ctrl-C or SIGTERM (the figures cover what ran).
+    pub interrupted: bool,
     pub requests: RequestsReport,
     /// Completed responses per second of `duration_s`.
     pub rps: f64,
@@ -58,6 +160,18 @@ pub struct Report {
     /// Connection-level problems that no request owned (bytes after a response), by kind.
     pub connection_errors: BTreeMap<String, u64>,
     pub latency_us: LatencySummary,
+    /// Where latency is measured from: `send` (closed loop) or `due` (open loop).
+    pub latency_from: String,
+    /// Open loop only: service time, lag, late starts and the backlog.
+    pub open_loop: Option<OpenLoopReport>,
+    /// The warm-up's own figures, or null without --warmup.
+    pub warmup: Option<WarmupReport>,
+    /// One point per second of the run (warm-up included, marked).
+    pub timeline: Vec<TimelinePoint>,
+    /// The `--expect` thresholds and whether each held.
+    pub thresholds: Vec<Threshold>,
+    /// Plain-words remarks on how to read the figures (coordinated omission, pelt's own lag).
+    pub notes: Vec<String>,
     pub bytes: BytesReport,
     /// Bytes per second of `duration_s`.
     pub throughput_bytes_per_s: BytesReport,
@@ -80,23 +194,11 @@ impl Report {
             info,
             duration_s,
             stopped_by: stopped_by.to_string(),
-            requests: RequestsReport {
-                sent: stats.sent,
-                completed,
-                errors: stats.errors.total(),
-                in_flight: stats.in_flight,
-            },
+            interrupted: stopped_by == "signal",
+            requests: RequestsReport::new(stats),
             rps: per_s(completed),
-            status: stats
-                .status
-                .iter()
-                .map(|(s, n)| (s.to_string(), n))
-                .collect(),
-            errors: stats
-                .errors
-                .iter()
-                .map(|(k, n, _)| (k.name().to_string(), n))
-                .collect(),
+            status: status_map(stats),
+            errors: error_map(stats),
             error_examples: stats
                 .errors
                 .iter()
@@ -108,6 +210,12 @@ impl Report {
                 .map(|(k, n, _)| (k.name().to_string(), n))
                 .collect(),
             latency_us: stats.latency.summary(),
+            latency_from: "send".to_string(),
+            open_loop: None,
+            warmup: None,
+            timeline: Vec::new(),
+            thresholds: Vec::new(),
+            notes: Vec::new(),
             bytes: BytesReport {
                 sent: stats.bytes_sent,
                 received: stats.bytes_received,

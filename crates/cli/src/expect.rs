@@ -1,0 +1,262 @@
+//! `--expect` thresholds: `p99<20ms`, `errors<0.1%`, `rps>5000`, `5xx<1%`.
+//!
+//! An expression is `METRIC OP VALUE` with OP one of `<`, `<=`, `>`, `>=`. Metrics:
+//! - latency: `p50`, `p90`, `p99`, `p99.9`, `p99.99`, `max`, `mean`, `min`, with a unit
+//!   (`us`, `ms`, `s`); the latency the summary shows (from the due time with --rate);
+//! - `errors`: a count (`errors<10`) or a share of the requests that ended (`errors<0.1%`);
+//! - `rps`: completed responses per second (`rps>5000`, `rps>=20k`);
+//! - a status class `1xx`..`5xx` or a code such as `503`: a count or a share of the requests
+//!   that ended.
+//!
+//! Parsed before the run (a malformed expression is bad input), checked after it.
+
+use crate::values;
+use pelt_stats::{Report, Threshold};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A latency figure of the summary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Figure {
+    P50,
+    P90,
+    P99,
+    P99_9,
+    P99_99,
+    Max,
+    Mean,
+    Min,
+}
+
+impl Figure {
+    fn parse(name: &str) -> Option<Figure> {
+        Some(match name {
+            "p50" | "median" => Figure::P50,
+            "p90" => Figure::P90,
+            "p99" => Figure::P99,
+            "p99.9" | "p99_9" | "p999" => Figure::P99_9,
+            "p99.99" | "p99_99" | "p9999" => Figure::P99_99,
+            "max" => Figure::Max,
+            "mean" | "avg" => Figure::Mean,
+            "min" => Figure::Min,
+            _ => return None,
+        })
+    }
+
+    /// Microseconds.
+    fn of(self, l: &pelt_stats::LatencySummary) -> f64 {
+        match self {
+            Figure::P50 => l.p50_us as f64,
+            Figure::P90 => l.p90_us as f64,
+            Figure::P99 => l.p99_us as f64,
+            Figure::P99_9 => l.p99_9_us as f64,
+            Figure::P99_99 => l.p99_99_us as f64,
+            Figure::Max => l.max_us as f64,
+            Figure::Mean => l.mean_us,
+            Figure::Min => l.min_us as f64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Metric {
+    Latency(Figure),
+    Errors,
+    Rps,
+    /// A status class (1..=5) or an exact code (100..=999).
+    Class(u16),
+    Code(u16),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Unit {
+    /// Latency in microseconds per unit of the expression.
+    Time(f64, &'static str),
+    Count,
+    Percent,
+    PerSecond,
+}
+
+/// One parsed `--expect` expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    text: String,
+    metric: Metric,
+    op: Op,
+    limit: f64,
+    unit: Unit,
+}
+
+const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
+                    5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min errors rps 1xx..5xx \
+                    or a status code)";
+
+/// Parses one expression; the error names what is wrong (the caller adds the flag and value).
+pub fn parse(text: &str) -> Result<Expectation, String> {
+    let t = text.trim();
+    let at = t.find(['<', '>']).ok_or_else(|| HELP.to_string())?;
+    let (name, rest) = (t[..at].trim(), &t[at..]);
+    let (op, value) = if let Some(v) = rest.strip_prefix("<=") {
+        (Op::Le, v)
+    } else if let Some(v) = rest.strip_prefix(">=") {
+        (Op::Ge, v)
+    } else if let Some(v) = rest.strip_prefix('<') {
+        (Op::Lt, v)
+    } else {
+        (Op::Gt, &rest[1..])
+    };
+    let value = value.trim();
+    if name.is_empty() || value.is_empty() {
+        return Err(HELP.into());
+    }
+    let lower = name.to_ascii_lowercase();
+    let (metric, limit, unit) = if let Some(figure) = Figure::parse(&lower) {
+        let split = value
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("latency needs a unit: {value}ms, {value}us or {value}s"))?;
+        let (num, unit) = value.split_at(split);
+        let unit = match unit {
+            "us" | "µs" => Unit::Time(1.0, "us"),
+            "ms" => Unit::Time(1e3, "ms"),
+            "s" => Unit::Time(1e6, "s"),
+            _ => return Err(format!("unknown latency unit '{unit}' (use us, ms or s)")),
+        };
+        let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
+        (Metric::Latency(figure), n, unit)
+    } else {
+        let metric = match lower.as_str() {
+            "errors" | "error" => Metric::Errors,
+            "rps" => Metric::Rps,
+            c if c.len() == 3 && c.ends_with("xx") && (b'1'..=b'5').contains(&c.as_bytes()[0]) => {
+                Metric::Class(u16::from(c.as_bytes()[0] - b'0'))
+            }
+            c => match values::status(c) {
+                Ok(code) if c.chars().all(|ch| ch.is_ascii_digit()) => Metric::Code(code),
+                _ => return Err(format!("unknown metric '{name}'; {HELP}")),
+            },
+        };
+        let (num, unit) = match value.strip_suffix('%') {
+            Some(p) if metric != Metric::Rps => (p.trim(), Unit::Percent),
+            Some(_) => return Err("rps is a rate, not a share: rps>5000".into()),
+            None if metric == Metric::Rps => {
+                (value.strip_suffix("/s").unwrap_or(value), Unit::PerSecond)
+            }
+            None => (value, Unit::Count),
+        };
+        let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
+        if unit == Unit::Percent && n > 100.0 {
+            return Err(format!("{n}% is more than 100%"));
+        }
+        (metric, n, unit)
+    };
+    Ok(Expectation {
+        text: t.to_string(),
+        metric,
+        op,
+        limit,
+        unit,
+    })
+}
+
+impl Expectation {
+    /// Checks the expectation against a finished run.
+    pub fn check(&self, r: &Report) -> Threshold {
+        let ended = (r.requests.completed + r.requests.errors) as f64;
+        let share = |n: u64| {
+            if ended > 0.0 {
+                n as f64 * 100.0 / ended
+            } else {
+                0.0
+            }
+        };
+        let count = match self.metric {
+            Metric::Errors => r.requests.errors,
+            Metric::Class(c) => r
+                .status
+                .iter()
+                .filter(|(code, _)| code.starts_with(char::from(b'0' + c as u8)))
+                .map(|(_, n)| n)
+                .sum(),
+            Metric::Code(code) => r.status.get(&code.to_string()).copied().unwrap_or(0),
+            _ => 0,
+        };
+        let actual = match (self.metric, self.unit) {
+            // No response, no latency: a latency objective cannot be said to hold.
+            (Metric::Latency(_), _) if r.requests.completed == 0 => f64::NAN,
+            (Metric::Latency(f), Unit::Time(per_unit, _)) => f.of(&r.latency_us) / per_unit,
+            (Metric::Rps, _) => r.rps,
+            (_, Unit::Percent) => share(count),
+            _ => count as f64,
+        };
+        let passed = match self.op {
+            Op::Lt => actual < self.limit,
+            Op::Le => actual <= self.limit,
+            Op::Gt => actual > self.limit,
+            Op::Ge => actual >= self.limit,
+        };
+        let unit = match self.unit {
+            Unit::Time(_, name) => name,
+            Unit::Count => "count",
+            Unit::Percent => "%",
+            Unit::PerSecond => "/s",
+        };
+        Threshold {
+            expect: self.text.clone(),
+            actual: if actual.is_nan() { None } else { Some(actual) },
+            unit: unit.to_string(),
+            passed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn well_formed_expressions_parse() {
+        for t in [
+            "p99<20ms",
+            "p50 <= 500us",
+            "p99.9<1s",
+            "p99_99<2s",
+            "max<1.5s",
+            "mean<3ms",
+            "errors<0.1%",
+            "errors<=10",
+            "rps>5000",
+            "rps>=20k",
+            "5xx<1%",
+            "2xx>99%",
+            "404<=3",
+        ] {
+            assert!(parse(t).is_ok(), "{t}: {:?}", parse(t));
+        }
+    }
+
+    #[test]
+    fn malformed_expressions_say_why() {
+        for (t, says) in [
+            ("p99", "expected METRIC<VALUE"),
+            ("p99<20", "latency needs a unit"),
+            ("p99<20xs", "unknown latency unit"),
+            ("p98<20ms", "unknown metric"),
+            ("errors<abc", "not a number"),
+            ("errors<-1", "not a number"),
+            ("rps>5%", "rps is a rate"),
+            ("errors<150%", "more than 100%"),
+            ("6xx<1%", "unknown metric"),
+            ("<5", "expected METRIC"),
+            ("p99<", "expected METRIC"),
+        ] {
+            let e = parse(t).unwrap_err();
+            assert!(e.contains(says), "{t}: {e}");
+        }
+    }
+}

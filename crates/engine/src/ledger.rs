@@ -1,0 +1,213 @@
+//! A worker's books: what it records per request, split into warm-up and measured figures,
+//! and the per-second interval it hands to the main thread once a second.
+//!
+//! Backend-neutral: every backend records through a `Ledger`, so the accounting (the invariant
+//! `sent == completed + errors + in_flight`, per phase) is written once.
+
+use pelt_stats::{ErrorKind, Interval, WorkerStats};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+/// A worker's interval for one second, tagged with the worker and whether it is its last.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub worker: usize,
+    pub interval: Interval,
+    pub last: bool,
+}
+
+pub(crate) struct Ledger {
+    /// Requests started after the warm-up.
+    pub main: WorkerStats,
+    /// Requests started during the warm-up.
+    pub warm: WorkerStats,
+    open: bool,
+    start: Instant,
+    warmup_end: Instant,
+    /// The phase the worker's clock is in, for counts that belong to no request (bytes).
+    in_warmup: bool,
+    interval: Interval,
+    next_tick: Instant,
+    worker: usize,
+    tx: Sender<Published>,
+}
+
+#[inline]
+fn micros(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_micros() as u64
+}
+
+impl Ledger {
+    pub fn new(
+        worker: usize,
+        open: bool,
+        start: Instant,
+        warmup: Duration,
+        tx: Sender<Published>,
+    ) -> Ledger {
+        Ledger {
+            main: WorkerStats::new(),
+            warm: WorkerStats::new(),
+            open,
+            start,
+            warmup_end: start + warmup,
+            in_warmup: !warmup.is_zero(),
+            interval: Interval::new(0),
+            next_tick: start + Duration::from_secs(1),
+            worker,
+            tx,
+        }
+    }
+
+    /// A request starting at `now` belongs to the warm-up.
+    #[inline]
+    pub fn is_warm(&self, now: Instant) -> bool {
+        now < self.warmup_end
+    }
+
+    #[inline]
+    fn stats(&mut self, warm: bool) -> &mut WorkerStats {
+        if warm {
+            &mut self.warm
+        } else {
+            &mut self.main
+        }
+    }
+
+    /// The figures of the phase the clock is in (for bytes and connections).
+    #[inline]
+    pub fn current(&mut self) -> &mut WorkerStats {
+        let warm = self.in_warmup;
+        self.stats(warm)
+    }
+
+    /// A request started at `now`, due at `due`.
+    #[inline]
+    pub fn started(&mut self, warm: bool, due: Instant, now: Instant) {
+        let open = self.open;
+        let s = self.stats(warm);
+        s.sent += 1;
+        if open {
+            s.record_lag(micros(due, now));
+        }
+        self.interval.sent += 1;
+    }
+
+    /// A complete response at `now` to the request started at `sent` and due at `due`.
+    #[inline]
+    pub fn response(&mut self, warm: bool, status: u16, due: Instant, sent: Instant, now: Instant) {
+        let service = micros(sent, now);
+        let latency = if self.open { micros(due, now) } else { service };
+        let open = self.open;
+        let s = self.stats(warm);
+        s.record_response(status, latency);
+        if open {
+            s.service.record(service);
+        }
+        self.interval.record_response(status, latency);
+    }
+
+    /// A request that ended in an error.
+    #[inline]
+    pub fn error(&mut self, warm: bool, kind: ErrorKind, message: impl FnOnce() -> String) {
+        self.stats(warm).record_error(kind, message);
+        self.interval.errors += 1;
+    }
+
+    /// A problem of a connection that no request owns.
+    pub fn connection_error(&mut self, kind: ErrorKind, message: impl FnOnce() -> String) {
+        self.current().connection_errors.record(kind, message);
+    }
+
+    /// When the worker must next call [`tick`](Self::tick).
+    #[inline]
+    pub fn next_tick(&self) -> Instant {
+        if self.in_warmup {
+            self.next_tick.min(self.warmup_end)
+        } else {
+            self.next_tick
+        }
+    }
+
+    /// Hands over every second that has ended by `now`, and moves past the warm-up.
+    pub fn tick(&mut self, now: Instant) {
+        if self.in_warmup && now >= self.warmup_end {
+            self.in_warmup = false;
+        }
+        while now >= self.next_tick {
+            let index = self.interval.index + 1;
+            self.publish(Interval::new(index), false);
+            self.next_tick += Duration::from_secs(1);
+        }
+    }
+
+    /// Hands over the last, partial second; `in_flight` per phase are set by the backend.
+    pub fn finish(&mut self) {
+        let index = self.interval.index;
+        self.publish(Interval::new(index), true);
+    }
+
+    fn publish(&mut self, next: Interval, last: bool) {
+        let interval = std::mem::replace(&mut self.interval, next);
+        // The receiver outlives the workers; if it is gone, nobody is listening.
+        let _ = self.tx.send(Published {
+            worker: self.worker,
+            interval,
+            last,
+        });
+    }
+
+    /// Nanoseconds from the start to `now`.
+    #[inline]
+    pub fn elapsed_ns(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
+    /// The instant `ns` after the start.
+    #[inline]
+    pub fn at_ns(&self, ns: u64) -> Instant {
+        self.start + Duration::from_nanos(ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_booked_to_the_phase_they_started_in() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t0 = Instant::now();
+        let mut l = Ledger::new(0, true, t0, Duration::from_secs(1), tx);
+        assert!(l.is_warm(t0));
+        l.started(true, t0, t0 + Duration::from_micros(1500));
+        l.started(false, t0, t0);
+        // A warm request that completes after the warm-up stays a warm-up request.
+        l.tick(t0 + Duration::from_millis(1200));
+        l.response(true, 200, t0, t0, t0 + Duration::from_millis(1200));
+        l.error(false, ErrorKind::Timeout, || "t".into());
+        assert_eq!((l.warm.sent, l.warm.completed(), l.warm.late), (1, 1, 1));
+        assert_eq!((l.main.sent, l.main.errors.total()), (1, 1));
+        // Open loop: latency from the due time, service time from the start.
+        let max = l.warm.latency.summary().max_us;
+        assert!((1_199_000..=1_201_000).contains(&max), "{max}");
+        l.current().bytes_sent += 5;
+        assert_eq!(l.main.bytes_sent, 5);
+        l.finish();
+        let first = rx.recv().unwrap();
+        assert_eq!(
+            (first.interval.index, first.interval.sent, first.last),
+            (0, 2, false)
+        );
+        let last = rx.recv().unwrap();
+        assert_eq!(
+            (
+                last.interval.index,
+                last.interval.completed,
+                last.interval.errors,
+                last.last
+            ),
+            (1, 1, 1, true)
+        );
+    }
+}

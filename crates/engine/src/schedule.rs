@@ -1,0 +1,305 @@
+//! Open-loop schedules: when each request is due, in nanoseconds since the run started.
+//!
+//! The rate is global. With `T` workers, worker `w` owns the requests whose global index `i`
+//! has `i % T == w`, so request `i` is due at `i / rate` whichever worker sends it: no worker's
+//! share is rounded (a rate of 0.5/s over 4 workers still sends one request every 2 s), there
+//! is no drift (every due time is computed from its index, never by adding intervals), and no
+//! catch-up burst is built into the schedule. Requests that are due while every connection is
+//! busy wait in order; their latency counts from their due time.
+
+/// Rates are held in requests per 1000 s, so 0.5/s is exact and due times are integers.
+const MILLI: u128 = 1000;
+const NANOS: u128 = 1_000_000_000;
+
+/// How requests arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Evenly spaced: request i is due at i / rate.
+    Constant,
+    /// A Poisson process of the same mean rate (exponential gaps, seeded, reproducible).
+    Poisson,
+}
+
+impl Arrival {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+/// A global rate: requests per second, held exactly as requests per 1000 s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    per_kilosecond: u64,
+}
+
+impl Rate {
+    /// Smallest rate: one request per 1000 s.
+    pub const MIN_PER_S: f64 = 0.001;
+    /// Largest rate: a billion requests per second.
+    pub const MAX_PER_S: f64 = 1e9;
+
+    /// `None` unless `per_s` is finite and within [`MIN_PER_S`](Self::MIN_PER_S) ..=
+    /// [`MAX_PER_S`](Self::MAX_PER_S).
+    pub fn per_second(per_s: f64) -> Option<Rate> {
+        if !(Self::MIN_PER_S..=Self::MAX_PER_S).contains(&per_s) {
+            return None;
+        }
+        let per_kilosecond = (per_s * 1000.0).round() as u64;
+        (per_kilosecond > 0).then_some(Rate { per_kilosecond })
+    }
+
+    pub fn as_f64(self) -> f64 {
+        self.per_kilosecond as f64 / 1000.0
+    }
+
+    /// When global request `index` is due, ns after the start.
+    pub fn due_ns(self, index: u64) -> u64 {
+        let ns = index as u128 * NANOS * MILLI / self.per_kilosecond as u128;
+        u64::try_from(ns).unwrap_or(u64::MAX)
+    }
+
+    /// How many global requests are due at `elapsed_ns` (request 0 is due at 0).
+    pub fn due_count(self, elapsed_ns: u64) -> u64 {
+        // Request i is due iff floor(i * 1e12 / r) <= e, i.e. i * 1e12 < (e + 1) * r.
+        let scaled = (elapsed_ns as u128 + 1) * self.per_kilosecond as u128;
+        let count = scaled.div_ceil(NANOS * MILLI);
+        u64::try_from(count).unwrap_or(u64::MAX)
+    }
+}
+
+/// One worker's part of a global schedule.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    rate: Rate,
+    worker: u64,
+    workers: u64,
+    arrival: Arrival,
+    /// This worker's requests started so far.
+    started: u64,
+    /// Due time of the next request, ns.
+    next_due_ns: u64,
+    rng: fastrand::Rng,
+}
+
+impl Schedule {
+    /// Worker `worker` of `workers` (0-based) under the global `rate`.
+    pub fn new(rate: Rate, arrival: Arrival, worker: usize, workers: usize) -> Schedule {
+        let workers = workers.max(1) as u64;
+        let worker = worker as u64 % workers;
+        let mut s = Schedule {
+            rate,
+            worker,
+            workers,
+            arrival,
+            started: 0,
+            next_due_ns: 0,
+            // A fixed seed per worker: the same flags give the same arrivals.
+            rng: fastrand::Rng::with_seed(0x5045_4c54_u64 ^ worker.wrapping_mul(0x9e37_79b9)),
+        };
+        s.next_due_ns = match arrival {
+            Arrival::Constant => rate.due_ns(worker),
+            Arrival::Poisson => s.poisson_gap(),
+        };
+        s
+    }
+
+    /// How many of this worker's requests are due at `elapsed_ns` (constant arrivals); a pure
+    /// function of the elapsed time.
+    pub fn due_by(&self, elapsed_ns: u64) -> u64 {
+        let global = self.rate.due_count(elapsed_ns);
+        if global <= self.worker {
+            0
+        } else {
+            (global - self.worker - 1) / self.workers + 1
+        }
+    }
+
+    /// Due time of the next request not yet started, ns after the start.
+    #[inline]
+    pub fn next_due_ns(&self) -> u64 {
+        self.next_due_ns
+    }
+
+    /// Requests started so far.
+    #[cfg(test)]
+    pub fn started(&self) -> u64 {
+        self.started
+    }
+
+    /// Due requests waiting to start at `elapsed_ns`: the FIFO's length.
+    pub fn backlog(&self, elapsed_ns: u64) -> u64 {
+        match self.arrival {
+            Arrival::Constant => self.due_by(elapsed_ns).saturating_sub(self.started),
+            Arrival::Poisson => u64::from(self.next_due_ns <= elapsed_ns),
+        }
+    }
+
+    /// Starts the next request; returns its due time (ns after the start).
+    #[inline]
+    pub fn take(&mut self) -> u64 {
+        let due = self.next_due_ns;
+        self.started += 1;
+        self.next_due_ns = match self.arrival {
+            Arrival::Constant => self.rate.due_ns(self.worker + self.started * self.workers),
+            Arrival::Poisson => due.saturating_add(self.poisson_gap()),
+        };
+        due
+    }
+
+    /// An exponential gap with this worker's mean (workers / rate): T such processes merge
+    /// into one Poisson process of the global rate.
+    fn poisson_gap(&mut self) -> u64 {
+        let mean_ns = self.workers as f64 * 1e9 / self.rate.as_f64();
+        // 1 - u lies in (0, 1], so the logarithm is finite.
+        let u = 1.0 - self.rng.f64();
+        (-u.ln() * mean_ns) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn rate(r: f64) -> Rate {
+        Rate::per_second(r).unwrap()
+    }
+
+    /// Runs `workers` schedules to `until_ns` and returns every due time, sorted.
+    fn all_due(r: Rate, workers: usize, until_ns: u64) -> Vec<u64> {
+        let mut due = vec![];
+        for w in 0..workers {
+            let mut s = Schedule::new(r, Arrival::Constant, w, workers);
+            while s.next_due_ns() <= until_ns {
+                due.push(s.take());
+            }
+        }
+        due.sort_unstable();
+        due
+    }
+
+    #[test]
+    fn rates_parse_exactly_and_reject_nonsense() {
+        assert_eq!(rate(0.5).as_f64(), 0.5);
+        assert_eq!(rate(20_000.0).as_f64(), 20_000.0);
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-4, 2e9] {
+            assert!(Rate::per_second(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn due_times_table() {
+        // (rate, index, due ns)
+        for (r, i, ns) in [
+            (1.0, 0, 0),
+            (1.0, 1, S),
+            (1.0, 10, 10 * S),
+            (0.5, 1, 2 * S),
+            (0.5, 3, 6 * S),
+            (3.0, 1, 333_333_333),
+            (3.0, 3, S),
+            (1e9, 7, 7),
+            (1e9, 1_000_000_000, S),
+            (0.001, 1, 1000 * S),
+        ] {
+            assert_eq!(rate(r).due_ns(i), ns, "rate {r} index {i}");
+        }
+    }
+
+    #[test]
+    fn due_count_is_the_inverse_of_due_ns() {
+        for r in [0.5, 1.0, 3.0, 7.0, 999.0, 20_000.0, 1e9] {
+            let r = rate(r);
+            for i in [0u64, 1, 2, 5, 100, 12_345] {
+                let t = r.due_ns(i);
+                assert_eq!(r.due_count(t), i + 1, "{r:?} index {i} at its due time");
+                if t > 0 && r.due_ns(i - 1) < t {
+                    assert_eq!(r.due_count(t - 1), i, "{r:?} just before index {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn workers_split_a_rate_below_their_count_without_rounding_to_zero() {
+        // 0.5/s over 4 workers: one request every 2 s, taken in turn.
+        let due = all_due(rate(0.5), 4, 20 * S);
+        assert_eq!(due, (0..=10).map(|i| i * 2 * S).collect::<Vec<_>>());
+        // 3/s over 8 workers for 10 s: 31 requests (0 s .. 10 s inclusive), evenly spaced.
+        let due = all_due(rate(3.0), 8, 10 * S);
+        assert_eq!(due.len(), 31);
+        assert!(due
+            .windows(2)
+            .all(|w| (333_333_333..=333_333_334).contains(&(w[1] - w[0]))));
+    }
+
+    #[test]
+    fn huge_rates_have_no_drift() {
+        // 1e8/s over 3 workers for 10 ms: exactly 1,000,001 due times, 10 ns apart.
+        let due = all_due(rate(1e8), 3, 10_000_000);
+        assert_eq!(due.len(), 1_000_001);
+        assert!(due.windows(2).all(|w| w[1] - w[0] == 10));
+        assert_eq!(*due.last().unwrap(), 10_000_000);
+    }
+
+    #[test]
+    fn due_by_is_a_pure_function_of_elapsed_and_matches_taking() {
+        for (r, workers) in [(0.5, 4), (7.0, 2), (20_000.0, 3), (1e6, 16)] {
+            for w in 0..workers {
+                let mut s = Schedule::new(rate(r), Arrival::Constant, w, workers);
+                for elapsed in [0, 1, 999_999, S, 3 * S + 17, 10 * S] {
+                    while s.next_due_ns() <= elapsed {
+                        s.take();
+                    }
+                    assert_eq!(
+                        s.due_by(elapsed),
+                        s.started(),
+                        "rate {r} worker {w} at {elapsed}"
+                    );
+                    assert_eq!(s.backlog(elapsed), 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn backlog_counts_due_requests_not_started() {
+        let mut s = Schedule::new(rate(1000.0), Arrival::Constant, 0, 1);
+        // Nothing started for 10 ms: 11 requests are due (0, 1, ..., 10 ms).
+        assert_eq!(s.backlog(10_000_000), 11);
+        for _ in 0..4 {
+            s.take();
+        }
+        assert_eq!(s.backlog(10_000_000), 7);
+        // They start in order: the oldest first, each keeping its due time.
+        assert_eq!(s.take(), 4_000_000);
+    }
+
+    #[test]
+    fn poisson_keeps_the_mean_rate() {
+        let r = rate(1000.0);
+        let mut total = 0;
+        for w in 0..4 {
+            let mut s = Schedule::new(r, Arrival::Poisson, w, 4);
+            let mut last = 0;
+            let mut gaps_equal = true;
+            let mut prev_gap = None;
+            while s.next_due_ns() <= 100 * S {
+                let due = s.take();
+                assert!(due >= last, "due times never go back");
+                let gap = due - last;
+                gaps_equal &= prev_gap.is_none_or(|g| g == gap);
+                prev_gap = Some(gap);
+                last = due;
+                total += 1;
+            }
+            assert!(!gaps_equal, "poisson gaps vary");
+        }
+        // 100 s at 1000/s: 100,000 expected; a Poisson count's sd is ~316.
+        assert!((98_000..=102_000).contains(&total), "{total}");
+    }
+}

@@ -1,0 +1,142 @@
+//! The per-second timeline: what each worker measured in one second of the run, merged across
+//! workers into one [`TimelinePoint`] per second.
+
+use crate::LatencyHistogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One worker's counts for one second of the run (second `index`, counted from the start).
+///
+/// The worker fills it as requests end and hands it over once a second, so the main thread
+/// can show a live view and stream the timeline without touching the hot path.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    /// Seconds since the run started: this interval covers `[index, index + 1)`.
+    pub index: u64,
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
+    /// Complete responses by status class: `[other, 1xx, 2xx, 3xx, 4xx, 5xx]`.
+    pub classes: [u64; 6],
+    /// Latency of the responses that completed in this second.
+    pub latency: LatencyHistogram,
+}
+
+impl Interval {
+    pub fn new(index: u64) -> Interval {
+        Interval {
+            index,
+            sent: 0,
+            completed: 0,
+            errors: 0,
+            classes: [0; 6],
+            latency: LatencyHistogram::new(),
+        }
+    }
+
+    /// A complete response with `status` and `latency_us`.
+    #[inline]
+    pub fn record_response(&mut self, status: u16, latency_us: u64) {
+        self.completed += 1;
+        let class = status as usize / 100;
+        self.classes[if (1..=5).contains(&class) { class } else { 0 }] += 1;
+        self.latency.record(latency_us);
+    }
+
+    /// Adds another worker's counts for the same second.
+    pub fn merge(&mut self, other: &Interval) {
+        self.sent += other.sent;
+        self.completed += other.completed;
+        self.errors += other.errors;
+        for (a, b) in self.classes.iter_mut().zip(other.classes) {
+            *a += b;
+        }
+        self.latency.merge(&other.latency);
+    }
+
+    /// The timeline point of this (merged) interval, `length_s` long (shorter than a second
+    /// for the last one).
+    pub fn point(&self, length_s: f64, warmup: bool) -> TimelinePoint {
+        let s = self.latency.summary();
+        const NAMES: [&str; 6] = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"];
+        TimelinePoint {
+            second: self.index,
+            length_s,
+            warmup,
+            sent: self.sent,
+            completed: self.completed,
+            errors: self.errors,
+            rps: if length_s > 0.0 {
+                self.completed as f64 / length_s
+            } else {
+                0.0
+            },
+            status_classes: NAMES
+                .iter()
+                .zip(self.classes)
+                .filter(|&(_, n)| n > 0)
+                .map(|(name, n)| (name.to_string(), n))
+                .collect(),
+            latency_us: PointLatency {
+                p50: s.p50_us,
+                p90: s.p90_us,
+                p99: s.p99_us,
+                max: s.max_us,
+            },
+        }
+    }
+}
+
+/// Latency percentiles of one second, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PointLatency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+/// One second of the run, as the JSON result's `timeline` and `--jsonl` carry it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelinePoint {
+    /// Seconds since the start: this point covers `[second, second + length_s)`.
+    pub second: u64,
+    pub length_s: f64,
+    /// The second lies in the warm-up (its requests are not in the main statistics).
+    pub warmup: bool,
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
+    /// Completed responses per second of this point.
+    pub rps: f64,
+    /// Complete responses by status class (`2xx`, `5xx`, ...; `other` for codes outside them).
+    pub status_classes: BTreeMap<String, u64>,
+    pub latency_us: PointLatency,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_merge_and_summarize() {
+        let mut a = Interval::new(3);
+        a.sent = 3;
+        a.record_response(200, 100);
+        a.record_response(503, 900);
+        a.errors = 1;
+        let mut b = Interval::new(3);
+        b.sent = 1;
+        b.record_response(204, 300);
+        b.record_response(42, 10);
+        a.merge(&b);
+        let p = a.point(0.5, false);
+        assert_eq!((p.second, p.sent, p.completed, p.errors), (3, 4, 4, 1));
+        assert_eq!(p.rps, 8.0);
+        assert_eq!(p.status_classes["2xx"], 2);
+        assert_eq!(p.status_classes["5xx"], 1);
+        assert_eq!(p.status_classes["other"], 1);
+        assert_eq!(p.latency_us.max, 900);
+        assert!(!p.status_classes.contains_key("4xx"));
+    }
+}

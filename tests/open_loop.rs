@@ -1,0 +1,437 @@
+//! End to end: open loop (--rate), the stall scenario, the per-second timeline and --jsonl,
+//! warm-up, interrupting a run, and --expect thresholds. Loose bounds only: these assert
+//! behaviour (counts, which histogram shows a stall), never speed.
+
+mod util;
+
+use pelt_server::ServerConfig;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+use util::*;
+
+fn sum_timeline(v: &serde_json::Value, key: &str) -> u64 {
+    v["timeline"]
+        .as_array()
+        .expect("timeline is an array")
+        .iter()
+        .map(|p| p[key].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn rate_with_a_request_count_sends_exactly_that_many() {
+    let (server, url) = serve(ServerConfig::default());
+    let v = run_json(&[&url, "--rate", "2000", "-n", "500", "-c", "8"]);
+    assert_eq!(count(&v, &["requests", "sent"]), 500);
+    assert_eq!(count(&v, &["requests", "completed"]), 500);
+    assert_eq!(v["load_model"], "open");
+    assert_eq!(v["latency_from"], "due");
+    assert_eq!(v["rate"], 2000.0);
+    assert_eq!(v["stopped_by"], "requests");
+    let open = &v["open_loop"];
+    assert!(open["service_time_us"]["p50"].as_u64().is_some(), "{open}");
+    assert!(open["lag_us"]["max"].as_u64().is_some(), "{open}");
+    assert_eq!(server.stop(), 500);
+}
+
+#[test]
+fn poisson_arrivals_and_a_rate_below_the_thread_count() {
+    let (server, url) = serve(ServerConfig::default());
+    // 4 threads at 20/s: every worker still sends (no share rounds to zero).
+    let v = run_json(&[&url, "--rate", "20", "-n", "10", "-t", "4", "-c", "4"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 10);
+    let v = run_json(&[
+        &url,
+        "--rate",
+        "400",
+        "--arrival",
+        "poisson",
+        "-n",
+        "100",
+        "-c",
+        "4",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 100);
+    assert_eq!(v["arrival"], "poisson");
+    assert_eq!(server.stop(), 110);
+}
+
+#[test]
+fn more_connections_open_when_every_one_is_busy() {
+    // Each response takes 200 ms; 100/s needs about 20 connections, -c gives 2.
+    let (server, url) = serve(ServerConfig {
+        delay: Duration::from_millis(200),
+        threads: 2,
+        ..Default::default()
+    });
+    let v = run_json(&[
+        &url,
+        "--rate",
+        "100",
+        "-n",
+        "60",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--max-connections",
+        "40",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 60);
+    let opened = count(&v, &["connections_opened"]);
+    assert!(opened > 2 && opened <= 40, "opened {opened}");
+    assert_eq!(v["max_connections"], 40);
+    drop(server);
+}
+
+/// The reason --rate exists: a 1.5 s server stall shows in the open-loop latency of every
+/// request it delayed, while service time and the closed-loop latency hide it.
+#[test]
+fn a_server_stall_shows_in_corrected_latency_only() {
+    let stall = Some((Duration::from_millis(1500), Duration::from_millis(1500)));
+    let (server, url) = serve(ServerConfig {
+        stall,
+        ..Default::default()
+    });
+    let open = run_json(&[&url, "--rate", "500", "-d", "4s", "-c", "10", "-t", "1"]);
+    drop(server);
+    let p99 = count(&open, &["latency_us", "p99"]);
+    let service_p99 = count(&open, &["open_loop", "service_time_us", "p99"]);
+    assert!(p99 >= 700_000, "the stall is missing from latency: {open}");
+    assert!(
+        service_p99 * 4 < p99,
+        "service time should hide the stall: {service_p99} vs {p99}"
+    );
+    assert!(count(&open, &["open_loop", "late_requests"]) > 0);
+
+    let (server, url) = serve(ServerConfig {
+        stall,
+        ..Default::default()
+    });
+    let closed = run_json(&[&url, "-d", "4s", "-c", "10", "-t", "1"]);
+    drop(server);
+    let closed_p99 = count(&closed, &["latency_us", "p99"]);
+    assert!(
+        closed_p99 * 4 < p99,
+        "closed loop hides the stall: {closed_p99} vs {p99}"
+    );
+    assert!(
+        count(&closed, &["latency_us", "max"]) >= 700_000,
+        "{closed}"
+    );
+    let note = closed["notes"][0].as_str().unwrap();
+    assert!(note.contains("coordinated omission") && note.contains("--rate"));
+}
+
+#[test]
+fn the_timeline_adds_up_to_the_totals() {
+    let (server, url) = serve(ServerConfig {
+        error_rate: 0.1,
+        ..Default::default()
+    });
+    let v = run_json(&[&url, "-d", "2500ms", "-c", "4", "--warmup", "1s"]);
+    let timeline = v["timeline"].as_array().unwrap();
+    let seconds: Vec<u64> = timeline
+        .iter()
+        .map(|p| p["second"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seconds, (0..seconds.len() as u64).collect::<Vec<_>>());
+    assert!((3..=4).contains(&seconds.len()), "{seconds:?}");
+    assert_eq!(timeline[0]["warmup"], true);
+    assert_eq!(timeline[1]["warmup"], false);
+    let w = &v["warmup"]["requests"];
+    let total = |key: &str| count(&v, &["requests", key]) + w[key].as_u64().unwrap();
+    // Every request appears in exactly one second, warm-up included.
+    assert_eq!(sum_timeline(&v, "sent"), total("sent"));
+    assert_eq!(sum_timeline(&v, "completed"), total("completed"));
+    assert_eq!(sum_timeline(&v, "errors"), total("errors"));
+    let fives: u64 = timeline
+        .iter()
+        .map(|p| p["status_classes"]["5xx"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        fives,
+        count(&v, &["status", "500"]) + v["warmup"]["status"]["500"].as_u64().unwrap_or(0)
+    );
+    drop(server);
+}
+
+#[test]
+fn warm_up_is_counted_apart_and_n_counts_after_it() {
+    let (server, url) = serve(ServerConfig::default());
+    let v = run_json(&[&url, "-n", "300", "-c", "4", "--warmup", "500ms"]);
+    assert_eq!(count(&v, &["requests", "sent"]), 300);
+    assert_eq!(count(&v, &["requests", "completed"]), 300);
+    let w = &v["warmup"];
+    assert_eq!(w["duration_s"], 0.5);
+    let warm_sent = count(w, &["requests", "sent"]);
+    let warm_done = count(w, &["requests", "completed"]);
+    assert!(warm_sent > 0, "{w}");
+    assert_eq!(
+        warm_sent,
+        warm_done + count(w, &["requests", "errors"]) + count(w, &["requests", "in_flight"])
+    );
+    // Nothing disappears: the server answered the warm-up and the measured requests.
+    assert_eq!(server.stop(), warm_done + 300);
+}
+
+#[test]
+fn jsonl_streams_one_line_per_second_while_the_run_goes() {
+    let (server, url) = serve(ServerConfig::default());
+    let mut child = pelt()
+        .args([url.as_str(), "-d", "3s", "-c", "2", "--jsonl", "-", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    // The first second arrives while the run is still going (flushed, not buffered).
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "pelt ended before its first line arrived"
+    );
+    let mut all = vec![first];
+    all.extend(lines.map(Result::unwrap));
+    let (out, _) = wait_bounded(child, Duration::from_secs(30));
+    assert!(out.status.success());
+    assert!((3..=4).contains(&all.len()), "{all:?}");
+    for (i, line) in all.iter().enumerate() {
+        let p: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+        assert_eq!(p["second"], i as u64);
+        assert!(
+            p["completed"].as_u64().unwrap() > 0 || i == all.len() - 1,
+            "{line}"
+        );
+    }
+    // With the lines on stdout, the summary went to stderr.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Requests"), "{stderr}");
+    drop(server);
+}
+
+#[test]
+fn jsonl_to_a_file_matches_the_timeline() {
+    let (server, url) = serve(ServerConfig::default());
+    let path = std::env::temp_dir().join(format!("pelt-jsonl-{}.jsonl", std::process::id()));
+    let v = run_json(&[
+        &url,
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "--jsonl",
+        path.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(serde_json::Value::Array(lines), v["timeline"]);
+    std::fs::remove_file(&path).unwrap();
+    drop(server);
+}
+
+fn interrupt(child: &std::process::Child) {
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+}
+
+#[test]
+fn interrupted_open_loop_run_writes_its_result() {
+    let (server, url) = serve(ServerConfig::default());
+    let dir = std::env::temp_dir().join(format!("pelt-int-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("r.json");
+    let child = pelt()
+        .args([
+            url.as_str(),
+            "--rate",
+            "1000",
+            "-d",
+            "30s",
+            "-c",
+            "4",
+            "--json",
+            path.to_str().unwrap(),
+            "-q",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    interrupt(&child);
+    let (out, _) = wait_bounded(child, Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(130));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_invariant(&v);
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["stopped_by"], "signal");
+    assert!(count(&v, &["requests", "completed"]) > 0);
+    // The summary still printed, and no temp file was left behind.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+    drop(server);
+}
+
+#[test]
+fn the_grace_period_lets_requests_in_flight_finish() {
+    let (server, url) = serve(ServerConfig {
+        delay: Duration::from_millis(400),
+        threads: 2,
+        ..Default::default()
+    });
+    let child = pelt()
+        .args([
+            url.as_str(),
+            "-d",
+            "30s",
+            "-c",
+            "4",
+            "--grace",
+            "5s",
+            "--json",
+            "-",
+            "-q",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    interrupt(&child);
+    let (out, _) = wait_bounded(child, Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(130));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    // The four requests in flight at the signal were answered within the grace.
+    assert_eq!(count(&v, &["requests", "in_flight"]), 0, "{v}");
+    assert_eq!(server.stop(), count(&v, &["requests", "completed"]));
+}
+
+#[test]
+fn a_second_interrupt_exits_at_once() {
+    // A server that reads requests and never answers: the grace would last 60 s.
+    let silent = RawServer::start(|mut s| {
+        let _ = read_request(&mut s);
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let child = pelt()
+        .args([
+            silent.url().as_str(),
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "--grace",
+            "60s",
+            "-q",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    interrupt(&child);
+    std::thread::sleep(Duration::from_millis(200));
+    interrupt(&child);
+    // Bounded well below the grace: the second interrupt did not wait for it.
+    let (out, _) = wait_bounded(child, Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(130));
+}
+
+#[test]
+fn expectations_pass_and_fail_as_they_should() {
+    let (server, url) = serve(ServerConfig {
+        error_rate: 0.5,
+        ..Default::default()
+    });
+    let checks = [
+        ("p50<60s", true),
+        ("p90<60s", true),
+        ("p99<60s", true),
+        ("p99.9<=60s", true),
+        ("max<60000ms", true),
+        ("mean<60s", true),
+        ("min>=1us", true),
+        ("p99<1us", false),
+        ("max<1us", false),
+        ("errors<1", true),
+        ("errors<0.1%", true),
+        ("errors>0", false),
+        ("rps>1", true),
+        ("rps>1g", false),
+        ("5xx<=50%", true),
+        ("5xx<10%", false),
+        ("5xx>=100", true),
+        ("2xx<100", false),
+        ("500<=100", true),
+        ("404>0", false),
+    ];
+    let mut args = vec![url.as_str(), "-n", "200", "-c", "2", "--json", "-", "-q"];
+    for (e, _) in &checks {
+        args.extend(["--expect", e]);
+    }
+    let (out, _) = run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got = v["thresholds"].as_array().unwrap();
+    assert_eq!(got.len(), checks.len());
+    for ((expr, passes), t) in checks.iter().zip(got) {
+        assert_eq!(t["expect"], *expr);
+        assert_eq!(t["passed"], *passes, "{expr}: {t}");
+    }
+    // Everything holds: exit 0, and the summary lists them.
+    let (out, _) = run(&[
+        &url,
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--expect",
+        "p99<60s",
+        "--expect",
+        "errors<1%",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Thresholds") && text.contains("errors<1%"),
+        "{text}"
+    );
+    drop(server);
+    // Transport errors count under errors; a latency objective with no response fails.
+    let refused = format!("http://127.0.0.1:{}/", closed_port());
+    let (out, _) = run(&[
+        &refused,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--json",
+        "-",
+        "-q",
+        "--expect",
+        "errors<=100%",
+        "--expect",
+        "p99<60s",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["thresholds"][0]["passed"], true);
+    assert_eq!(v["thresholds"][1]["passed"], false);
+    assert!(v["thresholds"][1]["actual"].is_null());
+}
