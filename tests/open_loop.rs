@@ -435,3 +435,50 @@ fn expectations_pass_and_fail_as_they_should() {
     assert_eq!(v["thresholds"][1]["passed"], false);
     assert!(v["thresholds"][1]["actual"].is_null());
 }
+
+/// The live line appears on a terminal (a pty from util-linux's `script`) and nowhere else.
+#[test]
+fn live_view_only_on_a_terminal() {
+    let (server, url) = serve(ServerConfig::default());
+    let bin = env!("CARGO_BIN_EXE_pelt");
+    let cmd = format!("{bin} {url} -d 2500ms -c 2 -n 50m");
+    let child = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux's script (Debian: bsdutils) runs pelt on a pty");
+    let (out, _) = wait_bounded(child, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tty = String::from_utf8_lossy(&out.stdout);
+    // Redrawn in place each second: elapsed / total, rate, percentiles, errors, -n progress.
+    assert!(tty.contains("\r\x1b[2K[   1s / 2s]"), "{tty:?}");
+    assert!(
+        tty.contains("req/s  p50 ") && tty.contains("/50,000,000 ("),
+        "{tty:?}"
+    );
+    assert!(tty.contains("Requests"), "the summary follows: {tty:?}");
+    // Not on a pipe, and not with -q on a terminal.
+    let (out, _) = run(&[&url, "-d", "1500ms", "-c", "2"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("req/s"));
+    let quiet = format!("{cmd} -q");
+    let child = std::process::Command::new("script")
+        .args(["-qec", &quiet, "/dev/null"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, _) = wait_bounded(child, Duration::from_secs(30));
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !tty.contains("req/s  p50") && tty.contains("Requests"),
+        "{tty:?}"
+    );
+    drop(server);
+}
