@@ -179,12 +179,7 @@ fn warm_up_is_counted_apart_and_n_counts_after_it() {
 #[test]
 fn jsonl_streams_one_line_per_second_while_the_run_goes() {
     let (server, url) = serve(ServerConfig::default());
-    let mut child = pelt()
-        .args([url.as_str(), "-d", "3s", "-c", "2", "--jsonl", "-", "-q"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(&[url.as_str(), "-d", "3s", "-c", "2", "--jsonl", "-", "-q"]);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     // The first second arrives while the run is still going (flushed, not buffered).
@@ -248,23 +243,18 @@ fn interrupted_open_loop_run_writes_its_result() {
     let dir = std::env::temp_dir().join(format!("pelt-int-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("r.json");
-    let child = pelt()
-        .args([
-            url.as_str(),
-            "--rate",
-            "1000",
-            "-d",
-            "30s",
-            "-c",
-            "4",
-            "--json",
-            path.to_str().unwrap(),
-            "-q",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        url.as_str(),
+        "--rate",
+        "1000",
+        "-d",
+        "30s",
+        "-c",
+        "4",
+        "--json",
+        path.to_str().unwrap(),
+        "-q",
+    ]);
     std::thread::sleep(Duration::from_millis(1200));
     interrupt(&child);
     let (out, _) = wait_bounded(child, Duration::from_secs(20));
@@ -289,23 +279,18 @@ fn the_grace_period_lets_requests_in_flight_finish() {
         threads: 2,
         ..Default::default()
     });
-    let child = pelt()
-        .args([
-            url.as_str(),
-            "-d",
-            "30s",
-            "-c",
-            "4",
-            "--grace",
-            "5s",
-            "--json",
-            "-",
-            "-q",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        url.as_str(),
+        "-d",
+        "30s",
+        "-c",
+        "4",
+        "--grace",
+        "5s",
+        "--json",
+        "-",
+        "-q",
+    ]);
     std::thread::sleep(Duration::from_millis(600));
     interrupt(&child);
     let (out, _) = wait_bounded(child, Duration::from_secs(20));
@@ -324,21 +309,16 @@ fn a_second_interrupt_exits_at_once() {
         let _ = read_request(&mut s);
         std::thread::sleep(Duration::from_secs(5));
     });
-    let child = pelt()
-        .args([
-            silent.url().as_str(),
-            "-d",
-            "60s",
-            "-c",
-            "2",
-            "--grace",
-            "60s",
-            "-q",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        silent.url().as_str(),
+        "-d",
+        "60s",
+        "-c",
+        "2",
+        "--grace",
+        "60s",
+        "-q",
+    ]);
     std::thread::sleep(Duration::from_millis(500));
     interrupt(&child);
     std::thread::sleep(Duration::from_millis(200));

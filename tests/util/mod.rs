@@ -37,16 +37,20 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> (Output, Duration) {
     }
 }
 
-/// Runs pelt with `args`, bounded; returns its output and wall time.
-pub fn run(args: &[&str]) -> (Output, Duration) {
-    let child = pelt()
+/// Starts pelt with `args`, stdout and stderr piped; end it with [`wait_bounded`].
+pub fn spawn(args: &[&str]) -> Child {
+    pelt()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn pelt");
-    wait_bounded(child, CHILD_LIMIT)
+        .expect("spawn pelt")
+}
+
+/// Runs pelt with `args`, bounded; returns its output and wall time.
+pub fn run(args: &[&str]) -> (Output, Duration) {
+    wait_bounded(spawn(args), CHILD_LIMIT)
 }
 
 /// Runs pelt with `--json -` added, expects exit 0, and returns the parsed result.
