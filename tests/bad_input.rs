@@ -150,3 +150,20 @@ fn bad_stream_outputs() {
         "{line}"
     );
 }
+
+#[test]
+fn bad_pipeline_connect_rate_and_backend() {
+    let line = rejected(&["{url}", "--pipeline", "0"]);
+    assert!(
+        line.contains("--pipeline") && line.contains("'0'"),
+        "{line}"
+    );
+    let line = rejected(&["{url}", "--pipeline", "5000"]);
+    assert!(line.contains("5000"), "{line}");
+    let line = rejected(&["{url}", "--pipeline", "4", "--no-keepalive"]);
+    assert!(line.contains("--no-keepalive"), "{line}");
+    let line = rejected(&["{url}", "--connect-rate", "0"]);
+    assert!(line.contains("--connect-rate"), "{line}");
+    let line = rejected(&["{url}", "--io", "kqueue"]);
+    assert!(line.contains("kqueue") && line.contains("epoll"), "{line}");
+}

@@ -74,8 +74,14 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
     v
 }
 
-/// sent == completed + errors + in_flight; the status and error maps add up.
+/// sent == completed + errors + in_flight; the status and error maps add up. When the suite
+/// runs under `PELT_IO=epoll|uring` (pelt reads it as --io), the report names that backend.
 pub fn assert_invariant(v: &serde_json::Value) {
+    match std::env::var("PELT_IO").as_deref() {
+        Ok("epoll") => assert_eq!(v["io"], "epoll", "PELT_IO=epoll not honoured"),
+        Ok("uring") => assert_eq!(v["io"], "io_uring", "PELT_IO=uring not honoured"),
+        _ => {}
+    }
     let r = &v["requests"];
     let n = |k: &str| {
         r[k].as_u64()

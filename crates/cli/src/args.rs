@@ -120,6 +120,20 @@ pub struct LoadArgs {
     #[arg(long = "max-connections", value_name = "N", allow_hyphen_values = true, value_parser = connections, requires = "rate")]
     pub max_connections: Option<usize>,
 
+    /// HTTP/1.1 pipelining: keep up to D requests in flight per connection, written together.
+    #[arg(long = "pipeline", value_name = "D", allow_hyphen_values = true, default_value_t = 1,
+          value_parser = pipeline, conflicts_with = "no_keepalive")]
+    pub pipeline: usize,
+
+    /// Open at most N new connections per second at the start (1000, 5k) [default: all at
+    /// once, spread over the threads].
+    #[arg(long = "connect-rate", value_name = "N", allow_hyphen_values = true, value_parser = values::per_second)]
+    pub connect_rate: Option<f64>,
+
+    /// I/O backend: io_uring where the kernel allows it, else epoll.
+    #[arg(long = "io", value_name = "BACKEND", value_enum, env = "PELT_IO", default_value_t = IoArg::Auto)]
+    pub io: IoArg,
+
     /// Send for this long first without measuring (its counts are reported apart); -d and -n
     /// count after it.
     #[arg(long = "warmup", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration)]
@@ -147,6 +161,21 @@ pub struct LoadArgs {
     /// No live view and no progress notes on stderr (the final summary is still printed).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+}
+
+fn pipeline(s: &str) -> Result<usize, String> {
+    values::count_at_most(s, 1024)
+}
+
+/// `--io`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoArg {
+    /// io_uring if this kernel and sandbox allow it, else epoll.
+    Auto,
+    /// io_uring; an error if it is unavailable.
+    Uring,
+    /// epoll.
+    Epoll,
 }
 
 /// `--arrival`.

@@ -76,6 +76,10 @@ fn main() -> ExitCode {
                     .collect();
                 line = format!("{} {}", line, items.join(", "));
             }
+            // An invalid choice names the valid ones.
+            if let Some(values) = text.lines().find(|l| l.contains("[possible values:")) {
+                line = format!("{line} {}", values.trim());
+            }
             eprintln!("pelt: {line}");
             return ExitCode::from(EXIT_USAGE);
         }
@@ -171,6 +175,16 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     .encode()
     .map_err(|e| bad(anyhow!("invalid request: {e}")))?;
     engine::ensure_fd_limit(max_connections).map_err(bad)?;
+    let io = match a.io {
+        args::IoArg::Auto => engine::IoBackend::detect(),
+        args::IoArg::Epoll => engine::IoBackend::Epoll,
+        args::IoArg::Uring => {
+            engine::IoBackend::Uring
+                .check()
+                .map_err(|e| bad(anyhow!("--io uring: {e}; use --io epoll")))?;
+            engine::IoBackend::Uring
+        }
+    };
     let duration = match (a.duration, a.requests) {
         (None, None) => Some(engine::DEFAULT_DURATION),
         (d, _) => d,
@@ -189,6 +203,9 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     config.max_connections = max_connections;
     config.warmup = a.warmup.unwrap_or_default();
     config.grace = a.grace;
+    config.io = io;
+    config.pipeline = a.pipeline;
+    config.connect_rate = a.connect_rate;
     let open = config.rate.is_some();
     let info = RunInfo {
         target: target.display,
@@ -197,6 +214,8 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         threads: config.effective_threads(),
         keep_alive: config.keep_alive,
         io: config.io.name().to_string(),
+        pipeline: config.pipeline,
+        connect_rate: config.connect_rate,
         load_model: if open { "open" } else { "closed" }.to_string(),
         rate: config.rate.map(|r| r.as_f64()),
         arrival: open.then(|| config.arrival.name().to_string()),
@@ -394,6 +413,9 @@ fn demo() -> Result<ExitCode> {
         rate: None,
         arrival: args::ArrivalArg::Constant,
         max_connections: None,
+        pipeline: 1,
+        connect_rate: None,
+        io: args::IoArg::Auto,
         warmup: None,
         grace: engine::DEFAULT_GRACE,
         expect: vec![],

@@ -113,10 +113,12 @@ pub fn summary(r: &Report) -> String {
         i.threads,
         if i.threads == 1 { "" } else { "s" },
         i.io,
-        if i.keep_alive {
-            "keep-alive"
+        if i.pipeline > 1 {
+            format!("keep-alive, pipelining {}", i.pipeline)
+        } else if i.keep_alive {
+            "keep-alive".to_string()
         } else {
-            "new connection per request"
+            "new connection per request".to_string()
         },
     );
     let limit = match (i.duration_limit_s, i.requests_limit) {

@@ -85,6 +85,17 @@ pub fn decimal(s: &str) -> Option<f64> {
 }
 
 /// A request rate: `20k`, `500`, `0.5`, `100/s`. Positive; never "unlimited".
+/// `--connect-rate`: connections per second.
+pub fn per_second(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    match decimal(t) {
+        Some(v) if v > 0.0 && v <= 1e9 => Ok(v),
+        Some(_) => Err("must be more than 0 and at most 1000000000 per second".into()),
+        None => Err("expected connections per second like 1000 or 5k".into()),
+    }
+}
+
 pub fn rate(s: &str) -> Result<pelt_engine::Rate, String> {
     const HELP: &str = "expected requests per second like 500, 20k or 0.5";
     let t = s.trim();

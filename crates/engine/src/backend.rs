@@ -1,17 +1,23 @@
 //! The seam between the engine and its I/O backends.
 //!
-//! A backend runs one worker: it owns the sockets and the syscalls, and drives the shared
-//! connection logic of `conn.rs` (request accounting, response parsing, error kinds) and the
-//! load model of `model.rs`. epoll is the first backend; io_uring goes beside it here.
+//! The worker loop and the connection state machine (`worker.rs`) are written once; a backend
+//! implements [`Io`]: it owns the sockets and the syscalls and reports what happened as
+//! [`Event`]s. epoll is readiness-based (`Ready`, then the worker calls `read`); io_uring is
+//! completion-based (`Received` carries the bytes' buffer, `Connected` a finished connect).
 
 use crate::{Config, WorkerOutcome, WorkerPlan};
+use rustix::io::Errno;
+use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 /// The I/O backend that runs the workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoBackend {
     /// Level-triggered epoll with non-blocking sockets.
     Epoll,
+    /// io_uring: multishot receives into a provided buffer ring, sends from the request bytes.
+    Uring,
 }
 
 impl IoBackend {
@@ -19,23 +25,111 @@ impl IoBackend {
     pub fn name(self) -> &'static str {
         match self {
             IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "io_uring",
+        }
+    }
+
+    /// The best backend this process may use: io_uring when the kernel offers everything
+    /// the backend needs (and no seccomp filter or `kernel.io_uring_disabled` blocks it),
+    /// else epoll.
+    pub fn detect() -> IoBackend {
+        if crate::uring::probe().is_ok() {
+            IoBackend::Uring
+        } else {
+            IoBackend::Epoll
+        }
+    }
+
+    /// Checks that this backend can run here; the error says why not.
+    pub fn check(self) -> Result<(), String> {
+        match self {
+            IoBackend::Epoll => Ok(()),
+            IoBackend::Uring => crate::uring::probe(),
         }
     }
 }
 
-/// What an I/O backend provides: run one worker's share of the load on its own thread.
-///
-/// An implementation owns the sockets and the syscalls, and drives the shared connection
-/// logic (`conn.rs`) and load model (`model.rs`); it records through a `Ledger` (`ledger.rs`), returns
-/// the worker's measured and warm-up stats with `in_flight` set from its connections at the
-/// stop, why it stopped, and its open-loop backlog.
-pub(crate) trait Backend {
-    fn run_worker(config: &Config, plan: WorkerPlan, stop: &AtomicBool) -> WorkerOutcome;
+/// How a connect went at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Connect {
+    /// Connected already.
+    Done,
+    /// Under way: an event will say how it ended.
+    InProgress,
+}
+
+/// What a backend saw happen to a connection: `generation` names which of the connection's
+/// sockets it happened to (see [`Io::generation`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Event {
+    pub conn: usize,
+    pub generation: u32,
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum EventKind {
+    /// Readiness (epoll): the worker then finishes a connect, writes, or calls `read`.
+    Ready { readable: bool, writable: bool },
+    /// A connect under way ended (io_uring).
+    Connected(Result<(), Errno>),
+    /// Bytes, the end of the stream or an error arrived (io_uring); the token names them
+    /// for `read` and `release`.
+    Received(u64),
+    /// A send handed over earlier failed (io_uring).
+    SendFailed(Errno),
+}
+
+/// What reading a connection gave.
+pub(crate) enum Read<'a> {
+    Data(&'a [u8]),
+    /// The peer closed the connection.
+    Eof,
+    /// Nothing to read after all.
+    Again,
+    Failed(Errno),
+}
+
+/// A backend's side of the worker: sockets and syscalls, nothing else.
+pub(crate) trait Io {
+    /// Opens a socket for connection `conn` and connects it. On an error no socket is kept.
+    fn connect(&mut self, conn: usize, addr: &SocketAddr) -> Result<Connect, Errno>;
+    /// Readiness backends: how the connect under way ended.
+    fn finish_connect(&mut self, conn: usize) -> Result<(), Errno>;
+    /// Hands `bytes` to connection `conn`'s socket; returns how many it took. Fewer than all:
+    /// a `Ready { writable }` event comes when more may be sent. `bytes` must stay valid until
+    /// the worker ends (completion backends send from them later).
+    fn send(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno>;
+    /// Reads what `token` (from `Received`; 0 after `Ready`) names on connection `conn`.
+    fn read(&mut self, conn: usize, token: u64) -> Read<'_>;
+    /// The worker is done with the bytes `read` gave for `token`.
+    fn release(&mut self, token: u64);
+    /// Closes connection `conn`'s socket; later events from it are never reported.
+    fn close(&mut self, conn: usize);
+    /// Which socket connection `conn` has now: an event of another generation is from a
+    /// socket closed since it was reaped (in the same batch), and means nothing.
+    fn generation(&self, conn: usize) -> u32;
+    /// Submits what is pending and waits up to `timeout` for events, or up to `due` (finer
+    /// than a millisecond) when that is sooner; appends what happened to `events`.
+    fn wait(&mut self, timeout: Duration, due: Option<Duration>, events: &mut Vec<Event>);
 }
 
 /// Runs one worker on the configured backend until its plan or `stop` ends it.
-pub(crate) fn run_worker(config: &Config, plan: WorkerPlan, stop: &AtomicBool) -> WorkerOutcome {
+pub(crate) fn run_worker(
+    config: &Config,
+    batch: &[u8],
+    plan: WorkerPlan,
+    stop: &AtomicBool,
+) -> WorkerOutcome {
+    let open = config.rate.is_some();
     match config.io {
-        IoBackend::Epoll => crate::epoll::Epoll::run_worker(config, plan, stop),
+        IoBackend::Epoll => {
+            let io = crate::epoll::EpollIo::new(open);
+            crate::worker::run(config, batch, plan, stop, io)
+        }
+        IoBackend::Uring => {
+            let io = crate::uring::UringIo::new(config, plan.max_connections.max(plan.connections));
+            crate::worker::run(config, batch, plan, stop, io)
+        }
     }
 }

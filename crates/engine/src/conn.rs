@@ -1,33 +1,9 @@
 //! Connection logic every backend shares: what response bytes and socket errors mean for the
 //! request in flight, and which error kind they are counted under.
 
-use pelt_codec::{ParseError, Parsed, Response, ResponseParser};
+use pelt_codec::{ParseError, Response, ResponseParser};
 use pelt_stats::ErrorKind;
 use rustix::io::Errno;
-
-/// What the bytes of one read meant for the request in flight.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ReadOutcome {
-    /// The response is not complete yet; every byte was consumed.
-    Pending,
-    /// The response completed; `stray` bytes followed it in the same read.
-    Complete { response: Response, stray: usize },
-    /// The bytes were not a valid response.
-    Failed(ParseError),
-}
-
-/// Feeds one read's bytes to the parser of a connection with one request in flight.
-#[inline]
-pub(crate) fn read_bytes(parser: &mut ResponseParser, data: &[u8]) -> ReadOutcome {
-    match parser.parse(data) {
-        Ok((_, Parsed::Partial)) => ReadOutcome::Pending,
-        Ok((n, Parsed::Complete(response))) => ReadOutcome::Complete {
-            response,
-            stray: data.len() - n,
-        },
-        Err(e) => ReadOutcome::Failed(e),
-    }
-}
 
 /// The peer closed a connection with a request in flight: a close-delimited response
 /// completes, anything else is an error of the returned kind.
@@ -88,27 +64,17 @@ mod tests {
     use pelt_codec::ParserOptions;
 
     #[test]
-    fn stray_bytes_after_a_response_are_reported() {
-        let mut p = ResponseParser::new(ParserOptions::default());
-        let out = read_bytes(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxJUNK");
-        assert!(
-            matches!(out, ReadOutcome::Complete { stray: 4, .. }),
-            "{out:?}"
-        );
-    }
-
-    #[test]
     fn eof_outcomes() {
         let mut p = ResponseParser::new(ParserOptions::default());
         assert_eq!(read_eof(&mut p).unwrap_err().0, ErrorKind::Closed);
         let mut p = ResponseParser::new(ParserOptions::default());
         assert_eq!(
-            read_bytes(&mut p, b"HTTP/1.1 200 OK\r\n\r\nbody"),
-            ReadOutcome::Pending
+            p.parse(b"HTTP/1.1 200 OK\r\n\r\nbody").unwrap().1,
+            pelt_codec::Parsed::Partial
         );
         assert_eq!(read_eof(&mut p).unwrap().status, 200);
         let mut p = ResponseParser::new(ParserOptions::default());
-        let _ = read_bytes(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nbody");
+        let _ = p.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nbody");
         assert_eq!(read_eof(&mut p).unwrap_err().0, ErrorKind::Incomplete);
     }
 

@@ -32,6 +32,8 @@ mod epoll;
 mod ledger;
 mod model;
 mod schedule;
+mod uring;
+mod worker;
 
 use ledger::Published;
 use pelt_stats::{Interval, TimelinePoint, WorkerStats};
@@ -101,6 +103,11 @@ pub struct Config {
     pub warmup: Duration,
     /// After a stop signal, how long to wait for requests in flight.
     pub grace: Duration,
+    /// HTTP/1.1 pipelining: requests in flight per connection (1: none).
+    pub pipeline: usize,
+    /// New connections per second at the start, over all workers (`None`: as fast as they
+    /// connect).
+    pub connect_rate: Option<f64>,
 }
 
 impl Config {
@@ -123,6 +130,8 @@ impl Config {
             max_connections: DEFAULT_CONNECTIONS,
             warmup: Duration::ZERO,
             grace: DEFAULT_GRACE,
+            pipeline: 1,
+            connect_rate: None,
         }
     }
 
@@ -185,6 +194,8 @@ pub(crate) struct WorkerPlan {
     pub budget: Option<u64>,
     pub start: Instant,
     pub end: Option<Instant>,
+    /// This worker's share of `--connect-rate`, per second.
+    pub connect_rate: Option<f64>,
     pub tx: Sender<Published>,
 }
 
@@ -215,6 +226,10 @@ pub fn run(
     let end = config.duration.map(|d| start + config.warmup + d);
     let max_connections = config.max_connections.max(config.connections) as u64;
     let (tx, rx) = mpsc::channel();
+    // Every write of k pipelined requests sends the first k of these; built once, and alive
+    // until every worker has ended (the io_uring backend sends from it asynchronously).
+    let batch = config.request.repeat(config.pipeline.max(1));
+    let batch = &batch[..];
     let mut timeline = TimelineBuilder::new(threads, config.warmup);
     let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -227,11 +242,12 @@ pub fn run(
                     budget: config.requests.map(|n| share(n, threads, i)),
                     start,
                     end,
+                    connect_rate: config.connect_rate.map(|r| r / threads as f64),
                     tx: tx.clone(),
                 };
                 std::thread::Builder::new()
                     .name(format!("pelt-worker-{i}"))
-                    .spawn_scoped(s, move || backend::run_worker(config, plan, stop))
+                    .spawn_scoped(s, move || backend::run_worker(config, batch, plan, stop))
                     .expect("spawning a worker thread")
             })
             .collect();

@@ -13,8 +13,12 @@ pub struct RunInfo {
     pub connections: usize,
     pub threads: usize,
     pub keep_alive: bool,
-    /// Which I/O backend ran (`epoll`).
+    /// Which I/O backend ran (`io_uring` or `epoll`).
     pub io: String,
+    /// Requests in flight per connection (`--pipeline`; 1: no pipelining).
+    pub pipeline: usize,
+    /// New connections per second at the start (`--connect-rate`; `null`: unlimited).
+    pub connect_rate: Option<f64>,
     /// `closed` (each connection sends its next request when a response completes) or `open`
     /// (requests are due on a fixed schedule, `--rate`).
     pub load_model: String,

@@ -1,0 +1,747 @@
+//! The one worker loop and connection state machine, shared by every I/O backend.
+//!
+//! A backend (`epoll.rs`, `uring.rs`) implements [`Io`]: it owns the sockets and the
+//! syscalls and reports what happened as [`Event`]s. Everything else is here, once: which
+//! request a connection takes and when (the load model), pipelining slots, response parsing,
+//! error kinds, deadlines, warm-up and the stop. The loop is: reap I/O events -> advance the
+//! connections -> let the model fill free slots -> submit I/O -> wait for the next event or
+//! deadline.
+
+use crate::backend::{Connect, Event, EventKind, Io, Read};
+use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
+use crate::ledger::Ledger;
+use crate::model::Model;
+use crate::schedule::Schedule;
+use crate::{Config, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
+use pelt_codec::{Parsed, ParserOptions, ResponseParser};
+use pelt_stats::ErrorKind;
+use rustix::io::Errno;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often deadlines (timeouts, backoff) are checked: no timer per request.
+const DEADLINE_SCAN: Duration = Duration::from_millis(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No socket.
+    Closed,
+    /// No socket; waiting after a failed connect.
+    Backoff { until: Instant },
+    /// The connect is under way; requests in `slots` wait to be written.
+    Connecting { deadline: Instant },
+    /// Connected.
+    Open,
+}
+
+/// One request on a connection.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// When it was due (open-loop latency starts here; closed loop: when it started).
+    due: Instant,
+    /// When its first byte was handed to the socket (service time starts here).
+    sent: Instant,
+    /// It started during the warm-up.
+    warm: bool,
+}
+
+/// The requests of one connection, oldest first: at most `--pipeline` of them.
+struct Slots {
+    ring: Box<[Slot]>,
+    head: usize,
+    len: usize,
+}
+
+impl Slots {
+    fn new(depth: usize, now: Instant) -> Slots {
+        let empty = Slot {
+            due: now,
+            sent: now,
+            warm: false,
+        };
+        Slots {
+            ring: vec![empty; depth].into_boxed_slice(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn free(&self) -> usize {
+        self.ring.len() - self.len
+    }
+
+    #[inline]
+    fn push(&mut self, slot: Slot) {
+        let at = (self.head + self.len) % self.ring.len();
+        self.ring[at] = slot;
+        self.len += 1;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Slot> {
+        if self.len == 0 {
+            return None;
+        }
+        let slot = self.ring[self.head];
+        self.head = (self.head + 1) % self.ring.len();
+        self.len -= 1;
+        Some(slot)
+    }
+
+    #[inline]
+    fn front(&self) -> Option<&Slot> {
+        (self.len > 0).then(|| &self.ring[self.head])
+    }
+
+    /// The last `n` requests (the ones not written yet) start now.
+    fn mark_sent(&mut self, n: usize, now: Instant) {
+        for k in self.len - n..self.len {
+            let at = (self.head + k) % self.ring.len();
+            self.ring[at].sent = now;
+        }
+    }
+}
+
+struct Conn {
+    phase: Phase,
+    parser: ResponseParser,
+    slots: Slots,
+    /// Requests at the back of `slots` not handed to the socket yet (waiting for a connect).
+    unwritten: usize,
+    /// The write under way: bytes `write_pos..write_end` of the batch are still to be sent.
+    write_pos: usize,
+    write_end: usize,
+    /// Open loop: in the free queue.
+    queued: bool,
+}
+
+impl Conn {
+    fn new(depth: usize, head_request: bool, now: Instant) -> Conn {
+        let mut parser = ResponseParser::new(ParserOptions::default());
+        parser.set_head_request(head_request);
+        Conn {
+            phase: Phase::Closed,
+            parser,
+            slots: Slots::new(depth, now),
+            unwritten: 0,
+            write_pos: 0,
+            write_end: 0,
+            queued: false,
+        }
+    }
+
+    #[inline]
+    fn writing(&self) -> bool {
+        self.write_pos < self.write_end
+    }
+}
+
+/// What parsing one read's bytes left the connection to do.
+enum AfterRead {
+    /// Keep the connection; its free slots may take requests.
+    Keep,
+    /// Close it (the server said so, or answered before the request was written).
+    Close,
+    /// Fail the requests left on it with this error.
+    Fail(ErrorKind, String),
+}
+
+struct Worker<'a, I: Io> {
+    config: &'a Config,
+    io: I,
+    /// The request repeated `--pipeline` times: writes of k requests send its first k.
+    batch: &'a [u8],
+    depth: usize,
+    conns: Vec<Conn>,
+    /// Open loop: connections with a free slot, oldest first (round robin, so every
+    /// connection carries load as with wrk2).
+    free: VecDeque<usize>,
+    /// Open loop: connections this worker may open.
+    max_conns: usize,
+    model: Model,
+    ledger: Ledger,
+    events: Vec<Event>,
+}
+
+/// Runs one worker on the I/O backend `io` until its plan or `stop` ends it.
+pub(crate) fn run<I: Io>(
+    config: &Config,
+    batch: &[u8],
+    plan: WorkerPlan,
+    stop: &AtomicBool,
+    io: Result<I, Errno>,
+) -> WorkerOutcome {
+    let open = config.rate.is_some();
+    let mut ledger = Ledger::new(
+        plan.worker,
+        open,
+        plan.start,
+        config.warmup,
+        plan.tx.clone(),
+    );
+    let io = match io {
+        Ok(io) => io,
+        Err(e) => {
+            // Without its I/O set up nothing can be sent: every request of the budget (or
+            // none, for a duration run) is an error of this kind, so the accounting holds.
+            let n = plan.budget.unwrap_or(0);
+            ledger.main.sent = n;
+            for _ in 0..n {
+                ledger.error(false, errno_kind(e, false), || {
+                    format!("setting up {}: {e}", config.io.name())
+                });
+            }
+            ledger.finish();
+            return WorkerOutcome {
+                main: ledger.main,
+                warm: ledger.warm,
+                reason: StopReason::Requests,
+                backlog: 0,
+            };
+        }
+    };
+    let model = match config.rate {
+        Some(rate) => Model::open(
+            Schedule::new(rate, config.arrival, plan.worker, plan.workers),
+            plan.budget,
+        ),
+        None => Model::closed(plan.budget),
+    };
+    let max_conns = if open {
+        plan.max_connections.max(plan.connections)
+    } else {
+        plan.connections
+    };
+    let depth = config.pipeline.max(1);
+    let now = Instant::now();
+    let mut conns = Vec::with_capacity(max_conns);
+    conns.extend((0..plan.connections).map(|_| Conn::new(depth, config.head_request, now)));
+    let mut w = Worker {
+        config,
+        io,
+        batch,
+        depth,
+        conns,
+        free: VecDeque::with_capacity(max_conns),
+        max_conns,
+        model,
+        ledger,
+        events: Vec::with_capacity(1024),
+    };
+    let reason = w.run(&plan, stop);
+    // Requests due in the last moments before the stop are not a backlog: count those due
+    // more than the late threshold before it, which waited for a busy connection.
+    let late_ns = pelt_stats::LATE_THRESHOLD_US * 1000;
+    let backlog = w
+        .model
+        .backlog(w.ledger.elapsed_ns(Instant::now()).saturating_sub(late_ns));
+    for c in &w.conns {
+        for k in 0..c.slots.len {
+            let slot = &c.slots.ring[(c.slots.head + k) % c.slots.ring.len()];
+            if slot.warm {
+                w.ledger.warm.in_flight += 1;
+            } else {
+                w.ledger.main.in_flight += 1;
+            }
+        }
+    }
+    w.ledger.finish();
+    WorkerOutcome {
+        main: w.ledger.main,
+        warm: w.ledger.warm,
+        reason,
+        backlog,
+    }
+}
+
+impl<I: Io> Worker<'_, I> {
+    fn in_flight(&self) -> bool {
+        self.conns.iter().any(|c| c.slots.len > 0)
+    }
+
+    fn run(&mut self, plan: &WorkerPlan, stop: &AtomicBool) -> StopReason {
+        let mut now = Instant::now();
+        self.connect_initial(plan, stop, &mut now);
+        let mut next_scan = now + DEADLINE_SCAN;
+        let mut drain_until: Option<Instant> = None;
+        loop {
+            if drain_until.is_none() && stop.load(Ordering::Relaxed) {
+                // Stop issuing; give the requests in flight a grace period.
+                self.model.stop();
+                drain_until = Some(now + self.config.grace);
+            }
+            if let Some(until) = drain_until {
+                if now >= until || !self.in_flight() {
+                    return StopReason::Signal;
+                }
+            }
+            if plan.end.is_some_and(|end| now >= end) {
+                return if drain_until.is_some() {
+                    StopReason::Signal
+                } else {
+                    StopReason::Duration
+                };
+            }
+            if self.model.exhausted() && !self.in_flight() {
+                return StopReason::Requests;
+            }
+            if self.model.is_open() {
+                self.fill(now);
+            }
+            let mut wake = next_scan.min(self.ledger.next_tick());
+            if let Some(end) = plan.end {
+                wake = wake.min(end);
+            }
+            if let Some(until) = drain_until {
+                wake = wake.min(until);
+            }
+            let wait = wake.saturating_duration_since(now);
+            let due = self.due_wake().map(|d| d.saturating_duration_since(now));
+            let mut events = std::mem::take(&mut self.events);
+            events.clear();
+            self.io.wait(wait, due, &mut events);
+            now = Instant::now();
+            for &ev in &events {
+                self.on_event(ev, &mut now);
+            }
+            self.events = events;
+            if now >= self.ledger.next_tick() {
+                self.ledger.tick(now);
+            }
+            if now >= next_scan {
+                self.scan_deadlines(now);
+                next_scan = now + DEADLINE_SCAN;
+            }
+        }
+    }
+
+    /// Starts the first requests, connecting at most `--connect-rate` connections per second
+    /// (this worker's share); the loop runs meanwhile, so early connections carry load.
+    fn connect_initial(&mut self, plan: &WorkerPlan, stop: &AtomicBool, now: &mut Instant) {
+        let n = self.conns.len();
+        let Some(rate) = plan.connect_rate.filter(|_| n > 1) else {
+            for i in 0..n {
+                self.refill(i, *now);
+            }
+            return;
+        };
+        let start = *now;
+        let gap = Duration::from_secs_f64(1.0 / rate);
+        let mut next = 0;
+        while next < n && !stop.load(Ordering::Relaxed) && plan.end.is_none_or(|e| *now < e) {
+            // Every connection due by now starts; the rest wait for their turn.
+            while next < n && start + gap.mul_f64(next as f64) <= *now {
+                self.refill(next, *now);
+                next += 1;
+            }
+            if next == n {
+                break;
+            }
+            let due = (start + gap.mul_f64(next as f64)).saturating_duration_since(*now);
+            let mut events = std::mem::take(&mut self.events);
+            events.clear();
+            self.io.wait(due.min(DEADLINE_SCAN), Some(due), &mut events);
+            *now = Instant::now();
+            for &ev in &events {
+                self.on_event(ev, now);
+            }
+            self.events = events;
+            if *now >= self.ledger.next_tick() {
+                self.ledger.tick(*now);
+            }
+            self.scan_deadlines(*now);
+        }
+    }
+
+    /// Open loop: when the next due request could start (a connection is free or may be
+    /// opened); `None` when nothing is due or nothing could take it.
+    #[inline]
+    fn due_wake(&self) -> Option<Instant> {
+        let due = self.model.next_due_ns()?;
+        let can_start = !self.free.is_empty() || self.conns.len() < self.max_conns;
+        can_start.then(|| self.ledger.at_ns(due))
+    }
+
+    /// Open loop: starts every due request that a connection can take, oldest first.
+    fn fill(&mut self, now: Instant) {
+        let elapsed = self.ledger.elapsed_ns(now);
+        while self.model.next_due_ns().is_some_and(|due| due <= elapsed) {
+            let i = match self.free.pop_front() {
+                Some(i) => i,
+                None if self.conns.len() < self.max_conns => {
+                    let conn = Conn::new(self.depth, self.config.head_request, now);
+                    self.conns.push(conn);
+                    self.conns.len() - 1
+                }
+                // Every connection is busy: the due requests wait, their latency counting.
+                None => return,
+            };
+            self.conns[i].queued = false;
+            self.refill(i, now);
+        }
+    }
+
+    fn on_event(&mut self, ev: Event, now: &mut Instant) {
+        let conn = ev.conn;
+        if ev.generation != self.io.generation(conn) {
+            // From a socket this batch's earlier events closed.
+            if let EventKind::Received(token) = ev.kind {
+                self.io.release(token);
+            }
+            return;
+        }
+        match ev.kind {
+            EventKind::Ready { readable, writable } => match self.conns[conn].phase {
+                Phase::Connecting { .. } => {
+                    let result = self.io.finish_connect(conn);
+                    self.on_connected(conn, result, *now);
+                }
+                Phase::Open => {
+                    if writable && self.conns[conn].writing() {
+                        self.write(conn, *now);
+                    }
+                    // A server may answer (413, say) before it has read the whole request.
+                    if readable && self.conns[conn].phase == Phase::Open {
+                        self.on_readable(conn, 0, now);
+                    }
+                }
+                Phase::Closed | Phase::Backoff { .. } => {}
+            },
+            EventKind::Connected(result) => self.on_connected(conn, result, *now),
+            EventKind::Received(token) => self.on_readable(conn, token, now),
+            EventKind::SendFailed(errno) => self.fail(conn, errno_kind(errno, false), *now, || {
+                format!("write: {errno}")
+            }),
+        }
+    }
+
+    /// Gives connection `i` as many requests as the model allows and it has free slots, and
+    /// writes them together (connecting first if it has no socket). Open loop: a connection
+    /// left with a free slot joins the free queue.
+    fn refill(&mut self, i: usize, now: Instant) {
+        let conn = &self.conns[i];
+        if matches!(conn.phase, Phase::Backoff { .. }) || conn.writing() {
+            return;
+        }
+        let mut taken = 0;
+        let warm = self.ledger.is_warm(now);
+        while self.conns[i].slots.free() > 0 {
+            let Some(due_ns) = self.model.take(self.ledger.elapsed_ns(now), warm) else {
+                break;
+            };
+            let due = if self.model.is_open() {
+                self.ledger.at_ns(due_ns)
+            } else {
+                now
+            };
+            self.ledger.started(warm, due, now);
+            let conn = &mut self.conns[i];
+            conn.slots.push(Slot {
+                due,
+                sent: now,
+                warm,
+            });
+            conn.unwritten += 1;
+            taken += 1;
+        }
+        if taken > 0 {
+            match self.conns[i].phase {
+                Phase::Open => self.start_write(i, now),
+                Phase::Closed => self.connect(i, now),
+                Phase::Connecting { .. } | Phase::Backoff { .. } => {}
+            }
+        }
+        let conn = &mut self.conns[i];
+        let can_take = matches!(conn.phase, Phase::Open | Phase::Closed) && !conn.writing();
+        if self.model.is_open() && can_take && conn.slots.free() > 0 && !conn.queued {
+            conn.queued = true;
+            self.free.push_back(i);
+        }
+    }
+
+    fn connect(&mut self, i: usize, now: Instant) {
+        let addr = self.config.addr;
+        match self.io.connect(i, &addr) {
+            Ok(Connect::Done) => self.on_connected(i, Ok(()), now),
+            Ok(Connect::InProgress) => {
+                self.conns[i].phase = Phase::Connecting {
+                    deadline: now + self.config.connect_timeout,
+                };
+            }
+            // The backend keeps no socket for a connect that failed at once.
+            Err(e) => self.fail(i, errno_kind(e, true), now, || {
+                format!("connect to {addr}: {e}")
+            }),
+        }
+    }
+
+    fn on_connected(&mut self, i: usize, result: Result<(), Errno>, now: Instant) {
+        if !matches!(
+            self.conns[i].phase,
+            Phase::Connecting { .. } | Phase::Closed
+        ) {
+            return;
+        }
+        self.conns[i].phase = Phase::Open;
+        match result {
+            Ok(()) => {
+                self.ledger.current().connections_opened += 1;
+                if self.conns[i].unwritten > 0 {
+                    self.start_write(i, now);
+                } else {
+                    self.refill(i, now);
+                }
+            }
+            Err(e) => {
+                let addr = self.config.addr;
+                self.fail(i, errno_kind(e, true), now, || {
+                    format!("connect to {addr}: {e}")
+                })
+            }
+        }
+    }
+
+    /// Writes the requests not written yet, together.
+    fn start_write(&mut self, i: usize, now: Instant) {
+        let len = self.config.request.len();
+        let conn = &mut self.conns[i];
+        let n = conn.unwritten;
+        conn.slots.mark_sent(n, now);
+        conn.unwritten = 0;
+        conn.write_pos = 0;
+        conn.write_end = n * len;
+        self.write(i, now);
+    }
+
+    /// Hands what is left of the write under way to the socket.
+    fn write(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        let bytes = &self.batch[conn.write_pos..conn.write_end];
+        match self.io.send(i, bytes) {
+            Ok(n) => {
+                self.ledger.current().bytes_sent += n as u64;
+                conn.write_pos += n;
+                if !conn.writing() && self.model.is_open() {
+                    // Slots left free while the write was under way may take due requests.
+                    self.refill(i, now);
+                }
+            }
+            Err(e) => self.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
+        }
+    }
+
+    fn on_readable(&mut self, i: usize, token: u64, now: &mut Instant) {
+        let after = match self.io.read(i, token) {
+            Read::Again => return,
+            Read::Failed(e) => AfterRead::Fail(errno_kind(e, false), format!("read: {e}")),
+            Read::Eof => {
+                self.io.release(token);
+                return self.on_eof(i, *now);
+            }
+            Read::Data(data) => {
+                let n = data.len();
+                self.ledger.current().bytes_received += n as u64;
+                parse(
+                    &mut self.conns[i],
+                    &mut self.ledger,
+                    self.config.keep_alive,
+                    data,
+                    now,
+                )
+            }
+        };
+        self.io.release(token);
+        match after {
+            AfterRead::Keep => self.refill(i, *now),
+            AfterRead::Close => {
+                self.fail_all(i, ErrorKind::Closed, || {
+                    "the server closed the connection with pipelined requests unanswered"
+                        .to_string()
+                });
+                self.close(i);
+                self.refill(i, *now);
+            }
+            AfterRead::Fail(kind, message) => self.fail(i, kind, *now, || message),
+        }
+    }
+
+    /// The peer closed the connection.
+    fn on_eof(&mut self, i: usize, now: Instant) {
+        if self.conns[i].slots.len == 0 {
+            // An idle connection closed by the server: fine, the next request reconnects.
+            self.close(i);
+            return self.refill(i, now);
+        }
+        match read_eof(&mut self.conns[i].parser) {
+            Ok(response) => {
+                let slot = self.conns[i].slots.pop().expect("a request is in flight");
+                self.ledger
+                    .response(slot.warm, response.status, slot.due, slot.sent, now);
+                self.fail_all(i, ErrorKind::Closed, || {
+                    "the server closed the connection with pipelined requests unanswered"
+                        .to_string()
+                });
+                self.close(i);
+                self.refill(i, now);
+            }
+            Err((kind, message)) => self.fail(i, kind, now, || message),
+        }
+    }
+
+    /// Every request left on connection `i` ends in an error of `kind`.
+    fn fail_all(&mut self, i: usize, kind: ErrorKind, message: impl Fn() -> String) {
+        while let Some(slot) = self.conns[i].slots.pop() {
+            self.ledger.error(slot.warm, kind, &message);
+        }
+        self.conns[i].unwritten = 0;
+    }
+
+    /// The requests on connection `i` failed: count them, drop the connection, go on.
+    fn fail(&mut self, i: usize, kind: ErrorKind, now: Instant, message: impl FnOnce() -> String) {
+        let conn = &self.conns[i];
+        if conn.slots.len == 0 {
+            // No request owns the failure (an idle connection broke).
+            self.ledger.connection_error(kind, message);
+        } else {
+            let message = message();
+            self.fail_all(i, kind, || message.clone());
+        }
+        self.close(i);
+        if needs_backoff(kind) {
+            self.conns[i].phase = Phase::Backoff {
+                until: now + RECONNECT_BACKOFF,
+            };
+        } else {
+            self.refill(i, now);
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        if !matches!(self.conns[i].phase, Phase::Closed | Phase::Backoff { .. }) {
+            self.io.close(i);
+        }
+        let conn = &mut self.conns[i];
+        conn.parser.reset();
+        conn.phase = Phase::Closed;
+        conn.write_pos = 0;
+        conn.write_end = 0;
+    }
+
+    fn scan_deadlines(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let conn = &self.conns[i];
+            match conn.phase {
+                Phase::Backoff { until } if now >= until => {
+                    self.conns[i].phase = Phase::Closed;
+                    self.refill(i, now);
+                }
+                Phase::Connecting { deadline } if now >= deadline => {
+                    let t = self.config.connect_timeout;
+                    self.fail(i, ErrorKind::ConnectTimeout, now, || {
+                        format!("no connection within {t:?}")
+                    })
+                }
+                Phase::Open
+                    if conn
+                        .slots
+                        .front()
+                        .is_some_and(|s| now >= s.sent + self.config.timeout) =>
+                {
+                    let t = self.config.timeout;
+                    self.fail(i, ErrorKind::Timeout, now, || {
+                        format!("no complete response within {t:?}")
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Parses one read's bytes as the responses to the requests on `conn`, back to back, and
+/// books each one that completes.
+#[inline]
+fn parse(
+    conn: &mut Conn,
+    ledger: &mut Ledger,
+    keep_alive: bool,
+    data: &[u8],
+    now: &mut Instant,
+) -> AfterRead {
+    let mut pos = 0;
+    let mut completed = false;
+    while pos < data.len() {
+        if conn.slots.len == 0 {
+            // Bytes nobody asked for: never attributed to the next request.
+            let stray = data.len() - pos;
+            let what = if completed {
+                "after a complete response"
+            } else {
+                "on an idle connection"
+            };
+            ledger.connection_error(ErrorKind::Protocol, || {
+                format!("{stray} bytes arrived {what}")
+            });
+            return AfterRead::Close;
+        }
+        match conn.parser.parse(&data[pos..]) {
+            Ok((_, Parsed::Partial)) => return AfterRead::Keep,
+            Ok((n, Parsed::Complete(response))) => {
+                pos += n;
+                if !completed {
+                    *now = Instant::now();
+                    completed = true;
+                }
+                let slot = conn.slots.pop().expect("a request is in flight");
+                ledger.response(slot.warm, response.status, slot.due, slot.sent, *now);
+                if !(response.keep_alive && keep_alive) {
+                    return AfterRead::Close;
+                }
+            }
+            Err(e) => return AfterRead::Fail(parse_error_kind(&e), e.to_string()),
+        }
+    }
+    // A response to a request not yet fully written: the server did not read it all.
+    if completed && conn.slots.len == 0 && conn.writing() {
+        return AfterRead::Close;
+    }
+    AfterRead::Keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_a_fifo_of_the_pipeline_depth() {
+        let t0 = Instant::now();
+        let mut s = Slots::new(3, t0);
+        assert_eq!(s.free(), 3);
+        for k in 0..3u64 {
+            s.push(Slot {
+                due: t0 + Duration::from_millis(k),
+                sent: t0,
+                warm: k == 0,
+            });
+        }
+        assert_eq!(s.free(), 0);
+        assert!(s.pop().unwrap().warm, "oldest first");
+        s.push(Slot {
+            due: t0 + Duration::from_millis(9),
+            sent: t0,
+            warm: false,
+        });
+        // Wrapped around: the two newest are the unwritten ones.
+        let later = t0 + Duration::from_secs(1);
+        s.mark_sent(2, later);
+        let order: Vec<_> = std::iter::from_fn(|| s.pop()).collect();
+        assert_eq!(order.len(), 3);
+        assert_eq!(order[0].due, t0 + Duration::from_millis(1));
+        assert_eq!(order[0].sent, t0);
+        assert_eq!((order[1].sent, order[2].sent), (later, later));
+        assert_eq!(order[2].due, t0 + Duration::from_millis(9));
+        assert!(s.pop().is_none() && s.front().is_none());
+    }
+}
