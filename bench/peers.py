@@ -90,15 +90,23 @@ def wait_listening(port, timeout=5.0):
 
 
 def measured(cmd, env=None):
-    """Runs cmd; returns (stdout, its own cpu seconds user+sys, its peak RSS in MiB)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                         env=env)
+    """Runs cmd; returns (stdout, its own cpu seconds user+sys, its peak RSS in MiB).
+
+    CPU comes from wait4's rusage of the child alone. The peak RSS comes from GNU time's %M:
+    a child forked from this Python process starts with Python's pages counted in its
+    ru_maxrss, while one forked from `time` starts small."""
+    rss_file = tempfile.NamedTemporaryFile(prefix="pelt-rss-", delete=False).name
+    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rss_file] + cmd,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     out = p.stdout.read()
     _, status, ru = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
+    with open(rss_file) as f:
+        rss_kib = int(f.read().split()[-1])
+    os.unlink(rss_file)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-2000:]}")
-    return out, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+    return out, ru.ru_utime + ru.ru_stime, rss_kib / 1024.0
 
 
 class Tool:
@@ -255,9 +263,9 @@ def main():
     ap.add_argument("--no-equal", action="store_true")
     ap.add_argument("--equal-conns", default="64,256")
     args = ap.parse_args()
-    for t in ("nginx", "wrk", "taskset"):
+    for t in ("nginx", "wrk", "taskset", "/usr/bin/time"):
         if not shutil.which(t):
-            sys.exit(f"{t} not found: apt-get install nginx-light wrk util-linux")
+            sys.exit(f"{t} not found: apt-get install nginx-light wrk util-linux time")
     if not os.path.exists(args.pelt):
         sys.exit(f"{args.pelt} not found: cargo build --release")
     wanted = set(filter(None, args.tools.split(",")))
@@ -305,7 +313,8 @@ def main():
             equal = []
             if not args.no_equal:
                 pelts = [t for t in tools if t.name.startswith("pelt")]
-                for conns in [int(c) for c in args.equal_conns.split(",")]:
+                for conns in [int(c) for c in args.equal_conns.split(",")
+                              if int(c) in conns_list and 1 in depths]:
                     wrk_rps = next(statistics.median(r["rps"] for r in res["wrk"])
                                    for depth, c, _, res in rows if depth == 1 and c == conns)
                     rate = wrk_rps / 2

@@ -154,6 +154,10 @@ struct Worker<'a, I: Io> {
     /// The request repeated `--pipeline` times: writes of k requests send its first k.
     batch: &'a [u8],
     depth: usize,
+    /// Closed loop: a connection with requests outstanding takes more only when this many
+    /// slots are free. The depth: D requests written together, the next D when all are
+    /// answered (wrk's pipelining), so writes stay batched. Open loop never holds back.
+    refill_at: usize,
     conns: Vec<Conn>,
     /// Open loop: connections with a free slot, oldest first (round robin, so every
     /// connection carries load as with wrk2).
@@ -223,6 +227,7 @@ pub(crate) fn run<I: Io>(
         io,
         batch,
         depth,
+        refill_at: depth,
         conns,
         free: VecDeque::with_capacity(max_conns),
         max_conns,
@@ -423,6 +428,9 @@ impl<I: Io> Worker<'_, I> {
     fn refill(&mut self, i: usize, now: Instant) {
         let conn = &self.conns[i];
         if matches!(conn.phase, Phase::Backoff { .. }) || conn.writing() {
+            return;
+        }
+        if conn.slots.len > 0 && conn.slots.free() < self.refill_at && !self.model.is_open() {
             return;
         }
         let mut taken = 0;
