@@ -2,7 +2,8 @@
 """pelt against its peers, side by side in one run on this machine.
 
 Starts nginx (worker_processes 1, access_log off, keepalive_requests 1000000000,
-`return 200 "OK"`) pinned to one CPU, and runs each generator pinned to another CPU with one
+`return 200 "OK"`), or with --server fixed a lighter fixed-response server (pelt-server's
+`fixed_response` example: one thread, epoll, a canned 200), pinned to one CPU, and runs each generator pinned to another CPU with one
 thread, the same connections and duration, alternating tools run by run. For every cell of
 connections x pipeline depth it prints requests/s, generator CPU-microseconds per completed
 request (user+sys of the generator process alone, from its rusage via wait4) and the
@@ -22,6 +23,7 @@ per tool at 64 connections.
 Usage: bench/peers.py [--pelt target/release/pelt] [--conns 1,16,64,256,1024]
                       [--pipeline 1,16] [--duration 5] [--runs 3] [--tools pelt-uring,wrk,...]
                       [--server-cpu 0] [--client-cpu 1] [--syscalls] [--no-equal]
+                      [--server nginx|fixed]
 Needs: nginx and wrk on PATH (Debian: apt-get install nginx-light wrk); python3 stdlib only.
 Traffic stays on 127.0.0.1.
 """
@@ -262,6 +264,9 @@ def main():
     ap.add_argument("--syscalls", action="store_true")
     ap.add_argument("--no-equal", action="store_true")
     ap.add_argument("--equal-conns", default="64,256")
+    ap.add_argument("--server", choices=["nginx", "fixed"], default="nginx",
+                    help="fixed: pelt-server's fixed_response example, lighter than nginx "
+                         "(cargo build --release -p pelt-server --example fixed_response)")
     args = ap.parse_args()
     for t in ("nginx", "wrk", "taskset", "/usr/bin/time"):
         if not shutil.which(t):
@@ -286,17 +291,25 @@ def main():
     with tempfile.TemporaryDirectory(prefix="pelt-bench-") as d:
         args.dir = d
         port = free_port()
-        conf = os.path.join(d, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(dir=d, port=port))
-        nginx = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "nginx", "-p", d,
-                                  "-c", conf])
+        if args.server == "nginx":
+            conf = os.path.join(d, "nginx.conf")
+            with open(conf, "w") as f:
+                f.write(NGINX_CONF.format(dir=d, port=port))
+            server_cmd = ["nginx", "-p", d, "-c", conf]
+        else:
+            fixed = os.path.join(os.path.dirname(args.pelt), "examples", "fixed_response")
+            if not os.path.exists(fixed):
+                sys.exit(f"{fixed} not found: cargo build --release -p pelt-server "
+                         "--example fixed_response")
+            server_cmd = [fixed, str(port)]
+        nginx = subprocess.Popen(["taskset", "-c", str(args.server_cpu)] + server_cmd,
+                                 stdout=subprocess.DEVNULL)
         try:
             wait_listening(port)
             url = f"http://127.0.0.1:{port}/"
             cpu = open("/proc/cpuinfo").read()
             model = re.search(r"model name\s*:\s*(.*)", cpu)
-            print(f"# nginx on CPU {args.server_cpu}, generators on CPU {args.client_cpu}, one "
+            print(f"# {args.server} on CPU {args.server_cpu}, generators on CPU {args.client_cpu}, one "
                   f"thread each, {args.duration}s runs, {args.runs} runs per tool, alternating; "
                   f"kernel {os.uname().release}; {model.group(1) if model else 'cpu ?'}")
             rows = []
