@@ -10,6 +10,7 @@
 
 Usage: bench/open_loop.py [--pelt target/release/pelt] [--rates 10000,50000] [--duration 10]
                           [--runs 3] [--conns 64] [--server-cpu 0] [--client-cpu 1]
+                          [--io auto|uring|epoll]
 Needs: nginx on PATH (Debian: apt-get install nginx-light); python3 stdlib only.
 Traffic stays on 127.0.0.1.
 """
@@ -46,7 +47,8 @@ def lines(path):
 
 
 def pelt_json(args, extra, cpu):
-    cmd = ["taskset", "-c", str(cpu), args.pelt, *extra, "-t", "1", "--json", "-", "-q"]
+    cmd = ["taskset", "-c", str(cpu), args.pelt, *extra, "-t", "1", "--json", "-", "-q",
+           "--io", args.io]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode not in (0, 3):
         sys.exit(f"pelt failed ({out.returncode}): {out.stderr}")
@@ -125,6 +127,7 @@ def main():
     ap.add_argument("--conns", type=int, default=64)
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
+    ap.add_argument("--io", default="auto", help="pelt's --io: auto, uring or epoll")
     args = ap.parse_args()
     for tool in ("nginx", "taskset"):
         if not peers.shutil.which(tool):

@@ -246,6 +246,10 @@ fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 impl UringIo {
     /// A ring and buffer ring sized for `max_conns` connections.
     pub fn new(config: &Config, max_conns: usize) -> Result<UringIo, Errno> {
+        if config.rate.is_some() {
+            // Timer slack would add up to 50 us to every timed wake-up: lag, not server time.
+            let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+        }
         let conns = max_conns.max(1);
         let sq = (conns * 2).next_power_of_two().clamp(64, 4096) as u32;
         let ring = build_ring(sq, sq * 4).map_err(|e| errno(&e))?;
@@ -285,8 +289,13 @@ impl UringIo {
             }
             match self.ring.submit() {
                 Ok(_) => {}
-                // The kernel is short of completion space: reap first (the next wait does).
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                // Short of completion space or memory, or a signal: try again.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EBUSY | libc::EAGAIN | libc::EINTR)
+                    ) =>
+                {
                     let _ = self.ring.submit_and_wait(0);
                 }
                 Err(e) => panic!("io_uring submit failed: {e}"),
