@@ -72,8 +72,16 @@ fn bad_headers_and_methods() {
     assert!(rejected(&["{url}", "-H", "Bad Name: v"]).contains("not allowed"));
     let line = rejected(&["{url}", "-H", "X: a\r\nEvil: 1"]);
     assert!(line.contains("\\r\\n"), "value not escaped: {line}");
-    // NUL cannot travel through argv; the codec's unit tests cover it.
+    // NUL cannot travel through argv; the codec's unit tests cover it. Other controls can.
+    let line = rejected(&["{url}", "-H", "X: a\x01b"]);
+    assert!(line.contains("\\u{1}"), "value not escaped: {line}");
     assert!(rejected(&["{url}", "-m", "GE T"]).contains("method"));
+    // A secret header's value is never echoed, even in an error.
+    let line = rejected(&["{url}", "-H", "Authorization: Bearer s3cret\x01"]);
+    assert!(
+        line.contains("Authorization: ***") && !line.contains("s3cret"),
+        "{line}"
+    );
     assert!(rejected(&["{url}", "-b", "abc", "-H", "Content-Length: 9"]).contains("disagrees"));
 }
 

@@ -142,6 +142,9 @@ fn refused_port_counts_connect_errors_and_ends_on_time() {
     // With a backoff per connection the count stays far from a busy loop's millions.
     assert!(count(&v, &["errors", "refused"]) < 10_000, "{v}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
+    // The kind carries a hint the user can act on, in the JSON as in the summary.
+    let hint = v["error_hints"]["refused"].as_str().unwrap_or_default();
+    assert!(hint.contains("listening on that port"), "{v}");
 }
 
 #[test]

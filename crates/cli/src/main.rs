@@ -9,6 +9,8 @@ mod args;
 mod expect;
 mod live;
 mod output;
+#[cfg(test)]
+mod props;
 mod target;
 mod values;
 
@@ -124,8 +126,10 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         .headers
         .iter()
         .map(|h| {
-            pelt_codec::request::parse_header(h)
-                .map_err(|e| bad(anyhow!("invalid header {}: {e}", values::quote(h))))
+            pelt_codec::request::parse_header(h).map_err(|e| {
+                let shown = values::quote(&values::masked_header(h));
+                bad(anyhow!("invalid header {shown}: {e}"))
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     pelt_codec::request::validate_method(&a.method)

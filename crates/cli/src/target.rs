@@ -14,8 +14,43 @@ pub struct Target {
     pub display: String,
 }
 
+/// A URL checked for pelt, not yet resolved.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    pub host: url::Host<String>,
+    pub port: u16,
+    pub host_header: String,
+    pub path: String,
+    pub display: String,
+}
+
 /// Parses and resolves `raw` (resolution happens once, here, before any traffic).
 pub fn resolve(raw: &str) -> Result<Target> {
+    let p = parse(raw)?;
+    let addr = match &p.host {
+        url::Host::Ipv4(ip) => SocketAddr::from((*ip, p.port)),
+        url::Host::Ipv6(ip) => SocketAddr::from((*ip, p.port)),
+        url::Host::Domain(d) => (d.as_str(), p.port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| {
+                anyhow!(
+                    "cannot resolve host '{d}' of URL {}",
+                    crate::values::quote(raw)
+                )
+            })?,
+    };
+    Ok(Target {
+        addr,
+        host_header: p.host_header,
+        path: p.path,
+        display: p.display,
+    })
+}
+
+/// Checks `raw` as a URL pelt can load (scheme, host, port) without resolving it.
+pub fn parse(raw: &str) -> Result<Parsed> {
     let q = crate::values::quote(raw);
     let url = url::Url::parse(raw).map_err(|e| match e {
         url::ParseError::RelativeUrlWithoutBase => {
@@ -36,15 +71,7 @@ pub fn resolve(raw: &str) -> Result<Target> {
     if port == 0 {
         bail!("invalid URL {q}: port 0 cannot be connected to");
     }
-    let addr = match host {
-        url::Host::Ipv4(ip) => SocketAddr::from((ip, port)),
-        url::Host::Ipv6(ip) => SocketAddr::from((ip, port)),
-        url::Host::Domain(d) => (d, port)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| anyhow!("cannot resolve host '{d}' of URL {q}"))?,
-    };
+    let host = host.to_owned();
     let host_str = url.host_str().unwrap_or_default();
     let host_header = match url.port() {
         Some(p) => format!("{host_str}:{p}"),
@@ -62,8 +89,9 @@ pub fn resolve(raw: &str) -> Result<Target> {
     if url.password().is_some() {
         let _ = display.set_password(Some("***"));
     }
-    Ok(Target {
-        addr,
+    Ok(Parsed {
+        host,
+        port,
         host_header,
         path,
         display: display.to_string(),

@@ -170,9 +170,38 @@ pub fn quote(s: &str) -> String {
     )
 }
 
+/// Headers whose values are secrets: never echoed in any output.
+const SECRET_HEADERS: [&str; 4] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+];
+
+/// A header line as pelt may show it: the value of a secret header masked as `***`.
+pub fn masked_header(line: &str) -> String {
+    match line.split_once(':') {
+        Some((name, _)) if SECRET_HEADERS.contains(&name.trim().to_ascii_lowercase().as_str()) => {
+            format!("{name}: ***")
+        }
+        _ => line.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_headers_are_masked() {
+        assert_eq!(
+            masked_header("Authorization: Bearer x\r"),
+            "Authorization: ***"
+        );
+        assert_eq!(masked_header("cookie:a=b"), "cookie: ***");
+        assert_eq!(masked_header("X-Trace: 1"), "X-Trace: 1");
+        assert_eq!(masked_header("NoColon"), "NoColon");
+    }
 
     #[test]
     fn durations() {

@@ -28,7 +28,7 @@ pub enum HeaderError {
     EmptyName,
     /// The name holds a character that is not an RFC 9110 token character.
     BadNameChar(char),
-    /// CR, LF or NUL somewhere in the header.
+    /// A control character (CR, LF, NUL, or any other but tab) somewhere in the header.
     ForbiddenChar(char),
     /// A user `Content-Length` disagrees with the body's real length.
     ContentLengthMismatch { given: String, actual: usize },
@@ -51,7 +51,8 @@ impl fmt::Display for HeaderError {
             HeaderError::ForbiddenChar(c) => {
                 write!(
                     f,
-                    "the header contains {:?} (CR, LF and NUL are never allowed)",
+                    "the header contains {:?} (control characters such as CR, LF and NUL are \
+                     never allowed; tab is)",
                     c
                 )
             }
@@ -71,8 +72,10 @@ pub fn is_token_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
+/// RFC 9110 section 5.5: a field value holds no control character but tab (CR, LF and NUL
+/// would split or end the header on the wire; the others are invalid there too).
 fn check_forbidden(s: &str) -> Result<(), HeaderError> {
-    match s.chars().find(|c| matches!(c, '\r' | '\n' | '\0')) {
+    match s.chars().find(|&c| c.is_ascii_control() && c != '\t') {
         Some(c) => Err(HeaderError::ForbiddenChar(c)),
         None => Ok(()),
     }
@@ -80,7 +83,8 @@ fn check_forbidden(s: &str) -> Result<(), HeaderError> {
 
 /// Splits and validates a `Name: value` header as typed by a user.
 ///
-/// The value is trimmed of surrounding spaces and tabs. CR, LF and NUL are rejected anywhere.
+/// The value is trimmed of surrounding spaces and tabs. Control characters other than tab
+/// (CR, LF, NUL, DEL, ...) are rejected anywhere.
 pub fn parse_header(line: &str) -> Result<(String, String), HeaderError> {
     check_forbidden(line)?;
     let (name, value) = line.split_once(':').ok_or(HeaderError::MissingColon)?;
@@ -91,7 +95,8 @@ pub fn parse_header(line: &str) -> Result<(String, String), HeaderError> {
     ))
 }
 
-/// Checks a header name and value: the name a non-empty token, neither with CR, LF or NUL.
+/// Checks a header name and value: the name a non-empty token, neither with a control
+/// character other than tab.
 pub fn validate_header(name: &str, value: &str) -> Result<(), HeaderError> {
     check_forbidden(name)?;
     check_forbidden(value)?;
@@ -255,6 +260,15 @@ mod tests {
             Err(HeaderError::ForbiddenChar('\0'))
         );
         assert_eq!(parse_header("Ünï: v"), Err(HeaderError::BadNameChar('Ü')));
+        assert_eq!(
+            parse_header("X: a\x01b"),
+            Err(HeaderError::ForbiddenChar('\x01'))
+        );
+        assert_eq!(
+            parse_header("X: a\x7f"),
+            Err(HeaderError::ForbiddenChar('\x7f'))
+        );
+        assert_eq!(parse_header("X: a\tb"), Ok(("X".into(), "a\tb".into())));
     }
 
     #[test]

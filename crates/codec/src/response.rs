@@ -219,6 +219,12 @@ impl ResponseParser {
                 Parsed::Partial => unreachable!("complete() always completes"),
             },
             State::Head if self.seen == 0 => Ok(None),
+            // A head cut short is judged on what arrived, as the whole bytes would have been.
+            State::Head if !self.head_buf.is_empty() => {
+                check_prefix(&self.head_buf, true)?;
+                parse_head_bytes(&self.head_buf)?;
+                Err(ParseError::Incomplete)
+            }
             _ => Err(ParseError::Incomplete),
         }
     }
@@ -293,13 +299,21 @@ impl ResponseParser {
     /// means. A head with a body moves the state to its framing.
     fn parse_head(&mut self, rest: &[u8]) -> Result<(usize, HeadOutcome), ParseError> {
         if self.head_buf.is_empty() {
-            check_prefix(rest)?;
-            match parse_head_bytes(rest)? {
-                Some((len, _)) if len > self.opts.max_head_bytes => {
+            // What a head is found to be must not depend on how its bytes were split across
+            // reads: a head without its end is judged when the end comes, when it outgrows
+            // the limit, or at the close (`finish`), never earlier here than on the slow path.
+            let parsed = if check_prefix(rest, false)? {
+                parse_head_bytes(rest)
+            } else {
+                Ok(None)
+            };
+            match parsed {
+                Ok(Some((len, _))) if len > self.opts.max_head_bytes => {
                     return Err(ParseError::HeadersTooLarge)
                 }
-                Some((len, head)) => return Ok((len, self.apply_head(head)?)),
-                None => {
+                Ok(Some((len, head))) => return Ok((len, self.apply_head(head)?)),
+                Err(e) if has_head_end(rest) => return Err(e),
+                Ok(None) | Err(_) => {
                     if rest.len() > self.opts.max_head_bytes {
                         return Err(ParseError::HeadersTooLarge);
                     }
@@ -314,9 +328,9 @@ impl ResponseParser {
         let room = self.opts.max_head_bytes + 1 - old.min(self.opts.max_head_bytes);
         let add = rest.len().min(room);
         self.head_buf.extend_from_slice(&rest[..add]);
-        check_prefix(&self.head_buf)?;
+        let decided = check_prefix(&self.head_buf, false)?;
         let from = old.saturating_sub(3);
-        if !has_head_end(&self.head_buf[from..]) {
+        if !decided || !has_head_end(&self.head_buf[from..]) {
             if self.head_buf.len() > self.opts.max_head_bytes {
                 return Err(ParseError::HeadersTooLarge);
             }
@@ -520,11 +534,16 @@ fn has_head_end(buf: &[u8]) -> bool {
 }
 
 /// Rejects early bytes that cannot start `HTTP/`, naming what they look like.
-fn check_prefix(buf: &[u8]) -> Result<(), ParseError> {
+fn check_prefix(buf: &[u8], at_close: bool) -> Result<bool, ParseError> {
     const PREFIX: &[u8] = b"HTTP/";
     let n = buf.len().min(PREFIX.len());
     if buf[..n] == PREFIX[..n] {
-        return Ok(());
+        return Ok(true);
+    }
+    // Not HTTP; which hint fits depends on the first five bytes, so wait for them (or the
+    // close): the message must not depend on how the bytes were split.
+    if buf.len() < PREFIX.len() && !at_close {
+        return Ok(false);
     }
     let hint = if buf.starts_with(b"SSH-") {
         "it looks like an SSH server"

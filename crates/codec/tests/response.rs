@@ -25,10 +25,16 @@ fn run(wire: &[u8], cuts: &[usize], head: bool, eof: bool) -> Outcome {
     bounds.push(wire.len());
     bounds.sort_unstable();
     let mut start = 0;
+    // The step budget: every call consumes a byte or completes a response, so the calls
+    // never outnumber the bytes plus the pieces.
+    let budget = wire.len() + bounds.len() + 1;
+    let mut steps = 0;
     for end in bounds {
         let mut piece = &wire[start..end];
         start = end;
         while !piece.is_empty() {
+            steps += 1;
+            assert!(steps <= budget, "more parse calls than the step budget");
             match p.parse(piece) {
                 Ok((n, parsed)) => {
                     assert!(n <= piece.len(), "consumed more than given");
@@ -381,6 +387,36 @@ fn one_byte_at_a_time_equals_all_at_once() {
             run(wire.as_bytes(), &[], false, true),
             run(wire.as_bytes(), &cuts, false, true),
             "{wire:?}"
+        );
+    }
+}
+
+/// Found by the fuzzer (fuzz/, target `response`): a head that never ends, with a bad byte in
+/// a header, was a bad header when read at once but incomplete when read a byte at a time.
+#[test]
+fn regression_bad_header_in_an_unfinished_head_is_judged_the_same_however_split() {
+    let wire = b"HTTP/1.1 200 OK\r\nContent-Length:\xff\xff\xff\xff\xff\xff\xff\x00llo";
+    let cuts: Vec<usize> = (1..wire.len()).collect();
+    let whole = run(wire, &[], false, true);
+    assert_eq!(whole, run(wire, &cuts, false, true));
+    assert_eq!(whole.error, Some(ParseError::BadHeader));
+}
+
+/// Found by the fuzzer (target `chunked`): the not-HTTP hint for bytes after a response
+/// depended on how many of them arrived in the first read.
+#[test]
+fn regression_not_http_hint_is_the_same_however_split() {
+    let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n\x00\x00\x00\x00\x00\x00,";
+    let cuts: Vec<usize> = (1..wire.len()).collect();
+    let whole = run(wire, &[], false, true);
+    assert_eq!(whole, run(wire, &cuts, false, true));
+    assert!(matches!(whole.error, Some(ParseError::NotHttp { .. })));
+    for short in [&b"\x00"[..], b"SS", b"\x16\x03"] {
+        // Fewer than five bytes, then the close: judged on what arrived.
+        let o = run(short, &[], false, true);
+        assert!(
+            matches!(o.error, Some(ParseError::NotHttp { .. })),
+            "{short:?}"
         );
     }
 }

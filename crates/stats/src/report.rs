@@ -161,6 +161,8 @@ pub struct Report {
     pub errors: BTreeMap<String, u64>,
     /// The first message of each error kind.
     pub error_examples: BTreeMap<String, String>,
+    /// What the user can do, for the error kinds seen that have a hint.
+    pub error_hints: BTreeMap<String, String>,
     /// Connection-level problems that no request owned (bytes after a response), by kind.
     pub connection_errors: BTreeMap<String, u64>,
     pub latency_us: LatencySummary,
@@ -207,6 +209,11 @@ impl Report {
                 .errors
                 .iter()
                 .map(|(k, _, m)| (k.name().to_string(), m.to_string()))
+                .collect(),
+            error_hints: stats
+                .errors
+                .iter()
+                .filter_map(|(k, _, _)| Some((k.name().to_string(), k.hint()?.to_string())))
                 .collect(),
             connection_errors: stats
                 .connection_errors
