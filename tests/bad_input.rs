@@ -175,3 +175,22 @@ fn bad_pipeline_connect_rate_and_backend() {
     let line = rejected(&["{url}", "--io", "kqueue"]);
     assert!(line.contains("kqueue") && line.contains("epoll"), "{line}");
 }
+
+#[test]
+fn absurd_values_are_rejected_with_their_limit() {
+    for (flag, value, says) in [
+        ("-c", "99999999999", "at most"),
+        ("-d", "9999h", "at most a year"),
+        ("--timeout", "99999h", "at most a year"),
+        ("-n", "99999999999999999999999", "too large"),
+        ("--rate", "100000000000", "out of range"),
+        ("-t", "100000", "at most"),
+        ("--pipeline", "99999999999999999999", "too large"),
+    ] {
+        let line = rejected(&["{url}", flag, value]);
+        assert!(
+            line.contains(value) && line.contains(says),
+            "{flag} {value}: {line}"
+        );
+    }
+}

@@ -712,3 +712,72 @@ fn f39_compressed_bodies_are_counted_on_the_wire() {
         assert_eq!(count(&v, &["bytes", "received"]), 3 * msg.len() as u64);
     }
 }
+
+#[test]
+fn d27_local_ports_exhausted_is_its_own_kind_with_a_hint() {
+    // In a network namespace of its own (so the sysctl touches nothing else): four local
+    // ports, ten keep-alive connections. The six that find no port fail with
+    // EADDRNOTAVAIL, back off and try again; the four that connected carry the load.
+    let setup = "ip link set lo up && sysctl -q -w net.ipv4.ip_local_port_range='40000 40003'";
+    if !std::process::Command::new("unshare")
+        .args(["-n", "sh", "-c", setup])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: no network namespace with its own port range here (unshare -n)");
+        return;
+    }
+    for io in backends() {
+        let pelt = env!("CARGO_BIN_EXE_pelt");
+        let script = format!(
+            "{setup} && {{ {pelt} serve --port 8080 >/dev/null & server=$!; sleep 0.3; \
+             {pelt} http://127.0.0.1:8080/ -c 10 -t 1 -d 1s --io {io} --json - -q; rc=$?; \
+             kill $server; exit $rc; }}"
+        );
+        let child = std::process::Command::new("unshare")
+            .args(["-n", "sh", "-c", &script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn unshare");
+        let (out, _) = wait_bounded(child, Duration::from_secs(20));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{io}: {stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_invariant(&v);
+        assert!(errors(&v, "addr_not_available") > 0, "{io}: {v}");
+        assert!(
+            completed(&v) > 0,
+            "{io}: the connected four carry load: {v}"
+        );
+        let hint = v["error_hints"]["addr_not_available"]
+            .as_str()
+            .unwrap_or("");
+        assert!(hint.contains("ip_local_port_range"), "{io}: {v}");
+    }
+}
+
+#[test]
+fn d29_close_without_answering() {
+    let script = || once(vec![Step::Read]);
+    for v in case(script, Bytes::Exact, &["-n", "5", "-c", "1"]) {
+        assert_eq!(errors(&v, "closed"), 5, "{v}");
+        assert_eq!(count(&v, &["bytes", "received"]), 0);
+    }
+}
+
+#[test]
+fn d31_nothing_listening_backs_off_and_ends_on_time() {
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    for io in backends() {
+        let started = Instant::now();
+        let v = run_json(&[&url, "-d", "1s", "-c", "2", "--io", io]);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let refused = errors(&v, "refused");
+        // 50 ms back-off per connection: about 40 in a second, never a busy loop's thousands.
+        assert!((1..1000).contains(&refused), "{io}: {v}");
+        assert_eq!(completed(&v), 0);
+    }
+}
