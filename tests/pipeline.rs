@@ -226,3 +226,25 @@ fn the_report_names_the_backend_that_ran() {
     }
     server.stop();
 }
+
+#[test]
+fn large_responses_on_many_connections_outrun_the_receive_buffers() {
+    // 600 connections on one thread, 64 KiB bodies: far more bytes in flight than io_uring's
+    // buffer ring holds (receives then end in ENOBUFS and are re-armed); every byte and every
+    // response must still be counted.
+    if !raise_fd_limit(4096) {
+        eprintln!("skipped: the hard open-file limit is below 4096");
+        return;
+    }
+    let (server, url) = serve(ServerConfig {
+        threads: 2,
+        body_size: 64 * 1024,
+        ..Default::default()
+    });
+    let one = run_json(&[&url, "-n", "1", "-c", "1"]);
+    let per_response = count(&one, &["bytes", "received"]);
+    let v = run_json(&[&url, "-n", "5000", "-c", "600", "-t", "1"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 5000, "{v}");
+    assert_eq!(count(&v, &["bytes", "received"]), 5000 * per_response);
+    assert_eq!(server.stop(), 5001);
+}
