@@ -231,6 +231,16 @@ pub struct ServeArgs {
     /// Send bodies with chunked transfer encoding.
     #[arg(long)]
     pub chunked: bool,
+    /// Serve HTTPS. Without --cert/--key, with a fresh self-signed certificate for localhost,
+    /// 127.0.0.1 and ::1, written to the file the second line names (for a client's --cacert).
+    #[arg(long)]
+    pub tls: bool,
+    /// Serve HTTPS with this PEM certificate chain (needs --key).
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The PEM private key of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -377,14 +377,28 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
         close: a.close,
         chunked: a.chunked,
         stall: a.stall.zip(a.stall_at).map(|(len, at)| (at, len)),
+        tls: None,
+    };
+    let (tls, cert_file) = serve_identity(a)?;
+    let config = pelt_server::ServerConfig { tls, ..config };
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
     };
     let server = pelt_server::Server::start(config)
-        .map_err(|e| bad(anyhow!("cannot listen on {}:{}: {e}", a.host, a.port)))?;
+        .map_err(|e| bad(anyhow!("cannot serve on {}:{}: {e}", a.host, a.port)))?;
     let shown = match server.addr() {
         std::net::SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
         v4 => v4.to_string(),
     };
-    println!("listening on http://{shown}");
+    println!("listening on {scheme}://{shown}");
+    if let Some(path) = &cert_file {
+        println!(
+            "certificate {} (pass it to a client's --cacert)",
+            path.display()
+        );
+    }
     std::io::stdout().flush()?;
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -392,8 +406,38 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
     ])?;
     let _ = signals.forever().next();
     let served = server.stop();
+    if let Some(path) = &cert_file {
+        let _ = std::fs::remove_file(path);
+    }
     println!("served {served} requests");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The TLS identity `pelt serve` uses: --cert/--key as given, or with --tls a self-signed one
+/// whose certificate is written to a file (returned) for clients to trust.
+fn serve_identity(
+    a: &ServeArgs,
+) -> Result<(Option<pelt_server::TlsIdentity>, Option<std::path::PathBuf>)> {
+    if let (Some(cert), Some(key)) = (&a.cert, &a.key) {
+        let read = |p: &std::path::PathBuf, what: &str| {
+            std::fs::read_to_string(p)
+                .map_err(|e| bad(anyhow!("cannot read {what} {}: {e}", p.display())))
+        };
+        let identity = pelt_server::TlsIdentity {
+            cert_pem: read(cert, "--cert")?,
+            key_pem: read(key, "--key")?,
+        };
+        return Ok((Some(identity), None));
+    }
+    if !a.tls {
+        return Ok((None, None));
+    }
+    let identity =
+        pelt_server::TlsIdentity::self_signed().context("cannot make a self-signed certificate")?;
+    let path = std::env::temp_dir().join(format!("pelt-serve-{}.pem", std::process::id()));
+    std::fs::write(&path, &identity.cert_pem)
+        .with_context(|| format!("cannot write the certificate to {}", path.display()))?;
+    Ok((Some(identity), Some(path)))
 }
 
 fn demo() -> Result<ExitCode> {

@@ -57,6 +57,60 @@ pub struct ServerConfig {
     /// that would be sent inside that window waits until it ends (a stall, as a GC pause or a
     /// lock convoy would cause).
     pub stall: Option<(Duration, Duration)>,
+    /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
+    pub tls: Option<TlsIdentity>,
+}
+
+/// A certificate chain and its private key, PEM-encoded.
+#[derive(Clone)]
+pub struct TlsIdentity {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for TlsIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is never printed.
+        f.debug_struct("TlsIdentity").finish_non_exhaustive()
+    }
+}
+
+impl TlsIdentity {
+    /// A fresh self-signed certificate for `localhost`, `127.0.0.1` and `::1` (what a client
+    /// on this machine can verify against with `--cacert`).
+    pub fn self_signed() -> std::io::Result<TlsIdentity> {
+        let names = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        let key = rcgen::generate_simple_self_signed(names).map_err(std::io::Error::other)?;
+        Ok(TlsIdentity {
+            cert_pem: key.cert.pem(),
+            key_pem: key.signing_key.serialize_pem(),
+        })
+    }
+
+    fn server_config(&self) -> std::io::Result<rustls::ServerConfig> {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+        let bad = |what: &str, e: &dyn std::fmt::Display| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{what}: {e}"))
+        };
+        let certs = CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad("certificate", &e))?;
+        if certs.is_empty() {
+            return Err(bad("certificate", &"no certificate found in the PEM"));
+        }
+        let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
+            .map_err(|e| bad("private key", &e))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| bad("TLS", &e))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| bad("certificate and key", &e))?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(config)
+    }
 }
 
 impl Default for ServerConfig {
@@ -71,6 +125,7 @@ impl Default for ServerConfig {
             close: false,
             chunked: false,
             stall: None,
+            tls: None,
         }
     }
 }
@@ -99,6 +154,12 @@ impl Server {
                 "error rate must be within 0..=1 and status within 100..=999",
             ));
         }
+        let tls = match &config.tls {
+            Some(identity) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
+                identity.server_config()?,
+            ))),
+            None => None,
+        };
         let listener = TcpListener::bind(config.addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -127,7 +188,7 @@ impl Server {
         let thread = std::thread::Builder::new()
             .name("pelt-serve-accept".into())
             .spawn(move || {
-                runtime.block_on(accept_loop(listener, st, rx));
+                runtime.block_on(accept_loop(listener, st, tls, rx));
                 // Dropping the runtime cancels the connection tasks still running.
                 runtime.shutdown_timeout(Duration::from_millis(100));
             })?;
@@ -174,6 +235,7 @@ impl Drop for Server {
 async fn accept_loop(
     listener: TcpListener,
     state: Arc<State>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -186,12 +248,20 @@ async fn accept_loop(
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
                     let state = state.clone();
+                    let tls = tls.clone();
                     tokio::spawn(async move {
                         let service = service_fn(move |req| respond(req, state.clone()));
-                        let _ = http1::Builder::new()
-                            .keep_alive(true)
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
+                        let http = http1::Builder::new();
+                        let _ = match tls {
+                            // A failed handshake ends only this connection.
+                            Some(acceptor) => match acceptor.accept(stream).await {
+                                Ok(stream) => {
+                                    http.serve_connection(TokioIo::new(stream), service).await
+                                }
+                                Err(_) => return,
+                            },
+                            None => http.serve_connection(TokioIo::new(stream), service).await,
+                        };
                     });
                 }
                 // Out of file descriptors or a connection reset before accept: back off, go on.
