@@ -120,7 +120,8 @@ pub struct LoadArgs {
     #[arg(long = "max-connections", value_name = "N", allow_hyphen_values = true, value_parser = connections, requires = "rate")]
     pub max_connections: Option<usize>,
 
-    /// HTTP/1.1 pipelining: keep up to D requests in flight per connection, written together.
+    /// HTTP/1.1 pipelining: each connection writes D requests together, and the next D once
+    /// all are answered (as wrk's pipeline script).
     #[arg(long = "pipeline", value_name = "D", allow_hyphen_values = true, default_value_t = 1,
           value_parser = pipeline, conflicts_with = "no_keepalive")]
     pub pipeline: usize,
