@@ -40,7 +40,7 @@ fn bad_urls() {
     assert!(rejected(&["http://"]).contains("invalid URL"));
     assert!(rejected(&["http://127.0.0.1:70000/"]).contains("port out of range"));
     assert!(rejected(&["ftp://127.0.0.1/"]).contains("unsupported scheme 'ftp'"));
-    assert!(rejected(&["https://127.0.0.1/"]).contains("https is not supported yet"));
+    assert!(rejected(&["ws://127.0.0.1/"]).contains("(supported: http, https)"));
     assert!(rejected(&["http://no-such-host.invalid/"]).contains("cannot resolve"));
     assert!(rejected(&[]).contains("no target URL"));
 }

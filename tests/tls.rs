@@ -122,3 +122,180 @@ fn serve_with_a_bad_certificate_file_is_bad_input() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The built-in server over TLS in-process, and its certificate in a PEM file.
+fn tls_server() -> (pelt_server::Server, String, std::path::PathBuf) {
+    let identity = pelt_server::TlsIdentity::self_signed().unwrap();
+    let path = std::env::temp_dir().join(format!(
+        "pelt-test-ca-{}-{:?}.pem",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&path, &identity.cert_pem).unwrap();
+    let server = pelt_server::Server::start(pelt_server::ServerConfig {
+        tls: Some(identity),
+        ..Default::default()
+    })
+    .unwrap();
+    let url = format!("https://127.0.0.1:{}/", server.addr().port());
+    (server, url, path)
+}
+
+/// Runs pelt (whatever PELT_IO says: https picks its backend itself) and returns the JSON.
+fn run_https(args: &[&str]) -> serde_json::Value {
+    let child = pelt()
+        .env_remove("PELT_IO")
+        .args(args)
+        .args(["--json", "-", "-q"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, _) = wait_bounded(child, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pelt {args:?}: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    v
+}
+
+#[test]
+fn https_keep_alive_with_verification_is_exact() {
+    let (server, url, ca) = tls_server();
+    let v = run_https(&[
+        &url,
+        "-n",
+        "500",
+        "-c",
+        "4",
+        "--cacert",
+        ca.to_str().unwrap(),
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 500, "{v}");
+    assert_eq!(count(&v, &["tls_handshakes", "full"]), 4);
+    assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 0);
+    assert_eq!(v["tls"]["insecure"], false);
+    // An https result matches the documented schema too.
+    let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(server.stop(), 500);
+    let _ = std::fs::remove_file(ca);
+}
+
+#[test]
+fn an_unknown_issuer_is_a_tls_error_with_a_hint() {
+    let (server, url, ca) = tls_server();
+    let v = run_https(&[&url, "-n", "5", "-c", "1"]);
+    assert_eq!(count(&v, &["errors", "tls"]), 5, "{v}");
+    let example = v["error_examples"]["tls"].as_str().unwrap_or_default();
+    assert!(example.contains("UnknownIssuer"), "{example}");
+    let hint = v["error_hints"]["tls"].as_str().unwrap_or_default();
+    assert!(hint.contains("--cacert"), "{hint}");
+    assert_eq!(server.stop(), 0, "no request reached the server");
+    let _ = std::fs::remove_file(ca);
+}
+
+#[test]
+fn insecure_works_and_says_so() {
+    let (server, url, ca) = tls_server();
+    let v = run_https(&[&url, "-n", "50", "-c", "2", "--insecure"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 50);
+    assert_eq!(v["tls"]["insecure"], true);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("NOT verified"), "{notes}");
+    let child = pelt()
+        .env_remove("PELT_IO")
+        .args([&url, "-n", "10", "-c", "1", "-k"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, _) = wait_bounded(child, Duration::from_secs(30));
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("certificate NOT verified"), "{summary}");
+    server.stop();
+    let _ = std::fs::remove_file(ca);
+}
+
+#[test]
+fn new_connections_resume_sessions_unless_told_not_to() {
+    let (server, url, ca) = tls_server();
+    let ca = ca.to_str().unwrap().to_string();
+    let v = run_https(&[
+        &url,
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--cacert",
+        &ca,
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 50, "{v}");
+    assert_eq!(count(&v, &["connections_opened"]), 50);
+    assert_eq!(count(&v, &["tls_handshakes", "full"]), 1, "{v}");
+    assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 49);
+    let v = run_https(&[
+        &url,
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--cacert",
+        &ca,
+        "--tls-full-handshake",
+    ]);
+    assert_eq!(count(&v, &["tls_handshakes", "full"]), 20, "{v}");
+    assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 0);
+    assert_eq!(v["tls"]["resumption"], false);
+    assert_eq!(server.stop(), 70);
+    let _ = std::fs::remove_file(ca);
+}
+
+#[test]
+fn plain_http_on_an_https_url_is_a_tls_error() {
+    let server = RawServer::start(answer_each(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"));
+    let url = format!("https://{}/", server.addr);
+    let v = run_https(&[&url, "-n", "3", "-c", "1", "--insecure"]);
+    assert_eq!(count(&v, &["errors", "tls"]), 3, "{v}");
+}
+
+#[test]
+fn tls_flags_are_checked_before_any_traffic() {
+    let (server, url, ca) = tls_server();
+    let plain = format!("http://{}/", server.addr());
+    let missing = std::env::temp_dir().join("pelt-no-such-ca.pem");
+    let empty = std::env::temp_dir().join(format!("pelt-empty-ca-{}.pem", std::process::id()));
+    std::fs::write(&empty, "nothing here").unwrap();
+    for (args, says) in [
+        (vec![plain.as_str(), "--insecure"], "https"),
+        (vec![url.as_str(), "--io", "uring"], "epoll"),
+        (
+            vec![url.as_str(), "--cacert", missing.to_str().unwrap()],
+            "cannot read --cacert",
+        ),
+        (
+            vec![url.as_str(), "--cacert", empty.to_str().unwrap()],
+            "no PEM certificate",
+        ),
+        (
+            vec![url.as_str(), "--cacert", ca.to_str().unwrap(), "-k"],
+            "cannot be used with",
+        ),
+    ] {
+        let (out, _) = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert_eq!(server.stop(), 0);
+    let _ = std::fs::remove_file(ca);
+    let _ = std::fs::remove_file(empty);
+}

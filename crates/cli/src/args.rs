@@ -131,6 +131,18 @@ pub struct LoadArgs {
     #[arg(long = "connect-rate", value_name = "N", allow_hyphen_values = true, value_parser = values::per_second)]
     pub connect_rate: Option<f64>,
 
+    /// https: also trust the CA or self-signed certificates in this PEM file.
+    #[arg(long = "cacert", value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<PathBuf>,
+
+    /// https: do NOT verify the server's certificate (the report says so).
+    #[arg(long = "insecure", short = 'k')]
+    pub insecure: bool,
+
+    /// https: no session resumption, every connection pays a full handshake.
+    #[arg(long = "tls-full-handshake")]
+    pub tls_full_handshake: bool,
+
     /// I/O backend: io_uring where the kernel allows it, else epoll.
     #[arg(long = "io", value_name = "BACKEND", value_enum, env = "PELT_IO", default_value_t = IoArg::Auto)]
     pub io: IoArg,

@@ -12,6 +12,7 @@ mod output;
 #[cfg(test)]
 mod props;
 mod target;
+mod tls;
 mod values;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -179,7 +180,34 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     .encode()
     .map_err(|e| bad(anyhow!("invalid request: {e}")))?;
     engine::ensure_fd_limit(max_connections).map_err(bad)?;
+    let https = target.tls_host.is_some();
+    if !https && (a.cacert.is_some() || a.insecure || a.tls_full_handshake) {
+        return Err(bad(anyhow!(
+            "--cacert, --insecure and --tls-full-handshake are for https:// URLs"
+        )));
+    }
+    let tls = match &target.tls_host {
+        Some(host) => Some(
+            tls::client(
+                host,
+                &tls::TlsOptions {
+                    cacert: a.cacert.as_deref(),
+                    insecure: a.insecure,
+                    full_handshake: a.tls_full_handshake,
+                },
+            )
+            .map_err(bad)?,
+        ),
+        None => None,
+    };
     let io = match a.io {
+        // TLS runs on epoll for now.
+        args::IoArg::Auto if https => engine::IoBackend::Epoll,
+        args::IoArg::Uring if https => {
+            return Err(bad(anyhow!(
+                "--io uring: https runs on epoll for now; leave --io out or use --io epoll"
+            )))
+        }
         args::IoArg::Auto => engine::IoBackend::detect(),
         args::IoArg::Epoll => engine::IoBackend::Epoll,
         args::IoArg::Uring => {
@@ -210,6 +238,7 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     config.io = io;
     config.pipeline = a.pipeline;
     config.connect_rate = a.connect_rate;
+    config.tls = tls;
     let open = config.rate.is_some();
     let info = RunInfo {
         target: target.display,
@@ -220,6 +249,11 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         io: config.io.name().to_string(),
         pipeline: config.pipeline,
         connect_rate: config.connect_rate,
+        tls: https.then(|| pelt_stats::TlsInfo {
+            insecure: a.insecure,
+            resumption: !a.tls_full_handshake,
+            cacert: a.cacert.as_ref().map(|p| p.display().to_string()),
+        }),
         load_model: if open { "open" } else { "closed" }.to_string(),
         rate: config.rate.map(|r| r.as_f64()),
         arrival: open.then(|| config.arrival.name().to_string()),
@@ -356,6 +390,19 @@ fn build_report(p: &Prepared, result: &engine::RunResult) -> Report {
                 .into(),
         );
     }
+    if let Some(tls) = &p.info.tls {
+        report.tls_handshakes = Some(pelt_stats::HandshakesReport {
+            full: result.stats.handshakes_full,
+            resumed: result.stats.handshakes_resumed,
+        });
+        if tls.insecure {
+            report.notes.push(
+                "--insecure: the server's certificate was NOT verified; anyone in the path \
+                 could have answered"
+                    .into(),
+            );
+        }
+    }
     report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();
     report
 }
@@ -463,6 +510,9 @@ fn demo() -> Result<ExitCode> {
         max_connections: None,
         pipeline: 1,
         connect_rate: None,
+        cacert: None,
+        insecure: false,
+        tls_full_handshake: false,
         io: args::IoArg::Auto,
         warmup: None,
         grace: engine::DEFAULT_GRACE,

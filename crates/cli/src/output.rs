@@ -121,6 +121,28 @@ pub fn summary(r: &Report) -> String {
             "new connection per request".to_string()
         },
     );
+    if let Some(tls) = &i.tls {
+        let verified = if tls.insecure {
+            "certificate NOT verified (--insecure)".to_string()
+        } else if let Some(ca) = &tls.cacert {
+            format!("certificate verified (Mozilla roots and {ca})")
+        } else {
+            "certificate verified".to_string()
+        };
+        let handshakes = r.tls_handshakes.as_ref().map_or(String::new(), |h| {
+            format!(
+                ", {} full and {} resumed handshakes",
+                thousands(h.full),
+                thousands(h.resumed)
+            )
+        });
+        let resumption = if tls.resumption {
+            ""
+        } else {
+            ", resumption off"
+        };
+        let _ = writeln!(s, "TLS: {verified}{resumption}{handshakes}");
+    }
     let limit = match (i.duration_limit_s, i.requests_limit) {
         (Some(d), Some(n)) => format!("limit {d}s or {} requests", thousands(n)),
         (Some(d), None) => format!("limit {d}s"),

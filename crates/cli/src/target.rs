@@ -12,6 +12,8 @@ pub struct Target {
     pub path: String,
     /// The URL for reports, with any credentials masked.
     pub display: String,
+    /// `https`: the host to verify and send as SNI.
+    pub tls_host: Option<String>,
 }
 
 /// A URL checked for pelt, not yet resolved.
@@ -22,6 +24,7 @@ pub struct Parsed {
     pub host_header: String,
     pub path: String,
     pub display: String,
+    pub https: bool,
 }
 
 /// Parses and resolves `raw` (resolution happens once, here, before any traffic).
@@ -43,6 +46,7 @@ pub fn resolve(raw: &str) -> Result<Target> {
     };
     Ok(Target {
         addr,
+        tls_host: p.https.then(|| p.host.to_string()),
         host_header: p.host_header,
         path: p.path,
         display: p.display,
@@ -59,15 +63,17 @@ pub fn parse(raw: &str) -> Result<Parsed> {
         url::ParseError::InvalidPort => anyhow!("invalid URL {q}: port out of range (1-65535)"),
         e => anyhow!("invalid URL {q}: {e}"),
     })?;
-    match url.scheme() {
-        "http" => {}
-        "https" => bail!("invalid URL {q}: https is not supported yet (supported: http)"),
-        s => bail!("invalid URL {q}: unsupported scheme '{s}' (supported: http)"),
-    }
+    let https = match url.scheme() {
+        "http" => false,
+        "https" => true,
+        s => bail!("invalid URL {q}: unsupported scheme '{s}' (supported: http, https)"),
+    };
     let host = url
         .host()
         .ok_or_else(|| anyhow!("invalid URL {q}: no host"))?;
-    let port = url.port_or_known_default().unwrap_or(80);
+    let port = url
+        .port_or_known_default()
+        .unwrap_or(if https { 443 } else { 80 });
     if port == 0 {
         bail!("invalid URL {q}: port 0 cannot be connected to");
     }
@@ -95,6 +101,7 @@ pub fn parse(raw: &str) -> Result<Parsed> {
         host_header,
         path,
         display: display.to_string(),
+        https,
     })
 }
 
@@ -121,6 +128,14 @@ mod tests {
     }
 
     #[test]
+    fn https_defaults_to_port_443_and_verifies_the_host() {
+        let t = resolve("https://127.0.0.1/").unwrap();
+        assert_eq!(t.addr.port(), 443);
+        assert_eq!(t.tls_host.as_deref(), Some("127.0.0.1"));
+        assert_eq!(resolve("http://127.0.0.1/").unwrap().tls_host, None);
+    }
+
+    #[test]
     fn credentials_are_masked() {
         let t = resolve("http://user:secret@127.0.0.1:1/").unwrap();
         assert_eq!(t.display, "http://***:***@127.0.0.1:1/");
@@ -135,7 +150,7 @@ mod tests {
         );
         assert!(msg("localhost/x").contains("no scheme"));
         assert!(msg("ftp://127.0.0.1/").contains("unsupported scheme 'ftp'"));
-        assert!(msg("https://127.0.0.1/").contains("https is not supported yet"));
+        assert!(msg("ws://127.0.0.1/").contains("(supported: http, https)"));
         assert!(msg("http://127.0.0.1:99999/").contains("port out of range"));
         assert!(msg("http:///").contains("invalid URL"));
         assert!(msg("http://no-such-host.invalid/").contains("cannot resolve"));

@@ -122,7 +122,7 @@ pub(crate) fn run_worker(
     stop: &AtomicBool,
 ) -> WorkerOutcome {
     let open = config.rate.is_some();
-    match config.io {
+    match config.effective_io() {
         IoBackend::Epoll => {
             let io = crate::epoll::EpollIo::new(open);
             crate::worker::run(config, batch, plan, stop, io)

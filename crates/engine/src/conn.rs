@@ -55,6 +55,8 @@ pub(crate) fn needs_backoff(kind: ErrorKind) -> bool {
             | ErrorKind::ConnectTimeout
             | ErrorKind::AddrNotAvailable
             | ErrorKind::FdLimit
+            // A certificate that failed once fails again: no tight reconnect loop.
+            | ErrorKind::Tls
     )
 }
 

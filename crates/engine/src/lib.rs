@@ -108,6 +108,16 @@ pub struct Config {
     /// New connections per second at the start, over all workers (`None`: as fast as they
     /// connect).
     pub connect_rate: Option<f64>,
+    /// HTTPS: the TLS client settings and the name the server must prove (`None`: http).
+    pub tls: Option<TlsClient>,
+}
+
+/// What a worker needs to speak TLS: the rustls config (roots, resumption, ALPN) and the
+/// server name to verify and send as SNI.
+#[derive(Debug, Clone)]
+pub struct TlsClient {
+    pub config: std::sync::Arc<rustls::ClientConfig>,
+    pub server_name: rustls::pki_types::ServerName<'static>,
 }
 
 impl Config {
@@ -132,6 +142,18 @@ impl Config {
             grace: DEFAULT_GRACE,
             pipeline: 1,
             connect_rate: None,
+            tls: None,
+        }
+    }
+
+    /// The backend that will actually run: TLS runs on epoll for now (the io_uring backend
+    /// sends from memory that must not change until the kernel is done with it, and TLS
+    /// ciphertext is written per connection).
+    pub fn effective_io(&self) -> IoBackend {
+        if self.tls.is_some() {
+            IoBackend::Epoll
+        } else {
+            self.io
         }
     }
 
@@ -282,7 +304,7 @@ pub fn run(
         elapsed,
         measured: elapsed.saturating_sub(config.warmup),
         stopped_by,
-        io: config.io,
+        io: config.effective_io(),
         backlog_at_end: outcomes.iter().map(|o| o.backlog).sum(),
     }
 }

@@ -31,6 +31,8 @@ enum Phase {
     Backoff { until: Instant },
     /// The connect is under way; requests in `slots` wait to be written.
     Connecting { deadline: Instant },
+    /// HTTPS: connected, the TLS handshake is under way; requests in `slots` wait.
+    Handshaking { deadline: Instant },
     /// Connected.
     Open,
 }
@@ -115,6 +117,12 @@ struct Conn {
     write_end: usize,
     /// Open loop: in the free queue.
     queued: bool,
+    /// HTTPS: the TLS session on the current socket.
+    tls: Option<Box<rustls::ClientConnection>>,
+    /// HTTPS: ciphertext the socket has not taken yet.
+    tls_out: Vec<u8>,
+    /// HTTPS: the server's close_notify arrived (a close after it cuts nothing short).
+    tls_closed: bool,
 }
 
 impl Conn {
@@ -129,12 +137,15 @@ impl Conn {
             write_pos: 0,
             write_end: 0,
             queued: false,
+            tls: None,
+            tls_out: Vec::new(),
+            tls_closed: false,
         }
     }
 
     #[inline]
     fn writing(&self) -> bool {
-        self.write_pos < self.write_end
+        self.write_pos < self.write_end || !self.tls_out.is_empty()
     }
 }
 
@@ -167,6 +178,8 @@ struct Worker<'a, I: Io> {
     model: Model,
     ledger: Ledger,
     events: Vec<Event>,
+    /// HTTPS: decrypted bytes, one read's worth (empty for http).
+    plain: Box<[u8]>,
 }
 
 /// Runs one worker on the I/O backend `io` until its plan or `stop` ends it.
@@ -234,6 +247,11 @@ pub(crate) fn run<I: Io>(
         model,
         ledger,
         events: Vec::with_capacity(1024),
+        plain: if config.tls.is_some() {
+            vec![0u8; 64 * 1024].into_boxed_slice()
+        } else {
+            Box::default()
+        },
     };
     let reason = w.run(&plan, stop);
     // Requests due in the last moments before the stop are not a backlog: count those due
@@ -403,12 +421,13 @@ impl<I: Io> Worker<'_, I> {
                     let result = self.io.finish_connect(conn);
                     self.on_connected(conn, result, *now);
                 }
-                Phase::Open => {
+                Phase::Open | Phase::Handshaking { .. } => {
                     if writable && self.conns[conn].writing() {
                         self.write(conn, *now);
                     }
                     // A server may answer (413, say) before it has read the whole request.
-                    if readable && self.conns[conn].phase == Phase::Open {
+                    let phase = self.conns[conn].phase;
+                    if readable && matches!(phase, Phase::Open | Phase::Handshaking { .. }) {
                         self.on_readable(conn, 0, now);
                     }
                 }
@@ -458,7 +477,7 @@ impl<I: Io> Worker<'_, I> {
             match self.conns[i].phase {
                 Phase::Open => self.start_write(i, now),
                 Phase::Closed => self.connect(i, now),
-                Phase::Connecting { .. } | Phase::Backoff { .. } => {}
+                Phase::Connecting { .. } | Phase::Handshaking { .. } | Phase::Backoff { .. } => {}
             }
         }
         let conn = &mut self.conns[i];
@@ -496,6 +515,9 @@ impl<I: Io> Worker<'_, I> {
         match result {
             Ok(()) => {
                 self.ledger.current().connections_opened += 1;
+                if let Some(tls) = &self.config.tls {
+                    return self.start_tls(i, tls, now);
+                }
                 if self.conns[i].unwritten > 0 {
                     self.start_write(i, now);
                 } else {
@@ -508,6 +530,47 @@ impl<I: Io> Worker<'_, I> {
                     format!("connect to {addr}: {e}")
                 })
             }
+        }
+    }
+
+    /// HTTPS: begins the handshake on a fresh connection; the requests wait for its end.
+    fn start_tls(&mut self, i: usize, tls: &crate::TlsClient, now: Instant) {
+        match rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone()) {
+            Ok(mut session) => {
+                // Requests are encrypted as written; never refuse one for buffer space.
+                session.set_buffer_limit(None);
+                let conn = &mut self.conns[i];
+                conn.tls = Some(Box::new(session));
+                conn.phase = Phase::Handshaking {
+                    deadline: now + self.config.connect_timeout,
+                };
+                self.flush_tls(i, now);
+            }
+            Err(e) => self.fail(i, ErrorKind::Tls, now, || format!("TLS: {e}")),
+        }
+    }
+
+    /// HTTPS: hands the ciphertext TLS has ready to the socket (what it does not take waits
+    /// for the socket to be writable).
+    fn flush_tls(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        let Some(session) = conn.tls.as_mut() else {
+            return;
+        };
+        while session.wants_write() {
+            if session.write_tls(&mut conn.tls_out).is_err() {
+                break;
+            }
+        }
+        if conn.tls_out.is_empty() {
+            return;
+        }
+        match self.io.send(i, &conn.tls_out) {
+            Ok(n) => {
+                self.ledger.current().bytes_sent += n as u64;
+                conn.tls_out.drain(..n);
+            }
+            Err(e) => self.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
         }
     }
 
@@ -526,6 +589,21 @@ impl<I: Io> Worker<'_, I> {
     /// Hands what is left of the write under way to the socket.
     fn write(&mut self, i: usize, now: Instant) {
         let conn = &mut self.conns[i];
+        if let Some(session) = conn.tls.as_mut() {
+            if conn.write_pos < conn.write_end {
+                use std::io::Write as _;
+                // Unbounded buffer: takes everything.
+                let _ = session
+                    .writer()
+                    .write_all(&self.batch[conn.write_pos..conn.write_end]);
+                conn.write_pos = conn.write_end;
+            }
+            self.flush_tls(i, now);
+            if !self.conns[i].writing() && self.model.is_open() {
+                self.refill(i, now);
+            }
+            return;
+        }
         let bytes = &self.batch[conn.write_pos..conn.write_end];
         match self.io.send(i, bytes) {
             Ok(n) => {
@@ -551,16 +629,29 @@ impl<I: Io> Worker<'_, I> {
             Read::Data(data) => {
                 let n = data.len();
                 self.ledger.current().bytes_received += n as u64;
-                parse(
-                    &mut self.conns[i],
-                    &mut self.ledger,
-                    self.config.keep_alive,
-                    data,
-                    now,
-                )
+                let conn = &mut self.conns[i];
+                match conn.tls.take() {
+                    None => parse(conn, &mut self.ledger, self.config.keep_alive, data, now),
+                    Some(mut session) => {
+                        let after = decrypt_and_parse(
+                            conn,
+                            &mut session,
+                            &mut self.ledger,
+                            self.config.keep_alive,
+                            data,
+                            &mut self.plain,
+                            now,
+                        );
+                        conn.tls = Some(session);
+                        after
+                    }
+                }
             }
         };
         self.io.release(token);
+        if matches!(after, AfterRead::Keep) && self.conns[i].tls.is_some() {
+            self.after_tls_read(i, *now);
+        }
         match after {
             AfterRead::Keep => self.refill(i, *now),
             AfterRead::Close => {
@@ -575,8 +666,50 @@ impl<I: Io> Worker<'_, I> {
         }
     }
 
+    /// HTTPS: after a read, finishes the handshake if it just ended (and writes the waiting
+    /// requests), and sends what TLS has to say.
+    fn after_tls_read(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        let Some(session) = conn.tls.as_ref() else {
+            return;
+        };
+        if matches!(conn.phase, Phase::Handshaking { .. }) && !session.is_handshaking() {
+            conn.phase = Phase::Open;
+            let resumed = matches!(
+                session.handshake_kind(),
+                Some(rustls::HandshakeKind::Resumed)
+            );
+            let stats = self.ledger.current();
+            if resumed {
+                stats.handshakes_resumed += 1;
+            } else {
+                stats.handshakes_full += 1;
+            }
+            if self.conns[i].unwritten > 0 {
+                self.start_write(i, now);
+            } else {
+                self.refill(i, now);
+            }
+            return;
+        }
+        if session.wants_write() {
+            self.flush_tls(i, now);
+        }
+    }
+
     /// The peer closed the connection.
     fn on_eof(&mut self, i: usize, now: Instant) {
+        let conn = &self.conns[i];
+        if conn.tls.is_some() && !conn.tls_closed && conn.slots.len > 0 {
+            // Without close_notify a close proves nothing: a close-delimited body may be cut.
+            let kind = match read_eof(&mut self.conns[i].parser) {
+                Ok(_) | Err((ErrorKind::Incomplete, _)) => ErrorKind::Incomplete,
+                Err((kind, _)) => kind,
+            };
+            return self.fail(i, kind, now, || {
+                "the server closed the TLS connection without close_notify".to_string()
+            });
+        }
         if self.conns[i].slots.len == 0 {
             // An idle connection closed by the server: fine, the next request reconnects.
             self.close(i);
@@ -635,6 +768,9 @@ impl<I: Io> Worker<'_, I> {
         conn.phase = Phase::Closed;
         conn.write_pos = 0;
         conn.write_end = 0;
+        conn.tls = None;
+        conn.tls_out.clear();
+        conn.tls_closed = false;
     }
 
     fn scan_deadlines(&mut self, now: Instant) {
@@ -649,6 +785,12 @@ impl<I: Io> Worker<'_, I> {
                     let t = self.config.connect_timeout;
                     self.fail(i, ErrorKind::ConnectTimeout, now, || {
                         format!("no connection within {t:?}")
+                    })
+                }
+                Phase::Handshaking { deadline } if now >= deadline => {
+                    let t = self.config.connect_timeout;
+                    self.fail(i, ErrorKind::Tls, now, || {
+                        format!("no TLS handshake within {t:?}")
                     })
                 }
                 Phase::Open
@@ -666,6 +808,44 @@ impl<I: Io> Worker<'_, I> {
             }
         }
     }
+}
+
+/// HTTPS: feeds one read's ciphertext to `session` and parses the plaintext it yields.
+fn decrypt_and_parse(
+    conn: &mut Conn,
+    session: &mut rustls::ClientConnection,
+    ledger: &mut Ledger,
+    keep_alive: bool,
+    data: &[u8],
+    plain: &mut [u8],
+    now: &mut Instant,
+) -> AfterRead {
+    use std::io::Read as _;
+    let mut rest = data;
+    while !rest.is_empty() {
+        if let Err(e) = session.read_tls(&mut rest) {
+            return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}"));
+        }
+        if let Err(e) = session.process_new_packets() {
+            return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}"));
+        }
+        loop {
+            match session.reader().read(plain) {
+                // close_notify: the server ends the stream cleanly.
+                Ok(0) => {
+                    conn.tls_closed = true;
+                    break;
+                }
+                Ok(n) => match parse(conn, ledger, keep_alive, &plain[..n], now) {
+                    AfterRead::Keep => {}
+                    other => return other,
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}")),
+            }
+        }
+    }
+    AfterRead::Keep
 }
 
 /// Parses one read's bytes as the responses to the requests on `conn`, back to back, and

@@ -35,13 +35,16 @@ pub enum ErrorKind {
     BadFraming,
     /// A protocol violation: an unasked-for 101, or bytes after a response nobody asked for.
     Protocol,
+    /// TLS failed: the certificate did not verify (the message says why), the handshake or a
+    /// record was bad, or the server closed without close_notify inside a close-delimited body.
+    Tls,
     /// Any other socket error.
     Io,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::Refused,
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
@@ -57,6 +60,7 @@ impl ErrorKind {
         ErrorKind::HeadersTooLarge,
         ErrorKind::BadFraming,
         ErrorKind::Protocol,
+        ErrorKind::Tls,
         ErrorKind::Io,
     ];
 
@@ -78,6 +82,7 @@ impl ErrorKind {
             ErrorKind::HeadersTooLarge => "headers_too_large",
             ErrorKind::BadFraming => "bad_framing",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::Tls => "tls",
             ErrorKind::Io => "io",
         }
     }
@@ -92,6 +97,10 @@ impl ErrorKind {
             ErrorKind::FdLimit => Some("too many open files: raise the limit with ulimit -n"),
             ErrorKind::Timeout => Some("the server is slower than --timeout allows"),
             ErrorKind::NotHttp => Some("is the URL's scheme and port right?"),
+            ErrorKind::Tls => Some(
+                "for a self-signed or private CA certificate pass it with --cacert \
+                 (or, knowingly, --insecure)",
+            ),
             _ => None,
         }
     }

@@ -29,7 +29,8 @@ mod timeline;
 pub use errors::{ErrorCounts, ErrorKind};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
 pub use report::{
-    BytesReport, OpenLoopReport, Report, RequestsReport, RunInfo, Threshold, WarmupReport,
+    BytesReport, HandshakesReport, OpenLoopReport, Report, RequestsReport, RunInfo, Threshold,
+    TlsInfo, WarmupReport,
 };
 pub use timeline::{Interval, PointLatency, TimelinePoint};
 
@@ -103,6 +104,9 @@ pub struct WorkerStats {
     pub bytes_received: u64,
     /// TCP connections opened (connect attempts that succeeded).
     pub connections_opened: u64,
+    /// TLS handshakes completed in full, and resumed from a session.
+    pub handshakes_full: u64,
+    pub handshakes_resumed: u64,
     /// Latency of complete responses, microseconds: from the due time in open loop, from the
     /// first byte written in closed loop.
     pub latency: LatencyHistogram,
@@ -131,6 +135,8 @@ impl WorkerStats {
             bytes_sent: 0,
             bytes_received: 0,
             connections_opened: 0,
+            handshakes_full: 0,
+            handshakes_resumed: 0,
             latency: LatencyHistogram::new(),
             service: LatencyHistogram::new(),
             lag: LatencyHistogram::new(),
@@ -173,6 +179,8 @@ impl WorkerStats {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.connections_opened += other.connections_opened;
+        self.handshakes_full += other.handshakes_full;
+        self.handshakes_resumed += other.handshakes_resumed;
         self.latency.merge(&other.latency);
         self.service.merge(&other.service);
         self.lag.merge(&other.lag);

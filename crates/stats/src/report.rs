@@ -19,6 +19,8 @@ pub struct RunInfo {
     pub pipeline: usize,
     /// New connections per second at the start (`--connect-rate`; `null`: unlimited).
     pub connect_rate: Option<f64>,
+    /// HTTPS: how the server was verified and how sessions were used (`null` for http).
+    pub tls: Option<TlsInfo>,
     /// `closed` (each connection sends its next request when a response completes) or `open`
     /// (requests are due on a fixed schedule, `--rate`).
     pub load_model: String,
@@ -37,6 +39,24 @@ pub struct RunInfo {
     /// The request-count limit asked for (`null` when only -d was given).
     pub requests_limit: Option<u64>,
     pub timeout_s: f64,
+}
+
+/// HTTPS settings of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TlsInfo {
+    /// `--insecure`: the server's certificate was NOT verified.
+    pub insecure: bool,
+    /// Session resumption was allowed (`false` with `--tls-full-handshake`).
+    pub resumption: bool,
+    /// Extra trusted certificates from `--cacert`, if any.
+    pub cacert: Option<String>,
+}
+
+/// TLS handshakes of the measured part.
+#[derive(Debug, Clone, Serialize)]
+pub struct HandshakesReport {
+    pub full: u64,
+    pub resumed: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -182,6 +202,8 @@ pub struct Report {
     /// Bytes per second of `duration_s`.
     pub throughput_bytes_per_s: BytesReport,
     pub connections_opened: u64,
+    /// HTTPS only: handshakes completed in full and resumed.
+    pub tls_handshakes: Option<HandshakesReport>,
 }
 
 impl Report {
@@ -236,6 +258,7 @@ impl Report {
                 received: per_s(stats.bytes_received) as u64,
             },
             connections_opened: stats.connections_opened,
+            tls_handshakes: None,
         }
     }
 }

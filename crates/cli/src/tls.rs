@@ -1,0 +1,120 @@
+//! The TLS client settings an https:// run uses: trusted roots (the Mozilla set from
+//! webpki-roots plus `--cacert`), session resumption (on, as browsers and curl do, unless
+//! `--tls-full-handshake`), ALPN http/1.1, and `--insecure`'s verifier that accepts any
+//! certificate (still checking the handshake signatures, so the session is real TLS).
+
+use anyhow::{anyhow, Result};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use std::path::Path;
+use std::sync::Arc;
+
+/// How an https:// run treats the server's certificate and sessions.
+pub struct TlsOptions<'a> {
+    pub cacert: Option<&'a Path>,
+    pub insecure: bool,
+    pub full_handshake: bool,
+}
+
+/// The engine's TLS client for `host` (the URL's host: SNI and the name verified).
+pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| anyhow!("TLS: {e}"))?;
+    let mut config = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = opts.cacert {
+            let pem = std::fs::read(path)
+                .map_err(|e| anyhow!("cannot read --cacert {}: {e}", path.display()))?;
+            let mut added = 0;
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| anyhow!("--cacert {}: {e}", path.display()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| anyhow!("--cacert {}: {e}", path.display()))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(anyhow!(
+                    "--cacert {}: no PEM certificate found in it",
+                    path.display()
+                ));
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    if opts.full_handshake {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    // IP literals in URLs come bracketed for IPv6; the name to verify is the bare address.
+    let name = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let server_name =
+        ServerName::try_from(name).map_err(|e| anyhow!("invalid TLS server name {host}: {e}"))?;
+    Ok(pelt_engine::TlsClient {
+        config: Arc::new(config),
+        server_name,
+    })
+}
+
+/// `--insecure`: any certificate for any name is accepted; signatures are still checked.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
