@@ -3,7 +3,8 @@
 
 Starts nginx (worker_processes 1, access_log off, keepalive_requests 1000000000,
 `return 200 "OK"`), or with --server fixed a lighter fixed-response server (pelt-server's
-`fixed_response` example: one thread, epoll, a canned 200), pinned to one CPU, and runs each generator pinned to another CPU with one
+`fixed_response` example: one thread, epoll, a canned 200), or with --server tls
+`pelt serve --tls` over https, pinned to one CPU, and runs each generator pinned to another CPU with one
 thread, the same connections and duration, alternating tools run by run. For every cell of
 connections x pipeline depth it prints requests/s, generator CPU-microseconds per completed
 request (user+sys of the generator process alone, from its rusage via wait4) and the
@@ -134,6 +135,8 @@ class Pelt(Tool):
     def command(self, ctx, url, conns, depth, secs, rate=None):
         cmd = [ctx.pelt, url, "-c", str(conns), "-t", "1", "-d", f"{secs}s", "--json", "-",
                "-q", "--io", self.io, "--pipeline", str(depth)]
+        if getattr(ctx, "cacert", None):
+            cmd += ["--cacert", ctx.cacert]
         if rate:
             cmd += ["--rate", str(int(rate))]
         return cmd
@@ -173,8 +176,9 @@ class Oha(Tool):
         super().__init__("oha", False)
 
     def command(self, ctx, url, conns, depth, secs, rate=None):
+        tls = ["--insecure"] if url.startswith("https") else []
         return ["oha", "-z", f"{secs}s", "-c", str(conns), "--no-tui", "--output-format",
-                "json", url]
+                "json"] + tls + [url]
 
     def parse(self, out):
         r = json.loads(out)
@@ -264,9 +268,11 @@ def main():
     ap.add_argument("--syscalls", action="store_true")
     ap.add_argument("--no-equal", action="store_true")
     ap.add_argument("--equal-conns", default="64,256")
-    ap.add_argument("--server", choices=["nginx", "fixed"], default="nginx",
+    ap.add_argument("--server", choices=["nginx", "fixed", "tls"], default="nginx",
                     help="fixed: pelt-server's fixed_response example, lighter than nginx "
-                         "(cargo build --release -p pelt-server --example fixed_response)")
+                         "(cargo build --release -p pelt-server --example fixed_response); "
+                         "tls: `pelt serve --tls --threads 1`, https (pelt on epoll, with "
+                         "--cacert; wrk, h2load and oha as they do https)")
     args = ap.parse_args()
     for t in ("nginx", "wrk", "taskset", "/usr/bin/time"):
         if not shutil.which(t):
@@ -291,7 +297,12 @@ def main():
     with tempfile.TemporaryDirectory(prefix="pelt-bench-") as d:
         args.dir = d
         port = free_port()
-        if args.server == "nginx":
+        scheme = "http"
+        if args.server == "tls":
+            scheme = "https"
+            server_cmd = [args.pelt, "serve", "--tls", "--threads", "1", "--port", str(port)]
+            tools = [t for t in tools if t.name in ("pelt-epoll", "wrk", "h2load", "oha")]
+        elif args.server == "nginx":
             conf = os.path.join(d, "nginx.conf")
             with open(conf, "w") as f:
                 f.write(NGINX_CONF.format(dir=d, port=port))
@@ -303,10 +314,14 @@ def main():
                          "--example fixed_response")
             server_cmd = [fixed, str(port)]
         nginx = subprocess.Popen(["taskset", "-c", str(args.server_cpu)] + server_cmd,
-                                 stdout=subprocess.DEVNULL)
+                                 stdout=subprocess.PIPE if scheme == "https" else
+                                 subprocess.DEVNULL, text=True)
         try:
+            if scheme == "https":
+                nginx.stdout.readline()
+                args.cacert = nginx.stdout.readline().split()[1]
             wait_listening(port)
-            url = f"http://127.0.0.1:{port}/"
+            url = f"{scheme}://127.0.0.1:{port}/"
             cpu = open("/proc/cpuinfo").read()
             model = re.search(r"model name\s*:\s*(.*)", cpu)
             print(f"# {args.server} on CPU {args.server_cpu}, generators on CPU {args.client_cpu}, one "
