@@ -271,8 +271,8 @@ def main():
     ap.add_argument("--server", choices=["nginx", "fixed", "tls"], default="nginx",
                     help="fixed: pelt-server's fixed_response example, lighter than nginx "
                          "(cargo build --release -p pelt-server --example fixed_response); "
-                         "tls: `pelt serve --tls --threads 1`, https (pelt on epoll, with "
-                         "--cacert; wrk, h2load and oha as they do https)")
+                         "tls: `pelt serve --tls --threads 1`, https (pelt with --cacert; "
+                         "wrk, h2load and oha as they do https)")
     args = ap.parse_args()
     for t in ("nginx", "wrk", "taskset", "/usr/bin/time"):
         if not shutil.which(t):
@@ -301,7 +301,8 @@ def main():
         if args.server == "tls":
             scheme = "https"
             server_cmd = [args.pelt, "serve", "--tls", "--threads", "1", "--port", str(port)]
-            tools = [t for t in tools if t.name in ("pelt-epoll", "wrk", "h2load", "oha")]
+            tools = [t for t in tools
+                     if t.name in ("pelt-uring", "pelt-epoll", "wrk", "h2load", "oha")]
         elif args.server == "nginx":
             conf = os.path.join(d, "nginx.conf")
             with open(conf, "w") as f:

@@ -201,13 +201,6 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         None => None,
     };
     let io = match a.io {
-        // TLS runs on epoll for now.
-        args::IoArg::Auto if https => engine::IoBackend::Epoll,
-        args::IoArg::Uring if https => {
-            return Err(bad(anyhow!(
-                "--io uring: https runs on epoll for now; leave --io out or use --io epoll"
-            )))
-        }
         args::IoArg::Auto => engine::IoBackend::detect(),
         args::IoArg::Epoll => engine::IoBackend::Epoll,
         args::IoArg::Uring => {

@@ -100,6 +100,12 @@ pub(crate) trait Io {
     /// a `Ready { writable }` event comes when more may be sent. `bytes` must stay valid until
     /// the worker ends (completion backends send from them later).
     fn send(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno>;
+    /// Hands `bytes` to connection `conn`'s socket like `send`, but `bytes` may change as soon
+    /// as this returns (TLS ciphertext): a completion backend copies them and keeps the
+    /// sends in order. Returns how many it took.
+    fn send_copy(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno> {
+        self.send(conn, bytes)
+    }
     /// Reads what `token` (from `Received`; 0 after `Ready`) names on connection `conn`.
     fn read(&mut self, conn: usize, token: u64) -> Read<'_>;
     /// The worker is done with the bytes `read` gave for `token`.
@@ -122,7 +128,7 @@ pub(crate) fn run_worker(
     stop: &AtomicBool,
 ) -> WorkerOutcome {
     let open = config.rate.is_some();
-    match config.effective_io() {
+    match config.io {
         IoBackend::Epoll => {
             let io = crate::epoll::EpollIo::new(open);
             crate::worker::run(config, batch, plan, stop, io)

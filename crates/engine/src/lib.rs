@@ -146,17 +146,6 @@ impl Config {
         }
     }
 
-    /// The backend that will actually run: TLS runs on epoll for now (the io_uring backend
-    /// sends from memory that must not change until the kernel is done with it, and TLS
-    /// ciphertext is written per connection).
-    pub fn effective_io(&self) -> IoBackend {
-        if self.tls.is_some() {
-            IoBackend::Epoll
-        } else {
-            self.io
-        }
-    }
-
     /// Worker threads that will actually run.
     pub fn effective_threads(&self) -> usize {
         self.threads.clamp(1, self.connections.max(1))
@@ -304,7 +293,7 @@ pub fn run(
         elapsed,
         measured: elapsed.saturating_sub(config.warmup),
         stopped_by,
-        io: config.effective_io(),
+        io: config.io,
         backlog_at_end: outcomes.iter().map(|o| o.backlog).sum(),
     }
 }

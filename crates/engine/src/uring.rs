@@ -30,6 +30,7 @@ const BGID: u16 = 0;
 const OP_CONNECT: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_RECV: u64 = 3;
+const OP_SEND_COPY: u64 = 4;
 
 /// `user_data`: what the operation is, the connection, and the connection's generation (so a
 /// completion from a socket closed since is recognised and dropped).
@@ -148,6 +149,11 @@ struct Sock {
     generation: u32,
     /// A multishot receive is armed on it.
     recv_armed: bool,
+    /// Copied sends (TLS ciphertext): the bytes the kernel is sending now, whether a send is
+    /// under way, and the bytes queued behind it.
+    sending: Vec<u8>,
+    send_busy: bool,
+    queued: Vec<u8>,
 }
 
 pub(crate) struct UringIo {
@@ -157,6 +163,9 @@ pub(crate) struct UringIo {
     addr: Box<(libc::sockaddr_storage, libc::socklen_t)>,
     /// Connections whose multishot receive ended while the socket stays open.
     rearm: Vec<usize>,
+    /// Buffers of copied sends still in the kernel when their socket was closed, by the
+    /// send's user_data: freed when its completion comes.
+    retired: Vec<(u64, Vec<u8>)>,
     // Dropped after `ring` (fields drop in order): the kernel may use them until then.
     bufs: BufRing,
 }
@@ -273,6 +282,7 @@ impl UringIo {
             socks: Vec::with_capacity(conns),
             addr: Box::new(sockaddr(&config.addr)),
             rearm: Vec::new(),
+            retired: Vec::new(),
             bufs,
         })
     }
@@ -303,6 +313,24 @@ impl UringIo {
         }
     }
 
+    /// Submits the copied send of `conn`'s `sending` buffer (a completion comes either way).
+    fn submit_copy(&mut self, conn: usize) {
+        let s = &mut self.socks[conn];
+        let Some(fd) = s.fd.as_ref() else {
+            return;
+        };
+        s.send_busy = true;
+        let entry = opcode::Send::new(
+            Fd(fd.as_raw_fd()),
+            s.sending.as_ptr(),
+            s.sending.len() as u32,
+        )
+        .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+        .build()
+        .user_data(user_data(OP_SEND_COPY, conn, s.generation));
+        self.push(&entry);
+    }
+
     fn arm_recv(&mut self, conn: usize) {
         let s = &mut self.socks[conn];
         let Some(fd) = s.fd.as_ref() else {
@@ -320,6 +348,7 @@ impl UringIo {
 
     fn reap(&mut self, events: &mut Vec<Event>) {
         let mut connected = Vec::new();
+        let mut resend = Vec::new();
         for cqe in self.ring.completion() {
             let (op, conn, generation) = decode(cqe.user_data());
             let (res, flags) = (cqe.result(), cqe.flags());
@@ -349,6 +378,25 @@ impl UringIo {
                         });
                     }
                 }
+                OP_SEND_COPY if !current => {
+                    // The buffer of a send from a closed socket can be freed now.
+                    let ud = cqe.user_data();
+                    self.retired.retain(|(u, _)| *u != ud);
+                }
+                OP_SEND_COPY => {
+                    s.send_busy = false;
+                    if res < 0 {
+                        events.push(Event {
+                            conn,
+                            generation,
+                            kind: EventKind::SendFailed(Errno::from_raw_os_error(-res)),
+                        });
+                    } else if !s.queued.is_empty() {
+                        std::mem::swap(&mut s.sending, &mut s.queued);
+                        s.queued.clear();
+                        resend.push(conn);
+                    }
+                }
                 OP_SEND if current && res < 0 => events.push(Event {
                     conn,
                     generation,
@@ -372,6 +420,9 @@ impl UringIo {
         }
         for conn in connected {
             self.arm_recv(conn);
+        }
+        for conn in resend {
+            self.submit_copy(conn);
         }
     }
 }
@@ -426,6 +477,21 @@ impl Io for UringIo {
         Ok(bytes.len())
     }
 
+    fn send_copy(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno> {
+        let Some(s) = self.socks.get_mut(conn).filter(|s| s.fd.is_some()) else {
+            return Err(Errno::NOTCONN);
+        };
+        if s.send_busy {
+            // In order, after the send under way.
+            s.queued.extend_from_slice(bytes);
+            return Ok(bytes.len());
+        }
+        s.sending.clear();
+        s.sending.extend_from_slice(bytes);
+        self.submit_copy(conn);
+        Ok(bytes.len())
+    }
+
     #[inline]
     fn read(&mut self, _conn: usize, token: u64) -> Read<'_> {
         match untoken(token) {
@@ -453,6 +519,13 @@ impl Io for UringIo {
             // ring's operations hold the socket open.
             let _ = net::shutdown(&fd, net::Shutdown::Both);
         }
+        if s.send_busy {
+            // The kernel may still read this buffer: keep it until its completion comes.
+            let ud = user_data(OP_SEND_COPY, conn, s.generation);
+            self.retired.push((ud, std::mem::take(&mut s.sending)));
+            s.send_busy = false;
+        }
+        s.queued.clear();
         s.recv_armed = false;
         s.generation = s.generation.wrapping_add(1) & 0xff_ffff;
     }

@@ -565,7 +565,7 @@ impl<I: Io> Worker<'_, I> {
         if conn.tls_out.is_empty() {
             return;
         }
-        match self.io.send(i, &conn.tls_out) {
+        match self.io.send_copy(i, &conn.tls_out) {
             Ok(n) => {
                 self.ledger.current().bytes_sent += n as u64;
                 conn.tls_out.drain(..n);
