@@ -374,3 +374,56 @@ fn tls_flags_are_checked_before_any_traffic() {
     let _ = std::fs::remove_file(ca);
     let _ = std::fs::remove_file(empty);
 }
+
+#[test]
+fn tls_version_sni_and_handshake_times() {
+    let (server, url, ca) = tls_server();
+    let ca = ca.to_str().unwrap().to_string();
+    // TLS 1.2 resumes too (session IDs), and the handshake time is measured.
+    let v = run_https(&[
+        &url,
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--cacert",
+        &ca,
+        "--tls-version",
+        "1.2",
+    ]);
+    assert_eq!(v["tls"]["version"], "1.2");
+    assert_eq!(count(&v, &["tls_handshakes", "full"]), 1, "{v}");
+    assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 19, "{v}");
+    assert!(count(&v, &["tls_handshakes", "time_us", "p50"]) > 0, "{v}");
+    // --sni names what is sent and verified: the certificate holds localhost, not example.com.
+    let v = run_https(&[
+        &url,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--cacert",
+        &ca,
+        "--sni",
+        "localhost",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 3, "{v}");
+    assert_eq!(v["tls"]["sni"], "localhost");
+    let v = run_https(&[
+        &url,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--cacert",
+        &ca,
+        "--sni",
+        "example.com",
+    ]);
+    assert_eq!(count(&v, &["errors", "tls"]), 3, "{v}");
+    let example = v["error_examples"]["tls"].as_str().unwrap_or_default();
+    assert!(example.contains("not valid for name"), "{example}");
+    assert_eq!(server.stop(), 23);
+    let _ = std::fs::remove_file(ca);
+}

@@ -143,6 +143,14 @@ pub struct LoadArgs {
     #[arg(long = "tls-full-handshake")]
     pub tls_full_handshake: bool,
 
+    /// https: only this TLS version [default: 1.2 or 1.3, as negotiated].
+    #[arg(long = "tls-version", value_name = "VERSION", value_enum)]
+    pub tls_version: Option<TlsVersion>,
+
+    /// https: send and verify this name (SNI) instead of the URL's host.
+    #[arg(long = "sni", value_name = "NAME")]
+    pub sni: Option<String>,
+
     /// I/O backend: io_uring where the kernel allows it, else epoll.
     #[arg(long = "io", value_name = "BACKEND", value_enum, env = "PELT_IO", default_value_t = IoArg::Auto)]
     pub io: IoArg,
@@ -174,6 +182,24 @@ pub struct LoadArgs {
     /// No live view and no progress notes on stderr (the final summary is still printed).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+}
+
+/// `--tls-version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TlsVersion {
+    #[value(name = "1.2")]
+    V1_2,
+    #[value(name = "1.3")]
+    V1_3,
+}
+
+impl TlsVersion {
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsVersion::V1_2 => "1.2",
+            TlsVersion::V1_3 => "1.3",
+        }
+    }
 }
 
 fn pipeline(s: &str) -> Result<usize, String> {

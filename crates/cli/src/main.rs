@@ -181,9 +181,15 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     .map_err(|e| bad(anyhow!("invalid request: {e}")))?;
     engine::ensure_fd_limit(max_connections).map_err(bad)?;
     let https = target.tls_host.is_some();
-    if !https && (a.cacert.is_some() || a.insecure || a.tls_full_handshake) {
+    let tls_flags = a.cacert.is_some()
+        || a.insecure
+        || a.tls_full_handshake
+        || a.tls_version.is_some()
+        || a.sni.is_some();
+    if !https && tls_flags {
         return Err(bad(anyhow!(
-            "--cacert, --insecure and --tls-full-handshake are for https:// URLs"
+            "--cacert, --insecure, --tls-full-handshake, --tls-version and --sni are for \
+             https:// URLs"
         )));
     }
     let tls = match &target.tls_host {
@@ -194,6 +200,8 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
                     cacert: a.cacert.as_deref(),
                     insecure: a.insecure,
                     full_handshake: a.tls_full_handshake,
+                    version: a.tls_version,
+                    sni: a.sni.as_deref(),
                 },
             )
             .map_err(bad)?,
@@ -246,6 +254,8 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
             insecure: a.insecure,
             resumption: !a.tls_full_handshake,
             cacert: a.cacert.as_ref().map(|p| p.display().to_string()),
+            version: a.tls_version.map(|v| v.name().to_string()),
+            sni: a.sni.clone(),
         }),
         load_model: if open { "open" } else { "closed" }.to_string(),
         rate: config.rate.map(|r| r.as_f64()),
@@ -387,6 +397,7 @@ fn build_report(p: &Prepared, result: &engine::RunResult) -> Report {
         report.tls_handshakes = Some(pelt_stats::HandshakesReport {
             full: result.stats.handshakes_full,
             resumed: result.stats.handshakes_resumed,
+            time_us: result.stats.handshake.summary(),
         });
         if tls.insecure {
             report.notes.push(
@@ -506,6 +517,8 @@ fn demo() -> Result<ExitCode> {
         cacert: None,
         insecure: false,
         tls_full_handshake: false,
+        tls_version: None,
+        sni: None,
         io: args::IoArg::Auto,
         warmup: None,
         grace: engine::DEFAULT_GRACE,

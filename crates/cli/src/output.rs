@@ -131,9 +131,11 @@ pub fn summary(r: &Report) -> String {
         };
         let handshakes = r.tls_handshakes.as_ref().map_or(String::new(), |h| {
             format!(
-                ", {} full and {} resumed handshakes",
+                ", {} full and {} resumed handshakes (p50 {}, p99 {})",
                 thousands(h.full),
-                thousands(h.resumed)
+                thousands(h.resumed),
+                latency(h.time_us.p50_us as f64),
+                latency(h.time_us.p99_us as f64)
             )
         });
         let resumption = if tls.resumption {

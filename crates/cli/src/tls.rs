@@ -17,13 +17,22 @@ pub struct TlsOptions<'a> {
     pub cacert: Option<&'a Path>,
     pub insecure: bool,
     pub full_handshake: bool,
+    /// Pin TLS 1.2 or 1.3 (`None`: either).
+    pub version: Option<crate::args::TlsVersion>,
+    /// Send and verify this name instead of the URL's host.
+    pub sni: Option<&'a str>,
 }
 
 /// The engine's TLS client for `host` (the URL's host: SNI and the name verified).
 pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions: &[&rustls::SupportedProtocolVersion] = match opts.version {
+        None => rustls::DEFAULT_VERSIONS,
+        Some(crate::args::TlsVersion::V1_2) => &[&rustls::version::TLS12],
+        Some(crate::args::TlsVersion::V1_3) => &[&rustls::version::TLS13],
+    };
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .map_err(|e| anyhow!("TLS: {e}"))?;
     let mut config = if opts.insecure {
         builder
@@ -58,12 +67,13 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
         config.resumption = rustls::client::Resumption::disabled();
     }
     // IP literals in URLs come bracketed for IPv6; the name to verify is the bare address.
+    let host = opts.sni.unwrap_or(host);
     let name = host
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_string();
     let server_name =
-        ServerName::try_from(name).map_err(|e| anyhow!("invalid TLS server name {host}: {e}"))?;
+        ServerName::try_from(name).map_err(|e| anyhow!("invalid TLS server name '{host}': {e}"))?;
     Ok(pelt_engine::TlsClient {
         config: Arc::new(config),
         server_name,

@@ -123,6 +123,8 @@ struct Conn {
     tls_out: Vec<u8>,
     /// HTTPS: the server's close_notify arrived (a close after it cuts nothing short).
     tls_closed: bool,
+    /// HTTPS: when the handshake began.
+    tls_started: Instant,
 }
 
 impl Conn {
@@ -140,6 +142,7 @@ impl Conn {
             tls: None,
             tls_out: Vec::new(),
             tls_closed: false,
+            tls_started: now,
         }
     }
 
@@ -541,6 +544,7 @@ impl<I: Io> Worker<'_, I> {
                 session.set_buffer_limit(None);
                 let conn = &mut self.conns[i];
                 conn.tls = Some(Box::new(session));
+                conn.tls_started = now;
                 conn.phase = Phase::Handshaking {
                     deadline: now + self.config.connect_timeout,
                 };
@@ -679,7 +683,9 @@ impl<I: Io> Worker<'_, I> {
                 session.handshake_kind(),
                 Some(rustls::HandshakeKind::Resumed)
             );
+            let took = now.saturating_duration_since(conn.tls_started).as_micros() as u64;
             let stats = self.ledger.current();
+            stats.handshake.record(took);
             if resumed {
                 stats.handshakes_resumed += 1;
             } else {

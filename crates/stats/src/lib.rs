@@ -107,6 +107,8 @@ pub struct WorkerStats {
     /// TLS handshakes completed in full, and resumed from a session.
     pub handshakes_full: u64,
     pub handshakes_resumed: u64,
+    /// TLS handshake time, microseconds: from the connected socket to the finished handshake.
+    pub handshake: LatencyHistogram,
     /// Latency of complete responses, microseconds: from the due time in open loop, from the
     /// first byte written in closed loop.
     pub latency: LatencyHistogram,
@@ -139,6 +141,7 @@ impl WorkerStats {
             handshakes_resumed: 0,
             latency: LatencyHistogram::new(),
             service: LatencyHistogram::new(),
+            handshake: LatencyHistogram::new(),
             lag: LatencyHistogram::new(),
             late: 0,
         }
@@ -183,6 +186,7 @@ impl WorkerStats {
         self.handshakes_resumed += other.handshakes_resumed;
         self.latency.merge(&other.latency);
         self.service.merge(&other.service);
+        self.handshake.merge(&other.handshake);
         self.lag.merge(&other.lag);
         self.late += other.late;
     }

@@ -50,6 +50,10 @@ pub struct TlsInfo {
     pub resumption: bool,
     /// Extra trusted certificates from `--cacert`, if any.
     pub cacert: Option<String>,
+    /// The TLS version pinned with `--tls-version` (`null`: 1.2 or 1.3, as negotiated).
+    pub version: Option<String>,
+    /// The name sent as SNI and verified, when `--sni` overrides the URL's host.
+    pub sni: Option<String>,
 }
 
 /// TLS handshakes of the measured part.
@@ -57,6 +61,8 @@ pub struct TlsInfo {
 pub struct HandshakesReport {
     pub full: u64,
     pub resumed: u64,
+    /// From the connected socket to the finished handshake.
+    pub time_us: LatencySummary,
 }
 
 #[derive(Debug, Clone, Serialize)]
