@@ -184,18 +184,7 @@ fn https_on_every_backend() {
             count(&v, &["tls_handshakes", "resumed"]),
         );
         assert!(full >= 1 && full + resumed == 8, "{io}: {v}");
-        let v = run_https(&[
-            &url,
-            "-n",
-            "30",
-            "-c",
-            "1",
-            "--no-keepalive",
-            "--cacert",
-            ca_path,
-            "--io",
-            io,
-        ]);
+        let v = reconnecting(&url, ca_path, 30, &["--io", io]);
         assert_eq!(count(&v, &["requests", "completed"]), 30, "{io}: {v}");
         assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 29, "{io}: {v}");
         assert_eq!(server.stop(), 2030, "{io}");
@@ -220,6 +209,14 @@ fn https_on_every_backend() {
         assert_eq!(big.stop(), 40, "{io}");
         let _ = std::fs::remove_file(ca);
     }
+}
+
+/// `n` requests over one connection at a time, a new connection each, verified with `ca`.
+fn reconnecting(url: &str, ca: &str, n: u64, extra: &[&str]) -> serde_json::Value {
+    let n = n.to_string();
+    let mut args = vec![url, "-n", &n, "-c", "1", "--no-keepalive", "--cacert", ca];
+    args.extend_from_slice(extra);
+    run_https(&args)
 }
 
 #[test]
@@ -291,31 +288,12 @@ fn insecure_works_and_says_so() {
 fn new_connections_resume_sessions_unless_told_not_to() {
     let (server, url, ca) = tls_server();
     let ca = ca.to_str().unwrap().to_string();
-    let v = run_https(&[
-        &url,
-        "-n",
-        "50",
-        "-c",
-        "1",
-        "--no-keepalive",
-        "--cacert",
-        &ca,
-    ]);
+    let v = reconnecting(&url, &ca, 50, &[]);
     assert_eq!(count(&v, &["requests", "completed"]), 50, "{v}");
     assert_eq!(count(&v, &["connections_opened"]), 50);
     assert_eq!(count(&v, &["tls_handshakes", "full"]), 1, "{v}");
     assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 49);
-    let v = run_https(&[
-        &url,
-        "-n",
-        "20",
-        "-c",
-        "1",
-        "--no-keepalive",
-        "--cacert",
-        &ca,
-        "--tls-full-handshake",
-    ]);
+    let v = reconnecting(&url, &ca, 20, &["--tls-full-handshake"]);
     assert_eq!(count(&v, &["tls_handshakes", "full"]), 20, "{v}");
     assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 0);
     assert_eq!(v["tls"]["resumption"], false);
@@ -380,18 +358,7 @@ fn tls_version_sni_and_handshake_times() {
     let (server, url, ca) = tls_server();
     let ca = ca.to_str().unwrap().to_string();
     // TLS 1.2 resumes too (session IDs), and the handshake time is measured.
-    let v = run_https(&[
-        &url,
-        "-n",
-        "20",
-        "-c",
-        "1",
-        "--no-keepalive",
-        "--cacert",
-        &ca,
-        "--tls-version",
-        "1.2",
-    ]);
+    let v = reconnecting(&url, &ca, 20, &["--tls-version", "1.2"]);
     assert_eq!(v["tls"]["version"], "1.2");
     assert_eq!(count(&v, &["tls_handshakes", "full"]), 1, "{v}");
     assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 19, "{v}");
