@@ -394,3 +394,30 @@ fn tls_version_sni_and_handshake_times() {
     assert_eq!(server.stop(), 23);
     let _ = std::fs::remove_file(ca);
 }
+
+#[test]
+fn an_expired_certificate_is_a_tls_error_that_says_so() {
+    // Trusted (it is its own CA here) but expired in 2021.
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let ca = std::env::temp_dir().join(format!("pelt-expired-{}.pem", std::process::id()));
+    std::fs::write(&ca, cert.pem()).unwrap();
+    let server = pelt_server::Server::start(pelt_server::ServerConfig {
+        tls: Some(pelt_server::TlsIdentity {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let url = format!("https://127.0.0.1:{}/", server.addr().port());
+    let v = run_https(&[&url, "-n", "2", "-c", "1", "--cacert", ca.to_str().unwrap()]);
+    assert_eq!(count(&v, &["errors", "tls"]), 2, "{v}");
+    let example = v["error_examples"]["tls"].as_str().unwrap_or_default();
+    assert!(example.contains("certificate expired"), "{example}");
+    assert_eq!(server.stop(), 0);
+    let _ = std::fs::remove_file(ca);
+}
