@@ -3,7 +3,7 @@
 mod util;
 
 use pelt_server::ServerConfig;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -241,14 +241,8 @@ fn summary_goes_to_stdout_and_json_to_a_file() {
 
 #[test]
 fn serve_binary_prints_its_address_and_count() {
-    let mut child = pelt()
-        .args(["serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
+    let mut serve = ServeProcess::start(&["--port", "0"]);
+    let first = serve.line();
     let url = first
         .strip_prefix("listening on ")
         .expect(&first)
@@ -256,15 +250,7 @@ fn serve_binary_prints_its_address_and_count() {
     assert!(url.starts_with("http://127.0.0.1:"), "{first}");
     let v = run_json(&[&format!("{url}/"), "-n", "100", "-c", "4"]);
     assert_eq!(count(&v, &["requests", "completed"]), 100);
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::TERM,
-    )
-    .unwrap();
-    let last = lines.next().unwrap().unwrap();
-    assert_eq!(last, "served 100 requests");
-    let (out, _) = wait_bounded(child, Duration::from_secs(10));
-    assert!(out.status.success());
+    assert_eq!(serve.stop(), "served 100 requests");
 }
 
 #[test]

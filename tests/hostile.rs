@@ -140,14 +140,7 @@ fn case(script: impl Fn() -> Script, bytes: Bytes, args: &[&str]) -> Vec<serde_j
             let mut all = vec![url.as_str()];
             all.extend_from_slice(args);
             all.extend(["--io", io, "--json", "-", "-q"]);
-            let child = pelt()
-                .env_remove("PELT_IO")
-                .args(&all)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("spawn pelt");
+            let child = spawn_any_backend(&all);
             let (out, took) = wait_bounded(child, Duration::from_secs(20));
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "{io}: pelt {all:?}: {stderr}");

@@ -5,9 +5,8 @@ mod util;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 use util::*;
@@ -53,17 +52,11 @@ fn get(addr: &str, name: &str, config: Arc<rustls::ClientConfig>) -> Result<Stri
 
 #[test]
 fn serve_tls_uses_a_certificate_clients_can_verify() {
-    let mut child = pelt()
-        .args(["serve", "--tls", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
+    let mut serve = ServeProcess::start(&["--tls", "--port", "0"]);
+    let first = serve.line();
     let url = first.strip_prefix("listening on https://").expect(&first);
     let addr = url.to_string();
-    let second = lines.next().unwrap().unwrap();
+    let second = serve.line();
     let path = second
         .strip_prefix("certificate ")
         .and_then(|s| s.split(' ').next())
@@ -85,15 +78,7 @@ fn serve_tls_uses_a_certificate_clients_can_verify() {
     assert!(err.contains("UnknownIssuer"), "{err}");
     let err = get(&addr, "example.com", trusted).unwrap_err();
     assert!(err.contains("not valid for name"), "{err}");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::TERM,
-    )
-    .unwrap();
-    let last = lines.next().unwrap().unwrap();
-    assert_eq!(last, "served 2 requests");
-    let (out, _) = wait_bounded(child, Duration::from_secs(10));
-    assert!(out.status.success());
+    assert_eq!(serve.stop(), "served 2 requests");
     assert!(
         !std::path::Path::new(&path).exists(),
         "certificate file left behind"
@@ -143,15 +128,9 @@ fn tls_server() -> (pelt_server::Server, String, std::path::PathBuf) {
 
 /// Runs pelt (whatever PELT_IO says: https picks its backend itself) and returns the JSON.
 fn run_https(args: &[&str]) -> serde_json::Value {
-    let child = pelt()
-        .env_remove("PELT_IO")
-        .args(args)
-        .args(["--json", "-", "-q"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut all = args.to_vec();
+    all.extend(["--json", "-", "-q"]);
+    let child = spawn_any_backend(&all);
     let (out, _) = wait_bounded(child, Duration::from_secs(30));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "pelt {args:?}: {stderr}");
@@ -270,13 +249,7 @@ fn insecure_works_and_says_so() {
     assert_eq!(v["tls"]["insecure"], true);
     let notes = v["notes"].to_string();
     assert!(notes.contains("NOT verified"), "{notes}");
-    let child = pelt()
-        .env_remove("PELT_IO")
-        .args([&url, "-n", "10", "-c", "1", "-k"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_any_backend(&[&url, "-n", "10", "-c", "1", "-k"]);
     let (out, _) = wait_bounded(child, Duration::from_secs(30));
     let summary = String::from_utf8_lossy(&out.stdout);
     assert!(summary.contains("certificate NOT verified"), "{summary}");
@@ -364,30 +337,12 @@ fn tls_version_sni_and_handshake_times() {
     assert_eq!(count(&v, &["tls_handshakes", "resumed"]), 19, "{v}");
     assert!(count(&v, &["tls_handshakes", "time_us", "p50"]) > 0, "{v}");
     // --sni names what is sent and verified: the certificate holds localhost, not example.com.
-    let v = run_https(&[
-        &url,
-        "-n",
-        "3",
-        "-c",
-        "1",
-        "--cacert",
-        &ca,
-        "--sni",
-        "localhost",
-    ]);
+    let with_sni =
+        |name: &str| run_https(&[&url, "-n", "3", "-c", "1", "--cacert", &ca, "--sni", name]);
+    let v = with_sni("localhost");
     assert_eq!(count(&v, &["requests", "completed"]), 3, "{v}");
     assert_eq!(v["tls"]["sni"], "localhost");
-    let v = run_https(&[
-        &url,
-        "-n",
-        "3",
-        "-c",
-        "1",
-        "--cacert",
-        &ca,
-        "--sni",
-        "example.com",
-    ]);
+    let v = with_sni("example.com");
     assert_eq!(count(&v, &["errors", "tls"]), 3, "{v}");
     let example = v["error_examples"]["tls"].as_str().unwrap_or_default();
     assert!(example.contains("not valid for name"), "{example}");

@@ -39,13 +39,63 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> (Output, Duration) {
 
 /// Starts pelt with `args`, stdout and stderr piped; end it with [`wait_bounded`].
 pub fn spawn(args: &[&str]) -> Child {
-    pelt()
-        .args(args)
+    spawn_piped(pelt(), args)
+}
+
+/// Like [`spawn`], but pelt picks its backend itself (`PELT_IO` is not passed on): for tests
+/// that choose `--io` themselves, or that run the same on every backend.
+pub fn spawn_any_backend(args: &[&str]) -> Child {
+    let mut cmd = pelt();
+    cmd.env_remove("PELT_IO");
+    spawn_piped(cmd, args)
+}
+
+fn spawn_piped(mut cmd: Command, args: &[&str]) -> Child {
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn pelt")
+}
+
+/// `pelt serve ARGS` as a child: its stdout lines as they come, stopped by SIGTERM.
+pub struct ServeProcess {
+    child: Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl ServeProcess {
+    pub fn start(args: &[&str]) -> ServeProcess {
+        use std::io::BufRead;
+        let mut child = pelt()
+            .arg("serve")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn pelt serve");
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        ServeProcess { child, lines }
+    }
+
+    /// The next line it printed.
+    pub fn line(&mut self) -> String {
+        self.lines.next().expect("a line").expect("readable")
+    }
+
+    /// Sends SIGTERM (to its PID), returns its last line, and checks it exited cleanly.
+    pub fn stop(mut self) -> String {
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::TERM,
+        )
+        .unwrap();
+        let last = self.line();
+        let (out, _) = wait_bounded(self.child, Duration::from_secs(10));
+        assert!(out.status.success());
+        last
+    }
 }
 
 /// Runs pelt with `args`, bounded; returns its output and wall time.
