@@ -126,6 +126,16 @@ pub struct LoadArgs {
           value_parser = pipeline, conflicts_with = "no_keepalive")]
     pub pipeline: usize,
 
+    /// HTTP/2: ALPN h2 on https://, prior knowledge (h2c) on http://.
+    #[arg(long = "http2", visible_alias = "h2", conflicts_with_all = ["no_keepalive", "pipeline"])]
+    pub http2: bool,
+
+    /// HTTP/2: concurrent streams per connection (the server's limit lowers it) [default: 1;
+    /// with --rate, 100].
+    #[arg(long = "streams", value_name = "N", allow_hyphen_values = true, value_parser = streams,
+          requires = "http2")]
+    pub streams: Option<usize>,
+
     /// Open at most N new connections per second at the start (1000, 5k) [default: all at
     /// once, spread over the threads].
     #[arg(long = "connect-rate", value_name = "N", allow_hyphen_values = true, value_parser = values::per_second)]
@@ -150,6 +160,14 @@ pub struct LoadArgs {
     /// https: send and verify this name (SNI) instead of the URL's host.
     #[arg(long = "sni", value_name = "NAME")]
     pub sni: Option<String>,
+
+    /// https: present this PEM client certificate chain (needs --key).
+    #[arg(long = "cert", value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+
+    /// https: the PEM private key of --cert.
+    #[arg(long = "key", value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
 
     /// I/O backend: io_uring where the kernel allows it, else epoll.
     #[arg(long = "io", value_name = "BACKEND", value_enum, env = "PELT_IO", default_value_t = IoArg::Auto)]
@@ -204,6 +222,10 @@ impl TlsVersion {
 
 fn pipeline(s: &str) -> Result<usize, String> {
     values::count_at_most(s, 1024)
+}
+
+fn streams(s: &str) -> Result<usize, String> {
+    values::count_at_most(s, 10_000)
 }
 
 /// `--io`.
@@ -280,6 +302,21 @@ pub struct ServeArgs {
     /// The PEM private key of --cert.
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
+    /// Also serve HTTP/2: h2c with prior knowledge on http, ALPN h2 with --tls.
+    #[arg(long)]
+    pub h2: bool,
+    /// HTTP/2: allow this many concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS).
+    #[arg(long = "max-streams", value_name = "N", default_value_t = 200, value_parser = max_streams,
+          requires = "h2")]
+    pub max_streams: u32,
+    /// End each connection after N requests (HTTP/1.1: Connection: close; HTTP/2: GOAWAY), as
+    /// nginx's keepalive_requests.
+    #[arg(long = "max-requests", value_name = "N", value_parser = values::count)]
+    pub max_requests: Option<u64>,
+}
+
+fn max_streams(s: &str) -> Result<u32, String> {
+    values::count_at_most(s, 1_000_000).map(|n| n as u32)
 }
 
 #[cfg(test)]

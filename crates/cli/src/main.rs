@@ -185,13 +185,27 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         || a.insecure
         || a.tls_full_handshake
         || a.tls_version.is_some()
-        || a.sni.is_some();
+        || a.sni.is_some()
+        || a.cert.is_some();
     if !https && tls_flags {
         return Err(bad(anyhow!(
-            "--cacert, --insecure, --tls-full-handshake, --tls-version and --sni are for \
-             https:// URLs"
+            "--cacert, --insecure, --tls-full-handshake, --tls-version, --sni and --cert/--key \
+             are for https:// URLs"
         )));
     }
+    let open = a.rate.is_some();
+    let http2 = a.http2.then(|| engine::Http2 {
+        header_block: pelt_codec::h2::encode_headers(
+            &a.method,
+            if https { "https" } else { "http" },
+            &target.host_header,
+            &target.path,
+            &headers,
+            body.len(),
+        ),
+        body: body.clone(),
+        streams: a.streams.unwrap_or(if open { 100 } else { 1 }),
+    });
     let tls = match &target.tls_host {
         Some(host) => Some(
             tls::client(
@@ -202,6 +216,8 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
                     full_handshake: a.tls_full_handshake,
                     version: a.tls_version,
                     sni: a.sni.as_deref(),
+                    client_cert: a.cert.as_deref().zip(a.key.as_deref()),
+                    http2: a.http2,
                 },
             )
             .map_err(bad)?,
@@ -240,7 +256,6 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     config.pipeline = a.pipeline;
     config.connect_rate = a.connect_rate;
     config.tls = tls;
-    let open = config.rate.is_some();
     let info = RunInfo {
         target: target.display,
         method: a.method.clone(),
@@ -249,6 +264,8 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         keep_alive: config.keep_alive,
         io: config.io.name().to_string(),
         pipeline: config.pipeline,
+        http: if http2.is_some() { "2" } else { "1.1" }.to_string(),
+        streams: http2.as_ref().map(|h| h.streams),
         connect_rate: config.connect_rate,
         tls: https.then(|| pelt_stats::TlsInfo {
             insecure: a.insecure,
@@ -267,6 +284,7 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         requests_limit: a.requests,
         timeout_s: a.timeout.as_secs_f64(),
     };
+    config.http2 = http2;
     Ok(Prepared {
         config,
         info,
@@ -429,6 +447,9 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
         chunked: a.chunked,
         stall: a.stall.zip(a.stall_at).map(|(len, at)| (at, len)),
         tls: None,
+        h2: a.h2,
+        max_streams: a.h2.then_some(a.max_streams),
+        max_requests: a.max_requests,
     };
     let (tls, cert_file) = serve_identity(a)?;
     let config = pelt_server::ServerConfig { tls, ..config };
@@ -513,12 +534,16 @@ fn demo() -> Result<ExitCode> {
         arrival: args::ArrivalArg::Constant,
         max_connections: None,
         pipeline: 1,
+        http2: false,
+        streams: None,
         connect_rate: None,
         cacert: None,
         insecure: false,
         tls_full_handshake: false,
         tls_version: None,
         sni: None,
+        cert: None,
+        key: None,
         io: args::IoArg::Auto,
         warmup: None,
         grace: engine::DEFAULT_GRACE,

@@ -113,7 +113,12 @@ pub fn summary(r: &Report) -> String {
         i.threads,
         if i.threads == 1 { "" } else { "s" },
         i.io,
-        if i.pipeline > 1 {
+        if let Some(n) = i.streams {
+            format!(
+                "HTTP/2, {n} stream{} per connection",
+                if n == 1 { "" } else { "s" }
+            )
+        } else if i.pipeline > 1 {
             format!("keep-alive, pipelining {}", i.pipeline)
         } else if i.keep_alive {
             "keep-alive".to_string()

@@ -1,6 +1,7 @@
 //! The TLS client settings an https:// run uses: trusted roots (the Mozilla set from
 //! webpki-roots plus `--cacert`), session resumption (on, as browsers and curl do, unless
-//! `--tls-full-handshake`), ALPN http/1.1, and `--insecure`'s verifier that accepts any
+//! `--tls-full-handshake`), ALPN (http/1.1, or h2 with `--http2`), client certificates
+//! (`--cert/--key`), and `--insecure`'s verifier that accepts any
 //! certificate (still checking the handshake signatures, so the session is real TLS).
 
 use anyhow::{anyhow, Result};
@@ -21,6 +22,10 @@ pub struct TlsOptions<'a> {
     pub version: Option<crate::args::TlsVersion>,
     /// Send and verify this name instead of the URL's host.
     pub sni: Option<&'a str>,
+    /// A client certificate chain and its key (PEM files), for servers that ask for one.
+    pub client_cert: Option<(&'a Path, &'a Path)>,
+    /// Offer HTTP/2 (ALPN h2) instead of HTTP/1.1.
+    pub http2: bool,
 }
 
 /// The engine's TLS client for `host` (the URL's host: SNI and the name verified).
@@ -34,11 +39,10 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(versions)
         .map_err(|e| anyhow!("TLS: {e}"))?;
-    let mut config = if opts.insecure {
+    let builder = if opts.insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
-            .with_no_client_auth()
     } else {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -60,9 +64,23 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
                 ));
             }
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        builder.with_root_certificates(roots)
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let mut config = match opts.client_cert {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            let (chain, private) = client_identity(cert, key)?;
+            builder
+                .with_client_auth_cert(chain, private)
+                .map_err(|e| anyhow!("--cert {} / --key {}: {e}", cert.display(), key.display()))?
+        }
+    };
+    // With --http2 both are offered, so a server without h2 is told apart (pelt then says so).
+    config.alpn_protocols = if opts.http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     if opts.full_handshake {
         config.resumption = rustls::client::Resumption::disabled();
     }
@@ -81,6 +99,37 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
 }
 
 /// `--insecure`: any certificate for any name is accepted; signatures are still checked.
+/// Reads a client certificate chain and its private key from PEM files.
+fn client_identity(
+    cert: &Path,
+    key: &Path,
+) -> Result<(
+    Vec<CertificateDer<'static>>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+)> {
+    use rustls::pki_types::PrivateKeyDer;
+    let pem =
+        std::fs::read(cert).map_err(|e| anyhow!("cannot read --cert {}: {e}", cert.display()))?;
+    let chain = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow!("--cert {}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(anyhow!(
+            "--cert {}: no PEM certificate found in it",
+            cert.display()
+        ));
+    }
+    let pem =
+        std::fs::read(key).map_err(|e| anyhow!("cannot read --key {}: {e}", key.display()))?;
+    let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
+        anyhow!(
+            "--key {}: no PEM private key found in it ({e})",
+            key.display()
+        )
+    })?;
+    Ok((chain, key))
+}
+
 #[derive(Debug)]
 struct AcceptAnyCertificate(Arc<CryptoProvider>);
 

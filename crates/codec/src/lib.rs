@@ -1,6 +1,6 @@
-//! pelt-codec: the HTTP/1.1 wire format as pelt speaks it, with no I/O.
+//! pelt-codec: the HTTP/1.1 and HTTP/2 wire formats as pelt speaks them, with no I/O.
 //!
-//! Two halves:
+//! Three parts:
 //! - [`request`] builds a request once into immutable bytes (`GET / HTTP/1.1\r\nHost: ...`),
 //!   validating every user-supplied header so CR, LF or NUL can never be spliced into the wire.
 //! - [`response`] is an incremental response parser: feed it whatever a socket read returned and
@@ -8,6 +8,8 @@
 //!   RFC 9112 section 6.3 (Content-Length, chunked with extensions and trailers, close-delimited
 //!   bodies, no body for HEAD / 1xx / 204 / 304, interim 1xx responses). Bodies are skipped by
 //!   length, never buffered; the only buffer is a bounded one for a head split across reads.
+//! - [`h2`] is HTTP/2's client side: a stateless request header block encoded once, and a
+//!   [`h2::Session`] that turns the server's frames into events and owes it its acknowledgements.
 //!
 //! ```
 //! use pelt_codec::response::{Parsed, ResponseParser};
@@ -22,6 +24,8 @@
 //! and does work linear in the bytes it is fed (a head split across reads is searched for its end
 //! only in the new bytes). Nothing here reads a clock or touches a socket.
 
+pub mod h2;
+pub mod hpack;
 pub mod request;
 pub mod response;
 

@@ -110,6 +110,20 @@ pub struct Config {
     pub connect_rate: Option<f64>,
     /// HTTPS: the TLS client settings and the name the server must prove (`None`: http).
     pub tls: Option<TlsClient>,
+    /// HTTP/2 (`None`: HTTP/1.1): the request as HTTP/2 sends it, and streams per connection.
+    pub http2: Option<Http2>,
+}
+
+/// An HTTP/2 run's request and concurrency. `request` and `pipeline` are unused then.
+#[derive(Debug, Clone)]
+pub struct Http2 {
+    /// The request's header block, encoded once ([`pelt_codec::h2::encode_headers`]).
+    pub header_block: Vec<u8>,
+    /// The request body, sent in DATA frames as the server's flow control allows.
+    pub body: Vec<u8>,
+    /// Concurrent streams per connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS
+    /// lowers it). Closed loop: a stream restarts as soon as it completes.
+    pub streams: usize,
 }
 
 /// What a worker needs to speak TLS: the rustls config (roots, resumption, ALPN) and the
@@ -143,6 +157,7 @@ impl Config {
             pipeline: 1,
             connect_rate: None,
             tls: None,
+            http2: None,
         }
     }
 

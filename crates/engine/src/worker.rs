@@ -12,7 +12,8 @@ use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
 use crate::ledger::Ledger;
 use crate::model::Model;
 use crate::schedule::Schedule;
-use crate::{Config, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
+use crate::{Config, Http2, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
+use pelt_codec::h2::{self as h2, Session};
 use pelt_codec::{Parsed, ParserOptions, ResponseParser};
 use pelt_stats::ErrorKind;
 use rustix::io::Errno;
@@ -31,7 +32,8 @@ enum Phase {
     Backoff { until: Instant },
     /// The connect is under way; requests in `slots` wait to be written.
     Connecting { deadline: Instant },
-    /// HTTPS: connected, the TLS handshake is under way; requests in `slots` wait.
+    /// Connected; the TLS handshake, or HTTP/2's wait for the server's SETTINGS, is under
+    /// way; requests in `slots` wait.
     Handshaking { deadline: Instant },
     /// Connected.
     Open,
@@ -46,6 +48,15 @@ struct Slot {
     sent: Instant,
     /// It started during the warm-up.
     warm: bool,
+    /// HTTP/2: its stream (0: not written yet).
+    stream: u32,
+    /// HTTP/2: the final status its response has so far (0: none yet).
+    status: u16,
+    /// HTTP/2: response bytes taken since its receive window was last opened.
+    unacked: u32,
+    /// HTTP/2: request body bytes sent, and the stream's send window.
+    body_sent: usize,
+    send_window: i64,
 }
 
 /// The requests of one connection, oldest first: at most `--pipeline` of them.
@@ -55,13 +66,24 @@ struct Slots {
     len: usize,
 }
 
+impl Slot {
+    fn new(due: Instant, sent: Instant, warm: bool) -> Slot {
+        Slot {
+            due,
+            sent,
+            warm,
+            stream: 0,
+            status: 0,
+            unacked: 0,
+            body_sent: 0,
+            send_window: 0,
+        }
+    }
+}
+
 impl Slots {
     fn new(depth: usize, now: Instant) -> Slots {
-        let empty = Slot {
-            due: now,
-            sent: now,
-            warm: false,
-        };
+        let empty = Slot::new(now, now, false);
         Slots {
             ring: vec![empty; depth].into_boxed_slice(),
             head: 0,
@@ -97,6 +119,34 @@ impl Slots {
         (self.len > 0).then(|| &self.ring[self.head])
     }
 
+    /// The `k`th request, oldest first.
+    #[inline]
+    fn get_mut(&mut self, k: usize) -> &mut Slot {
+        let at = (self.head + k) % self.ring.len();
+        &mut self.ring[at]
+    }
+
+    /// HTTP/2: where the request on `stream` is.
+    #[inline]
+    fn position(&self, stream: u32) -> Option<usize> {
+        (0..self.len).find(|&k| self.ring[(self.head + k) % self.ring.len()].stream == stream)
+    }
+
+    /// HTTP/2: takes out the `k`th request, keeping the others in order (streams end in any
+    /// order; usually the oldest, which is a pop).
+    fn remove(&mut self, k: usize) -> Slot {
+        if k == 0 {
+            return self.pop().expect("a request is in flight");
+        }
+        let cap = self.ring.len();
+        let slot = self.ring[(self.head + k) % cap];
+        for j in k..self.len - 1 {
+            self.ring[(self.head + j) % cap] = self.ring[(self.head + j + 1) % cap];
+        }
+        self.len -= 1;
+        slot
+    }
+
     /// The last `n` requests (the ones not written yet) start now.
     fn mark_sent(&mut self, n: usize, now: Instant) {
         for k in self.len - n..self.len {
@@ -125,6 +175,17 @@ struct Conn {
     tls_closed: bool,
     /// HTTPS: when the handshake began.
     tls_started: Instant,
+    /// HTTP/2: the session on the current socket.
+    h2: Option<Box<H2>>,
+}
+
+/// One HTTP/2 connection's protocol state.
+struct H2 {
+    session: Session,
+    /// Frames not handed to TLS or the socket yet.
+    out: Vec<u8>,
+    /// In the worker's list of connections to flush after this batch of events.
+    deferred: bool,
 }
 
 impl Conn {
@@ -143,12 +204,21 @@ impl Conn {
             tls_out: Vec::new(),
             tls_closed: false,
             tls_started: now,
+            h2: None,
         }
     }
 
     #[inline]
     fn writing(&self) -> bool {
-        self.write_pos < self.write_end || !self.tls_out.is_empty()
+        self.write_pos < self.write_end
+            || !self.tls_out.is_empty()
+            || self.h2.as_ref().is_some_and(|h| !h.out.is_empty())
+    }
+
+    /// Requests handed to the socket (the rest wait at the back).
+    #[inline]
+    fn written(&self) -> usize {
+        self.slots.len - self.unwritten
     }
 }
 
@@ -183,6 +253,11 @@ struct Worker<'a, I: Io> {
     events: Vec<Event>,
     /// HTTPS: decrypted bytes, one read's worth (empty for http).
     plain: Box<[u8]>,
+    /// HTTP/2: the request and streams (`None`: HTTP/1.1).
+    h2: Option<&'a Http2>,
+    /// HTTP/2: a batch of events is being handled; flushes wait for its end.
+    defer: bool,
+    deferred: Vec<usize>,
 }
 
 /// Runs one worker on the I/O backend `io` until its plan or `stop` ends it.
@@ -234,7 +309,10 @@ pub(crate) fn run<I: Io>(
     } else {
         plan.connections
     };
-    let depth = config.pipeline.max(1);
+    let depth = match &config.http2 {
+        Some(h2) => h2.streams.max(1),
+        None => config.pipeline.max(1),
+    };
     let now = Instant::now();
     let mut conns = Vec::with_capacity(max_conns);
     conns.extend((0..plan.connections).map(|_| Conn::new(depth, config.head_request, now)));
@@ -243,7 +321,8 @@ pub(crate) fn run<I: Io>(
         io,
         batch,
         depth,
-        refill_at: depth,
+        // HTTP/2 streams restart one by one: a stream costs no write of its own.
+        refill_at: if config.http2.is_some() { 1 } else { depth },
         conns,
         free: VecDeque::with_capacity(max_conns),
         max_conns,
@@ -255,6 +334,9 @@ pub(crate) fn run<I: Io>(
         } else {
             Box::default()
         },
+        h2: config.http2.as_ref(),
+        defer: false,
+        deferred: Vec::with_capacity(max_conns),
     };
     let reason = w.run(&plan, stop);
     // Requests due in the last moments before the stop are not a backlog: count those due
@@ -329,9 +411,11 @@ impl<I: Io> Worker<'_, I> {
             events.clear();
             self.io.wait(wait, due, &mut events);
             now = Instant::now();
+            self.defer = self.h2.is_some();
             for &ev in &events {
                 self.on_event(ev, &mut now);
             }
+            self.flush_deferred(now);
             self.events = events;
             if now >= self.ledger.next_tick() {
                 self.ledger.tick(now);
@@ -370,9 +454,11 @@ impl<I: Io> Worker<'_, I> {
             events.clear();
             self.io.wait(due.min(DEADLINE_SCAN), Some(due), &mut events);
             *now = Instant::now();
+            self.defer = self.h2.is_some();
             for &ev in &events {
                 self.on_event(ev, now);
             }
+            self.flush_deferred(*now);
             self.events = events;
             if *now >= self.ledger.next_tick() {
                 self.ledger.tick(*now);
@@ -449,7 +535,9 @@ impl<I: Io> Worker<'_, I> {
     /// left with a free slot joins the free queue.
     fn refill(&mut self, i: usize, now: Instant) {
         let conn = &self.conns[i];
-        if matches!(conn.phase, Phase::Backoff { .. }) || conn.writing() {
+        // HTTP/2 frames queue behind a write under way; HTTP/1.1 requests wait for its end.
+        let busy = conn.writing() && self.h2.is_none();
+        if matches!(conn.phase, Phase::Backoff { .. }) || busy {
             return;
         }
         if conn.slots.len > 0 && conn.slots.free() < self.refill_at && !self.model.is_open() {
@@ -457,7 +545,7 @@ impl<I: Io> Worker<'_, I> {
         }
         let mut taken = 0;
         let warm = self.ledger.is_warm(now);
-        while self.conns[i].slots.free() > 0 {
+        while self.room(i) > 0 {
             let Some(due_ns) = self.model.take(self.ledger.elapsed_ns(now), warm) else {
                 break;
             };
@@ -468,27 +556,48 @@ impl<I: Io> Worker<'_, I> {
             };
             self.ledger.started(warm, due, now);
             let conn = &mut self.conns[i];
-            conn.slots.push(Slot {
-                due,
-                sent: now,
-                warm,
-            });
+            conn.slots.push(Slot::new(due, now, warm));
             conn.unwritten += 1;
             taken += 1;
         }
-        if taken > 0 {
+        // HTTP/2: requests may wait for a stream the server's limit had no room for.
+        if taken > 0 || (self.h2.is_some() && self.conns[i].unwritten > 0) {
             match self.conns[i].phase {
                 Phase::Open => self.start_write(i, now),
                 Phase::Closed => self.connect(i, now),
                 Phase::Connecting { .. } | Phase::Handshaking { .. } | Phase::Backoff { .. } => {}
             }
         }
-        let conn = &mut self.conns[i];
-        let can_take = matches!(conn.phase, Phase::Open | Phase::Closed) && !conn.writing();
-        if self.model.is_open() && can_take && conn.slots.free() > 0 && !conn.queued {
-            conn.queued = true;
+        let conn = &self.conns[i];
+        let can_take = matches!(conn.phase, Phase::Open | Phase::Closed)
+            && (self.h2.is_some() || !conn.writing());
+        if self.model.is_open() && can_take && !conn.queued && self.room(i) > 0 {
+            self.conns[i].queued = true;
             self.free.push_back(i);
         }
+    }
+
+    /// How many more requests connection `i` may take now: its free slots, or with HTTP/2
+    /// the streams the server allows (none after its GOAWAY). Before the server's SETTINGS
+    /// say how many, closed loop takes one (to connect) and open loop queues up to --streams.
+    #[inline]
+    fn room(&self, i: usize) -> usize {
+        let c = &self.conns[i];
+        if self.h2.is_none() {
+            return c.slots.free();
+        }
+        let limit = match c.h2.as_ref() {
+            Some(h) if h.session.settled() => {
+                if h.session.can_open() {
+                    (h.session.max_streams() as usize).min(c.slots.ring.len())
+                } else {
+                    0
+                }
+            }
+            _ if self.model.is_open() => c.slots.ring.len(),
+            _ => 1,
+        };
+        limit.saturating_sub(c.slots.len)
     }
 
     fn connect(&mut self, i: usize, now: Instant) {
@@ -520,6 +629,9 @@ impl<I: Io> Worker<'_, I> {
                 self.ledger.current().connections_opened += 1;
                 if let Some(tls) = &self.config.tls {
                     return self.start_tls(i, tls, now);
+                }
+                if self.h2.is_some() {
+                    return self.start_h2(i, now);
                 }
                 if self.conns[i].unwritten > 0 {
                     self.start_write(i, now);
@@ -578,8 +690,124 @@ impl<I: Io> Worker<'_, I> {
         }
     }
 
+    /// HTTP/2: sends the preface on a fresh connection (after TLS); the requests wait for
+    /// the server's SETTINGS.
+    fn start_h2(&mut self, i: usize, now: Instant) {
+        let mut out = Vec::with_capacity(4096);
+        h2::client_preface(&mut out);
+        let conn = &mut self.conns[i];
+        conn.h2 = Some(Box::new(H2 {
+            session: Session::new(),
+            out,
+            deferred: false,
+        }));
+        conn.phase = Phase::Handshaking {
+            deadline: now + self.config.connect_timeout,
+        };
+        self.flush_h2(i, now);
+    }
+
+    /// HTTP/2: hands the frames queued to TLS or to the socket, or while a batch of events is
+    /// handled, once at its end: every stream a batch's reads completed restarts in one write.
+    fn flush_h2(&mut self, i: usize, now: Instant) {
+        if self.defer {
+            if let Some(h2) = self.conns[i].h2.as_mut().filter(|h| !h.deferred) {
+                h2.deferred = true;
+                self.deferred.push(i);
+            }
+            return;
+        }
+        self.flush_h2_now(i, now);
+    }
+
+    /// Flushes the connections whose frames waited for the end of the batch.
+    fn flush_deferred(&mut self, now: Instant) {
+        self.defer = false;
+        let mut list = std::mem::take(&mut self.deferred);
+        for &i in &list {
+            // A connection closed (and maybe reopened) since has nothing of the batch's left.
+            if let Some(h2) = self.conns[i].h2.as_mut().filter(|h| h.deferred) {
+                h2.deferred = false;
+                self.flush_h2_now(i, now);
+            }
+        }
+        list.clear();
+        self.deferred = list;
+    }
+
+    /// HTTP/2: hands the frames queued to TLS or to the socket (what the socket does not
+    /// take waits for it to be writable).
+    fn flush_h2_now(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        let Some(h2) = conn.h2.as_mut() else {
+            return;
+        };
+        if let Some(session) = conn.tls.as_mut() {
+            if !h2.out.is_empty() {
+                use std::io::Write as _;
+                // Unbounded buffer: takes everything.
+                let _ = session.writer().write_all(&h2.out);
+                h2.out.clear();
+            }
+            return self.flush_tls(i, now);
+        }
+        if h2.out.is_empty() {
+            return;
+        }
+        match self.io.send_copy(i, &h2.out) {
+            Ok(n) => {
+                self.ledger.current().bytes_sent += n as u64;
+                h2.out.drain(..n);
+            }
+            Err(e) => self.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
+        }
+    }
+
+    /// HTTP/2: opens a stream for each request not written yet, as far as the server's
+    /// stream limit allows, with its HEADERS and as much of its body as the windows allow.
+    fn open_streams(&mut self, i: usize, http2: &Http2, now: Instant) {
+        let conn = &mut self.conns[i];
+        let Some(h2) = conn.h2.as_mut() else {
+            return;
+        };
+        let limit = if h2.session.can_open() {
+            h2.session.max_streams() as usize
+        } else {
+            0
+        };
+        let written = conn.slots.len - conn.unwritten;
+        let n = conn.unwritten.min(limit.saturating_sub(written));
+        let window = h2.session.initial_window() as i64;
+        let end_stream = http2.body.is_empty();
+        for k in written..written + n {
+            let stream = h2.session.open_stream();
+            let slot = conn.slots.get_mut(k);
+            *slot = Slot {
+                stream,
+                send_window: window,
+                ..Slot::new(slot.due, now, slot.warm)
+            };
+            h2.session
+                .headers(&mut h2.out, stream, &http2.header_block, end_stream);
+            if !end_stream {
+                h2.session.data(
+                    &mut h2.out,
+                    stream,
+                    &http2.body,
+                    &mut slot.body_sent,
+                    &mut slot.send_window,
+                );
+            }
+        }
+        conn.unwritten -= n;
+        self.flush_h2(i, now);
+    }
+
     /// Writes the requests not written yet, together.
     fn start_write(&mut self, i: usize, now: Instant) {
+        if let Some(http2) = self.h2 {
+            return self.open_streams(i, http2, now);
+        }
         let len = self.config.request.len();
         let conn = &mut self.conns[i];
         let n = conn.unwritten;
@@ -592,6 +820,13 @@ impl<I: Io> Worker<'_, I> {
 
     /// Hands what is left of the write under way to the socket.
     fn write(&mut self, i: usize, now: Instant) {
+        if self.h2.is_some() {
+            self.flush_h2(i, now);
+            if !self.conns[i].writing() && self.model.is_open() {
+                self.refill(i, now);
+            }
+            return;
+        }
         let conn = &mut self.conns[i];
         if let Some(session) = conn.tls.as_mut() {
             if conn.write_pos < conn.write_end {
@@ -635,7 +870,7 @@ impl<I: Io> Worker<'_, I> {
                 self.ledger.current().bytes_received += n as u64;
                 let conn = &mut self.conns[i];
                 match conn.tls.take() {
-                    None => parse(conn, &mut self.ledger, self.config.keep_alive, data, now),
+                    None => consume(conn, &mut self.ledger, self.config.keep_alive, data, now),
                     Some(mut session) => {
                         let after = decrypt_and_parse(
                             conn,
@@ -655,6 +890,9 @@ impl<I: Io> Worker<'_, I> {
         self.io.release(token);
         if matches!(after, AfterRead::Keep) && self.conns[i].tls.is_some() {
             self.after_tls_read(i, *now);
+        }
+        if matches!(after, AfterRead::Keep) && self.conns[i].h2.is_some() {
+            self.after_h2_read(i, *now);
         }
         match after {
             AfterRead::Keep => self.refill(i, *now),
@@ -677,7 +915,9 @@ impl<I: Io> Worker<'_, I> {
         let Some(session) = conn.tls.as_ref() else {
             return;
         };
-        if matches!(conn.phase, Phase::Handshaking { .. }) && !session.is_handshaking() {
+        // (With HTTP/2 the phase stays Handshaking after TLS until the server's SETTINGS.)
+        let tls_done = !session.is_handshaking() && conn.h2.is_none();
+        if matches!(conn.phase, Phase::Handshaking { .. }) && tls_done {
             conn.phase = Phase::Open;
             let resumed = matches!(
                 session.handshake_kind(),
@@ -691,6 +931,17 @@ impl<I: Io> Worker<'_, I> {
             } else {
                 stats.handshakes_full += 1;
             }
+            if self.h2.is_some() {
+                let alpn = self.conns[i].tls.as_ref().and_then(|s| s.alpn_protocol());
+                if alpn != Some(b"h2") {
+                    return self.fail(i, ErrorKind::Protocol, now, || {
+                        "the server did not choose HTTP/2 (h2) in the TLS handshake's ALPN; \
+                         it speaks HTTP/1.1 only, so drop --http2"
+                            .to_string()
+                    });
+                }
+                return self.start_h2(i, now);
+            }
             if self.conns[i].unwritten > 0 {
                 self.start_write(i, now);
             } else {
@@ -703,8 +954,122 @@ impl<I: Io> Worker<'_, I> {
         }
     }
 
+    /// HTTP/2: after a read, opens the connection when the server's SETTINGS arrived, sends
+    /// the request bodies the windows now let through, acts on a GOAWAY, and sends the frames
+    /// owed to the server.
+    fn after_h2_read(&mut self, i: usize, now: Instant) {
+        let Some(http2) = self.h2 else {
+            return;
+        };
+        let conn = &mut self.conns[i];
+        let Some(h2) = conn.h2.as_mut() else {
+            return;
+        };
+        if matches!(conn.phase, Phase::Handshaking { .. }) {
+            let tls_busy = conn.tls.as_ref().is_some_and(|t| t.is_handshaking());
+            if !h2.session.settled() || tls_busy {
+                return self.flush_h2(i, now);
+            }
+            conn.phase = Phase::Open;
+            return self.open_streams(i, http2, now);
+        }
+        if !http2.body.is_empty() {
+            for k in 0..conn.slots.len - conn.unwritten {
+                let slot = conn.slots.get_mut(k);
+                if slot.body_sent < http2.body.len() {
+                    h2.session.data(
+                        &mut h2.out,
+                        slot.stream,
+                        &http2.body,
+                        &mut slot.body_sent,
+                        &mut slot.send_window,
+                    );
+                }
+            }
+        }
+        if let Some(last) = h2.session.goaway() {
+            // Streams above `last` were never processed: they go again, on a new connection,
+            // once the ones the server will finish have finished. They are at the back of
+            // the written ones (streams are numbered in order).
+            let written = conn.slots.len - conn.unwritten;
+            let mut retry = 0;
+            for k in 0..written {
+                let slot = conn.slots.get_mut(k);
+                if slot.stream > last {
+                    slot.stream = 0;
+                    retry += 1;
+                }
+            }
+            conn.unwritten += retry;
+            if conn.written() == 0 {
+                self.flush_h2(i, now);
+                self.close(i);
+                return if self.conns[i].unwritten > 0 {
+                    self.connect(i, now)
+                } else {
+                    self.refill(i, now)
+                };
+            }
+        }
+        self.flush_h2(i, now);
+    }
+
+    /// HTTP/2: the streams on connection `i` older than --timeout end as timeouts (each
+    /// reset with CANCEL); the connection and its other streams go on.
+    fn expire_streams(&mut self, i: usize, now: Instant) {
+        let timeout = self.config.timeout;
+        let conn = &mut self.conns[i];
+        let Some(h2) = conn.h2.as_mut() else {
+            return;
+        };
+        while let Some(slot) = conn.slots.front().copied() {
+            if now < slot.sent + timeout {
+                break;
+            }
+            conn.slots.pop();
+            if slot.stream == 0 {
+                // Never written: the server's stream limit left no room within the timeout.
+                conn.unwritten -= 1;
+            } else {
+                h2::rst_stream(&mut h2.out, slot.stream, h2::code::CANCEL);
+            }
+            self.ledger.error(slot.warm, ErrorKind::Timeout, || {
+                format!("no complete response within {timeout:?}")
+            });
+        }
+        self.flush_h2(i, now);
+        self.refill(i, now);
+    }
+
+    /// HTTP/2: the server closed the connection. The open streams end as `closed`; the
+    /// requests not written yet (after a GOAWAY, or over the stream limit) go on a new one.
+    fn on_h2_eof(&mut self, i: usize, now: Instant) {
+        if matches!(self.conns[i].phase, Phase::Handshaking { .. }) {
+            return self.fail(i, ErrorKind::Closed, now, || {
+                "the server closed the connection before its HTTP/2 SETTINGS (does it speak \
+                 HTTP/2 with prior knowledge, h2c, on this port?)"
+                    .to_string()
+            });
+        }
+        for _ in 0..self.conns[i].written() {
+            let slot = self.conns[i].slots.pop().expect("a request is in flight");
+            self.ledger.error(slot.warm, ErrorKind::Closed, || {
+                "the server closed the HTTP/2 connection with the stream open".to_string()
+            });
+        }
+        self.close(i);
+        if self.conns[i].unwritten > 0 {
+            self.connect(i, now);
+        } else {
+            self.refill(i, now);
+        }
+    }
+
     /// The peer closed the connection.
     fn on_eof(&mut self, i: usize, now: Instant) {
+        if self.h2.is_some() {
+            return self.on_h2_eof(i, now);
+        }
         let conn = &self.conns[i];
         if conn.tls.is_some() && !conn.tls_closed && conn.slots.len > 0 {
             // Without close_notify a close proves nothing: a close-delimited body may be cut.
@@ -777,6 +1142,7 @@ impl<I: Io> Worker<'_, I> {
         conn.tls = None;
         conn.tls_out.clear();
         conn.tls_closed = false;
+        conn.h2 = None;
     }
 
     fn scan_deadlines(&mut self, now: Instant) {
@@ -795,9 +1161,24 @@ impl<I: Io> Worker<'_, I> {
                 }
                 Phase::Handshaking { deadline } if now >= deadline => {
                     let t = self.config.connect_timeout;
-                    self.fail(i, ErrorKind::Tls, now, || {
-                        format!("no TLS handshake within {t:?}")
-                    })
+                    if conn.h2.is_some() {
+                        self.fail(i, ErrorKind::Timeout, now, || {
+                            format!("no HTTP/2 SETTINGS from the server within {t:?}")
+                        })
+                    } else {
+                        self.fail(i, ErrorKind::Tls, now, || {
+                            format!("no TLS handshake within {t:?}")
+                        })
+                    }
+                }
+                Phase::Open
+                    if conn.h2.is_some()
+                        && conn
+                            .slots
+                            .front()
+                            .is_some_and(|s| now >= s.sent + self.config.timeout) =>
+                {
+                    self.expire_streams(i, now)
                 }
                 Phase::Open
                     if conn
@@ -842,7 +1223,7 @@ fn decrypt_and_parse(
                     conn.tls_closed = true;
                     break;
                 }
-                Ok(n) => match parse(conn, ledger, keep_alive, &plain[..n], now) {
+                Ok(n) => match consume(conn, ledger, keep_alive, &plain[..n], now) {
                     AfterRead::Keep => {}
                     other => return other,
                 },
@@ -852,6 +1233,117 @@ fn decrypt_and_parse(
         }
     }
     AfterRead::Keep
+}
+
+/// Reads one read's (plain) bytes on `conn` as HTTP/2 frames or HTTP/1.1 responses.
+#[inline]
+fn consume(
+    conn: &mut Conn,
+    ledger: &mut Ledger,
+    keep_alive: bool,
+    data: &[u8],
+    now: &mut Instant,
+) -> AfterRead {
+    if conn.h2.is_some() {
+        receive_h2(conn, ledger, data, now)
+    } else {
+        parse(conn, ledger, keep_alive, data, now)
+    }
+}
+
+/// HTTP/2: reads one read's frames, and books each response that completes (at its
+/// END_STREAM) or stream the server reset.
+fn receive_h2(conn: &mut Conn, ledger: &mut Ledger, data: &[u8], now: &mut Instant) -> AfterRead {
+    let Conn { h2, slots, .. } = conn;
+    let Some(h2) = h2.as_mut() else {
+        return AfterRead::Keep;
+    };
+    let H2 { session, out, .. } = &mut **h2;
+    let mut stamped = false;
+    let mut finish = |slots: &mut Slots, k: usize, ledger: &mut Ledger| {
+        let slot = slots.remove(k);
+        if slot.status == 0 {
+            ledger.error(slot.warm, ErrorKind::Protocol, || {
+                format!("stream {} ended without a final :status", slot.stream)
+            });
+            return;
+        }
+        if !stamped {
+            *now = Instant::now();
+            stamped = true;
+        }
+        ledger.response(slot.warm, slot.status, slot.due, slot.sent, *now);
+    };
+    let result = session.receive(data, out, &mut |event| match event {
+        h2::Event::Headers {
+            stream,
+            status,
+            end_stream,
+        } => {
+            // A stream pelt gave up on (timed out) is not found: its frames are dropped.
+            let Some(k) = slots.position(stream) else {
+                return 0;
+            };
+            let slot = slots.get_mut(k);
+            // 1xx heads come first and trailers last; the first final status is the one.
+            if slot.status == 0 {
+                slot.status = status.filter(|&s| s >= 200).unwrap_or(0);
+            }
+            if end_stream {
+                finish(slots, k, ledger);
+            }
+            0
+        }
+        h2::Event::Data {
+            stream,
+            len,
+            end_stream,
+        } => {
+            let Some(k) = slots.position(stream) else {
+                return 0;
+            };
+            if end_stream {
+                finish(slots, k, ledger);
+                return 0;
+            }
+            let slot = slots.get_mut(k);
+            slot.unacked += len;
+            if slot.unacked < h2::WINDOW / 2 {
+                return 0;
+            }
+            std::mem::take(&mut slot.unacked)
+        }
+        h2::Event::Reset { stream, code } => {
+            if let Some(k) = slots.position(stream) {
+                let slot = slots.remove(k);
+                ledger.error(slot.warm, ErrorKind::StreamReset, || {
+                    format!("the server reset stream {stream}: {}", h2::code_name(code))
+                });
+            }
+            0
+        }
+        h2::Event::WindowUpdate { stream, increment } => {
+            if let Some(k) = (stream != 0).then(|| slots.position(stream)).flatten() {
+                slots.get_mut(k).send_window += increment as i64;
+            }
+            0
+        }
+        h2::Event::Settings { window_delta } => {
+            for k in 0..slots.len {
+                let slot = slots.get_mut(k);
+                if slot.stream != 0 {
+                    slot.send_window += window_delta;
+                }
+            }
+            0
+        }
+        // After the read, the worker acts on the session's GOAWAY.
+        h2::Event::GoAway { .. } => 0,
+    });
+    match result {
+        Ok(()) => AfterRead::Keep,
+        Err(e) => AfterRead::Fail(ErrorKind::Protocol, e.to_string()),
+    }
 }
 
 /// Parses one read's bytes as the responses to the requests on `conn`, back to back, and
@@ -914,19 +1406,11 @@ mod tests {
         let mut s = Slots::new(3, t0);
         assert_eq!(s.free(), 3);
         for k in 0..3u64 {
-            s.push(Slot {
-                due: t0 + Duration::from_millis(k),
-                sent: t0,
-                warm: k == 0,
-            });
+            s.push(Slot::new(t0 + Duration::from_millis(k), t0, k == 0));
         }
         assert_eq!(s.free(), 0);
         assert!(s.pop().unwrap().warm, "oldest first");
-        s.push(Slot {
-            due: t0 + Duration::from_millis(9),
-            sent: t0,
-            warm: false,
-        });
+        s.push(Slot::new(t0 + Duration::from_millis(9), t0, false));
         // Wrapped around: the two newest are the unwritten ones.
         let later = t0 + Duration::from_secs(1);
         s.mark_sent(2, later);

@@ -22,7 +22,8 @@ use hyper::body::{Body, Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
 use std::pin::Pin;
@@ -59,6 +60,13 @@ pub struct ServerConfig {
     pub stall: Option<(Duration, Duration)>,
     /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
     pub tls: Option<TlsIdentity>,
+    /// Also speak HTTP/2: h2c with prior knowledge on plain HTTP, ALPN h2 on HTTPS.
+    pub h2: bool,
+    /// HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS (`None`: hyper's default, 200).
+    pub max_streams: Option<u32>,
+    /// End each connection after this many requests: HTTP/1.1 answers the last one with
+    /// `Connection: close`, HTTP/2 sends GOAWAY (as nginx's keepalive_requests does).
+    pub max_requests: Option<u64>,
 }
 
 /// A certificate chain and its private key, PEM-encoded.
@@ -87,7 +95,7 @@ impl TlsIdentity {
         })
     }
 
-    fn server_config(&self) -> std::io::Result<rustls::ServerConfig> {
+    fn server_config(&self, h2: bool) -> std::io::Result<rustls::ServerConfig> {
         use rustls_pki_types::pem::PemObject;
         use rustls_pki_types::{CertificateDer, PrivateKeyDer};
         let bad = |what: &str, e: &dyn std::fmt::Display| {
@@ -108,7 +116,11 @@ impl TlsIdentity {
             .with_no_client_auth()
             .with_single_cert(certs, key)
             .map_err(|e| bad("certificate and key", &e))?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = if h2 {
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        };
         Ok(config)
     }
 }
@@ -126,6 +138,9 @@ impl Default for ServerConfig {
             chunked: false,
             stall: None,
             tls: None,
+            h2: false,
+            max_streams: None,
+            max_requests: None,
         }
     }
 }
@@ -156,7 +171,7 @@ impl Server {
         }
         let tls = match &config.tls {
             Some(identity) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
-                identity.server_config()?,
+                identity.server_config(config.h2)?,
             ))),
             None => None,
         };
@@ -250,18 +265,15 @@ async fn accept_loop(
                     let state = state.clone();
                     let tls = tls.clone();
                     tokio::spawn(async move {
-                        let service = service_fn(move |req| respond(req, state.clone()));
-                        let http = http1::Builder::new();
-                        let _ = match tls {
+                        match tls {
                             // A failed handshake ends only this connection.
-                            Some(acceptor) => match acceptor.accept(stream).await {
-                                Ok(stream) => {
-                                    http.serve_connection(TokioIo::new(stream), service).await
+                            Some(acceptor) => {
+                                if let Ok(stream) = acceptor.accept(stream).await {
+                                    serve_connection(stream, state).await;
                                 }
-                                Err(_) => return,
-                            },
-                            None => http.serve_connection(TokioIo::new(stream), service).await,
-                        };
+                            }
+                            None => serve_connection(stream, state).await,
+                        }
                     });
                 }
                 // Out of file descriptors or a connection reset before accept: back off, go on.
@@ -270,6 +282,52 @@ async fn accept_loop(
             _ = shutdown.changed() => return,
         }
     }
+}
+
+/// Polls a hyper connection to its end; when `bye` fires, shuts it down gracefully (HTTP/1.1:
+/// close after the response under way; HTTP/2: GOAWAY, then finish the open streams).
+macro_rules! drive {
+    ($conn:expr, $bye:expr) => {{
+        let conn = $conn;
+        tokio::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = $bye.notified() => conn.as_mut().graceful_shutdown(),
+        }
+        let _ = conn.await;
+    }};
+}
+
+/// Serves one connection (HTTP/1.1, or with `h2` also HTTP/2) until it ends.
+async fn serve_connection<S>(stream: S, state: Arc<State>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let per_conn = Arc::new(PerConnection {
+        served: AtomicU64::new(0),
+        bye: tokio::sync::Notify::new(),
+    });
+    let (st, pc) = (state.clone(), per_conn.clone());
+    let service = service_fn(move |req| respond(req, st.clone(), pc.clone()));
+    let io = TokioIo::new(stream);
+    if state.config.h2 {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http2()
+            .max_concurrent_streams(state.config.max_streams.or(Some(200)));
+        drive!(builder.serve_connection(io, service), per_conn.bye);
+    } else {
+        drive!(
+            http1::Builder::new().serve_connection(io, service),
+            per_conn.bye
+        );
+    }
+}
+
+/// One connection's count, for `max_requests`.
+struct PerConnection {
+    served: AtomicU64,
+    bye: tokio::sync::Notify,
 }
 
 /// A body sent in one chunk with no declared length, so hyper frames it as chunked.
@@ -292,7 +350,9 @@ type AnyBody = http_body_util::Either<Full<Bytes>, ChunkedBody>;
 async fn respond(
     req: Request<Incoming>,
     state: Arc<State>,
+    conn: Arc<PerConnection>,
 ) -> Result<Response<AnyBody>, Infallible> {
+    let req_is_http1 = req.version() < hyper::Version::HTTP_2;
     // Read the request body so the connection can carry the next request.
     let _ = req.into_body().collect().await;
     let cfg = &state.config;
@@ -318,7 +378,13 @@ async fn respond(
     };
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    if cfg.close {
+    let last = cfg
+        .max_requests
+        .is_some_and(|max| conn.served.fetch_add(1, Ordering::Relaxed) + 1 == max);
+    if last {
+        conn.bye.notify_one();
+    }
+    if cfg.close || (last && req_is_http1) {
         resp.headers_mut().insert(
             hyper::header::CONNECTION,
             hyper::header::HeaderValue::from_static("close"),

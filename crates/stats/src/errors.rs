@@ -38,13 +38,15 @@ pub enum ErrorKind {
     /// TLS failed: the certificate did not verify (the message says why), the handshake or a
     /// record was bad, or the server closed without close_notify inside a close-delimited body.
     Tls,
+    /// HTTP/2: the server reset the stream (RST_STREAM; the message names its error code).
+    StreamReset,
     /// Any other socket error.
     Io,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::Refused,
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
@@ -61,6 +63,7 @@ impl ErrorKind {
         ErrorKind::BadFraming,
         ErrorKind::Protocol,
         ErrorKind::Tls,
+        ErrorKind::StreamReset,
         ErrorKind::Io,
     ];
 
@@ -83,6 +86,7 @@ impl ErrorKind {
             ErrorKind::BadFraming => "bad_framing",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Tls => "tls",
+            ErrorKind::StreamReset => "stream_reset",
             ErrorKind::Io => "io",
         }
     }
@@ -100,6 +104,10 @@ impl ErrorKind {
             ErrorKind::Tls => Some(
                 "for a self-signed or private CA certificate pass it with --cacert \
                  (or, knowingly, --insecure)",
+            ),
+            ErrorKind::StreamReset => Some(
+                "REFUSED_STREAM or ENHANCE_YOUR_CALM: the server limits streams or requests \
+                 per connection; try fewer --streams",
             ),
             _ => None,
         }

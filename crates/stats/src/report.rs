@@ -17,6 +17,10 @@ pub struct RunInfo {
     pub io: String,
     /// Requests in flight per connection (`--pipeline`; 1: no pipelining).
     pub pipeline: usize,
+    /// The HTTP version spoken: `1.1` or `2`.
+    pub http: String,
+    /// HTTP/2: concurrent streams per connection asked for (`--streams`; `null` for 1.1).
+    pub streams: Option<usize>,
     /// New connections per second at the start (`--connect-rate`; `null`: unlimited).
     pub connect_rate: Option<f64>,
     /// HTTPS: how the server was verified and how sessions were used (`null` for http).
