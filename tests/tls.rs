@@ -376,3 +376,166 @@ fn an_expired_certificate_is_a_tls_error_that_says_so() {
     assert_eq!(server.stop(), 0);
     let _ = std::fs::remove_file(ca);
 }
+
+/// A scripted TLS server: `identity`'s certificate, client certificates verified against
+/// `client_ca` when given (and then required); each connection runs `script` on the TLS stream.
+fn raw_tls_server<F>(
+    cert: &rcgen::Certificate,
+    key: &rcgen::KeyPair,
+    client_ca: Option<&rcgen::Certificate>,
+    script: F,
+) -> RawServer
+where
+    F: Fn(&mut rustls::StreamOwned<rustls::ServerConnection, TcpStream>) + Send + Sync + 'static,
+{
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = match client_ca {
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(ca.der().clone()).unwrap();
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let key_der = rustls_pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+    let config = Arc::new(
+        builder
+            .with_single_cert(vec![cert.der().clone()], key_der)
+            .unwrap(),
+    );
+    RawServer::start(move |sock| {
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, sock);
+        script(&mut tls);
+    })
+}
+
+/// Reads one request head from a TLS stream; false on EOF or error.
+fn read_tls_request(tls: &mut impl Read) -> bool {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match tls.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn ca_and_server_cert() -> (
+    rcgen::Certificate,
+    rcgen::KeyPair,
+    rcgen::Certificate,
+    rcgen::KeyPair,
+) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let server_key = rcgen::KeyPair::generate().unwrap();
+    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &rcgen::Issuer::new(ca_params, &ca_key))
+        .unwrap();
+    (ca, ca_key, server, server_key)
+}
+
+#[test]
+fn client_certificates_are_presented_when_asked() {
+    let (ca, ca_key, server_cert, server_key) = ca_and_server_cert();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let client_key = rcgen::KeyPair::generate().unwrap();
+    let client_cert = rcgen::CertificateParams::new(vec!["pelt-client".to_string()])
+        .unwrap()
+        .signed_by(&client_key, &rcgen::Issuer::new(ca_params, &ca_key))
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("pelt-mtls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca_path, cert_path, key_path) = (
+        dir.join("ca.pem"),
+        dir.join("client.pem"),
+        dir.join("client.key"),
+    );
+    std::fs::write(&ca_path, ca.pem()).unwrap();
+    std::fs::write(&cert_path, client_cert.pem()).unwrap();
+    std::fs::write(&key_path, client_key.serialize_pem()).unwrap();
+    let server = raw_tls_server(&server_cert, &server_key, Some(&ca), |tls| {
+        while read_tls_request(tls) {
+            let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK";
+            if tls.write_all(ok).and_then(|_| tls.flush()).is_err() {
+                return;
+            }
+        }
+    });
+    let url = format!("https://127.0.0.1:{}/", server.addr.port());
+    let (ca_s, cert_s, key_s) = (
+        ca_path.to_str().unwrap(),
+        cert_path.to_str().unwrap(),
+        key_path.to_str().unwrap(),
+    );
+    let v = run_https(&[
+        &url, "-n", "50", "-c", "2", "--cacert", ca_s, "--cert", cert_s, "--key", key_s,
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 50, "{v}");
+    // Without the certificate the server refuses the handshake: a tls error.
+    let v = run_https(&[&url, "-n", "2", "-c", "1", "--cacert", ca_s]);
+    assert_eq!(count(&v, &["errors", "tls"]), 2, "{v}");
+    // --cert needs --key, and both must hold what they say, before any traffic.
+    for args in [
+        vec![url.as_str(), "--cert", cert_s],
+        vec![url.as_str(), "--cert", key_s, "--key", key_s],
+        vec![url.as_str(), "--cert", cert_s, "--key", cert_s],
+    ] {
+        let (out, _) = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_close_without_close_notify_cuts_a_close_delimited_body() {
+    let (ca, _, server_cert, server_key) = ca_and_server_cert();
+    let ca_path = std::env::temp_dir().join(format!("pelt-notify-{}.pem", std::process::id()));
+    std::fs::write(&ca_path, ca.pem()).unwrap();
+    // A body delimited by the close, then the TCP close with no close_notify: the body may
+    // have been cut by an attacker or a crash, so it is incomplete, not a response.
+    let server = raw_tls_server(&server_cert, &server_key, None, |tls| {
+        if read_tls_request(tls) {
+            let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npartial body");
+            let _ = tls.flush();
+            let _ = tls.sock.shutdown(std::net::Shutdown::Both);
+        }
+    });
+    let url = format!("https://127.0.0.1:{}/", server.addr.port());
+    let ca_s = ca_path.to_str().unwrap();
+    let v = run_https(&[&url, "-n", "3", "-c", "1", "--cacert", ca_s]);
+    assert_eq!(count(&v, &["errors", "incomplete"]), 3, "{v}");
+    assert_eq!(count(&v, &["requests", "completed"]), 0, "{v}");
+    // The same with close_notify first: three complete responses.
+    let clean = raw_tls_server(&server_cert, &server_key, None, |tls| {
+        if read_tls_request(tls) {
+            let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nwhole body");
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+            let _ = tls.sock.shutdown(std::net::Shutdown::Both);
+        }
+    });
+    let url = format!("https://127.0.0.1:{}/", clean.addr.port());
+    let v = run_https(&[&url, "-n", "3", "-c", "1", "--cacert", ca_s]);
+    assert_eq!(count(&v, &["status", "200"]), 3, "{v}");
+    let _ = std::fs::remove_file(ca_path);
+}
