@@ -27,7 +27,7 @@ fn threads(s: &str) -> Result<usize, String> {
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
-    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ --rate 20k -d 30s --warmup 5s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt http://127.0.0.1:8080/ -d 30s --expect 'p99<20ms' --expect 'errors<0.1%'\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed and every --expect held (whatever the server answered), 1 internal failure (a result could not be written), 2 bad input (nothing was sent), 3 an --expect threshold was not met, 130 interrupted (Ctrl-C or SIGTERM; results are still written)."
+    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ --rate 20k -d 30s --warmup 5s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt http://127.0.0.1:8080/ -d 30s --expect 'p99<20ms' --expect 'errors<0.1%'\n  pelt http://127.0.0.1:8080/ --http2 --streams 100 -c 4\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed and every --expect held (whatever the server answered), 1 internal failure (a result could not be written), 2 bad input (nothing was sent), 3 an --expect threshold was not met, 130 interrupted (Ctrl-C or SIGTERM; results are still written)."
 )]
 pub struct Cli {
     #[command(subcommand)]
