@@ -240,6 +240,65 @@ fn summary_goes_to_stdout_and_json_to_a_file() {
 }
 
 #[test]
+fn csv_timeline_has_a_row_per_second_that_adds_up() {
+    let (server, url) = serve(ServerConfig {
+        error_rate: 0.25,
+        ..Default::default()
+    });
+    let dir = std::env::temp_dir().join(format!("pelt-csv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("timeline.csv");
+    let v = run_json(&[
+        &url,
+        "-d",
+        "2500ms",
+        "-c",
+        "2",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        header[..4],
+        ["second", "length_s", "warmup", "sent"],
+        "{text}"
+    );
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows.len(),
+        v["timeline"].as_array().unwrap().len(),
+        "{text}"
+    );
+    assert!(rows.len() >= 3, "{text}");
+    let sum = |name: &str| -> u64 {
+        rows.iter()
+            .map(|r| r[col(name)].parse::<u64>().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        sum("completed"),
+        count(&v, &["requests", "completed"]),
+        "{text}"
+    );
+    assert_eq!(sum("2xx") + sum("5xx"), sum("completed"), "{text}");
+    assert_eq!(sum("5xx"), count(&v, &["status", "500"]), "{text}");
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(r.len(), header.len(), "{text}");
+        assert_eq!(r[0], k.to_string(), "{text}");
+    }
+    // '-' is not a CSV destination; a missing directory is caught before any traffic.
+    for bad in ["-", "/nonexistent-dir/t.csv"] {
+        let (out, _) = run(&[&url, "-n", "1", "--csv", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    drop(server);
+}
+
+#[test]
 fn serve_binary_prints_its_address_and_count() {
     let mut serve = ServeProcess::start(&["--port", "0"]);
     let first = serve.line();

@@ -197,6 +197,11 @@ pub struct LoadArgs {
     #[arg(long = "jsonl", value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
 
+    /// Write the per-second timeline as CSV to PATH at the end (one row per second: counts,
+    /// requests/s, latency p50/p90/p99/max in microseconds, status classes).
+    #[arg(long = "csv", value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+
     /// No live view and no progress notes on stderr (the final summary is still printed).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,

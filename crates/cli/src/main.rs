@@ -109,6 +109,7 @@ struct Prepared {
     info: RunInfo,
     json: Option<PathBuf>,
     jsonl: Option<PathBuf>,
+    csv: Option<PathBuf>,
     expect: Vec<expect::Expectation>,
     quiet: bool,
 }
@@ -149,7 +150,16 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         }
         (None, None) => Vec::new(),
     };
-    for (flag, path) in [("--json", &a.json), ("--jsonl", &a.jsonl)] {
+    if is_stdout(&a.csv) {
+        return Err(bad(anyhow!(
+            "--csv takes a file path ('-' is for --json and --jsonl)"
+        )));
+    }
+    for (flag, path) in [
+        ("--json", &a.json),
+        ("--jsonl", &a.jsonl),
+        ("--csv", &a.csv),
+    ] {
         if let Some(p) = path.as_ref().filter(|p| p.as_os_str() != "-") {
             output::check_writable(p)
                 .map_err(|e| bad(anyhow!("cannot write {flag} {}: {e}", p.display())))?;
@@ -290,6 +300,7 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         info,
         json: a.json.clone(),
         jsonl: a.jsonl.clone(),
+        csv: a.csv.clone(),
         expect: a.expect.clone(),
         quiet: a.quiet,
     })
@@ -349,6 +360,9 @@ fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)>
         } else {
             output::write_atomic(path, &text)?;
         }
+    }
+    if let Some(path) = &p.csv {
+        output::write_atomic(path, output::timeline_csv(&report.timeline).as_bytes())?;
     }
     if let Some(s) = stream.as_mut() {
         s.finish()?;
@@ -550,6 +564,7 @@ fn demo() -> Result<ExitCode> {
         expect: vec![],
         json: None,
         jsonl: None,
+        csv: None,
         quiet: false,
     };
     let p = prepare(&args)?;

@@ -299,6 +299,41 @@ fn trim_number(v: f64) -> String {
 }
 
 /// Writes `data` to `path` atomically: a temp file in the same directory, synced, renamed.
+/// `--csv`: the timeline, one row per second, with a header row.
+pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
+    const CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
+    let mut s = String::from(
+        "second,length_s,warmup,sent,completed,errors,rps,p50_us,p90_us,p99_us,max_us",
+    );
+    for c in CLASSES {
+        let _ = write!(s, ",{c}");
+    }
+    s.push('\n');
+    for p in points {
+        let l = &p.latency_us;
+        let _ = write!(
+            s,
+            "{},{:.3},{},{},{},{},{:.1},{},{},{},{}",
+            p.second,
+            p.length_s,
+            p.warmup,
+            p.sent,
+            p.completed,
+            p.errors,
+            p.rps,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.max
+        );
+        for c in CLASSES {
+            let _ = write!(s, ",{}", p.status_classes.get(c).copied().unwrap_or(0));
+        }
+        s.push('\n');
+    }
+    s
+}
+
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
