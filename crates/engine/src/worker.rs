@@ -678,15 +678,8 @@ impl<I: Io> Worker<'_, I> {
                 break;
             }
         }
-        if conn.tls_out.is_empty() {
-            return;
-        }
-        match self.io.send_copy(i, &conn.tls_out) {
-            Ok(n) => {
-                self.ledger.current().bytes_sent += n as u64;
-                conn.tls_out.drain(..n);
-            }
-            Err(e) => self.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
+        if let Err(e) = send_from(&mut self.io, &mut self.ledger, i, &mut conn.tls_out) {
+            self.fail(i, errno_kind(e, false), now, || format!("write: {e}"));
         }
     }
 
@@ -751,15 +744,8 @@ impl<I: Io> Worker<'_, I> {
             }
             return self.flush_tls(i, now);
         }
-        if h2.out.is_empty() {
-            return;
-        }
-        match self.io.send_copy(i, &h2.out) {
-            Ok(n) => {
-                self.ledger.current().bytes_sent += n as u64;
-                h2.out.drain(..n);
-            }
-            Err(e) => self.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
+        if let Err(e) = send_from(&mut self.io, &mut self.ledger, i, &mut h2.out) {
+            self.fail(i, errno_kind(e, false), now, || format!("write: {e}"));
         }
     }
 
@@ -1195,6 +1181,23 @@ impl<I: Io> Worker<'_, I> {
             }
         }
     }
+}
+
+/// Hands the bytes waiting in `buf` (TLS ciphertext, HTTP/2 frames) to connection `i`'s socket
+/// through `send_copy`; what it takes is counted and drained, the rest waits for the next try.
+fn send_from<I: Io>(
+    io: &mut I,
+    ledger: &mut Ledger,
+    i: usize,
+    buf: &mut Vec<u8>,
+) -> Result<(), Errno> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    let n = io.send_copy(i, buf)?;
+    ledger.current().bytes_sent += n as u64;
+    buf.drain(..n);
+    Ok(())
 }
 
 /// HTTPS: feeds one read's ciphertext to `session` and parses the plaintext it yields.
