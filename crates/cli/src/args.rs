@@ -27,7 +27,7 @@ fn threads(s: &str) -> Result<usize, String> {
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
-    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ --rate 20k -d 30s --warmup 5s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt http://127.0.0.1:8080/ -d 30s --expect 'p99<20ms' --expect 'errors<0.1%'\n  pelt http://127.0.0.1:8080/ --http2 --streams 100 -c 4\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed and every --expect held (whatever the server answered), 1 internal failure (a result could not be written), 2 bad input (nothing was sent), 3 an --expect threshold was not met, 130 interrupted (Ctrl-C or SIGTERM; results are still written)."
+    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ --rate 20k -d 30s --warmup 5s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt http://127.0.0.1:8080/ -d 30s --expect 'p99<20ms' --expect 'errors<0.1%'\n  pelt http://127.0.0.1:8080/ --http2 --streams 100 -c 4\n  pelt http://127.0.0.1:8080/ -d 30s --json r.json --html r.html\n  pelt merge gen1.json gen2.json --json all.json --html all.html\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed and every --expect held (whatever the server answered), 1 internal failure (a result could not be written), 2 bad input (nothing was sent), 3 an --expect threshold was not met, 130 interrupted (Ctrl-C or SIGTERM; results are still written)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -42,6 +42,11 @@ pub enum Command {
     Serve(ServeArgs),
     /// Start the built-in server and run a short test against it: zero setup.
     Demo,
+    /// Render a saved result again: the summary, and --html, --csv, --hdr-log.
+    Report(ReportArgs),
+    /// Combine results into one, exactly: counts add, percentiles come from the merged
+    /// histograms, timelines line up by wall-clock second.
+    Merge(MergeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -188,23 +193,67 @@ pub struct LoadArgs {
     #[arg(long = "expect", value_name = "EXPR", allow_hyphen_values = true, value_parser = expect::parse)]
     pub expect: Vec<expect::Expectation>,
 
-    /// Write the result as JSON to PATH ('-' for stdout, instead of the summary).
-    #[arg(long = "json", value_name = "PATH")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: Outputs,
 
     /// Stream the per-second timeline as JSON lines to PATH ('-' for stdout; the summary then
     /// goes to stderr), one line per second, flushed as it goes.
     #[arg(long = "jsonl", value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
 
-    /// Write the per-second timeline as CSV to PATH at the end (one row per second: counts,
+    /// No live view and no progress notes on stderr (the final summary is still printed).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+/// The files a result can be written as: by a run, `pelt report` and `pelt merge`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct Outputs {
+    /// Write the result as JSON to PATH ('-' for stdout, instead of the summary). It embeds
+    /// the HDR histograms, so results can be merged and re-rendered later.
+    #[arg(long = "json", value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Write the per-second timeline as CSV to PATH (one row per second: counts,
     /// requests/s, latency p50/p90/p99/max in microseconds, status classes).
     #[arg(long = "csv", value_name = "PATH")]
     pub csv: Option<PathBuf>,
 
-    /// No live view and no progress notes on stderr (the final summary is still printed).
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
+    /// Write a self-contained HTML report to PATH: configuration, summary tables, and charts
+    /// of requests/s, latency over time, the percentile spectrum and status codes.
+    #[arg(long = "html", value_name = "PATH")]
+    pub html: Option<PathBuf>,
+
+    /// Write the per-second latency histograms as an HdrHistogram interval log to PATH
+    /// (microseconds; readable by HistogramLogProcessor and the HdrHistogram libraries).
+    #[arg(long = "hdr-log", value_name = "PATH")]
+    pub hdr_log: Option<PathBuf>,
+}
+
+/// `pelt report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A result written by --json (or by pelt merge).
+    #[arg(value_name = "RESULT.json")]
+    pub result: PathBuf,
+
+    #[command(flatten)]
+    pub out: Outputs,
+}
+
+/// `pelt merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Results written by --json, from generators that ran side by side or one after another.
+    #[arg(value_name = "RESULT.json", required = true, num_args = 1..)]
+    pub results: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub out: Outputs,
+
+    /// Exit 3 unless this holds for the merged result: p99<20ms, errors<0.1% (repeatable).
+    #[arg(long = "expect", value_name = "EXPR", allow_hyphen_values = true, value_parser = expect::parse)]
+    pub expect: Vec<expect::Expectation>,
 }
 
 /// `--tls-version`.

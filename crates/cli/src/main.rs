@@ -7,6 +7,7 @@
 
 mod args;
 mod expect;
+mod html;
 mod live;
 mod output;
 #[cfg(test)]
@@ -16,7 +17,7 @@ mod tls;
 mod values;
 
 use anyhow::{anyhow, bail, Context, Result};
-use args::{Cli, Command, LoadArgs, ServeArgs};
+use args::{Cli, Command, LoadArgs, MergeArgs, Outputs, ReportArgs, ServeArgs};
 use clap::Parser;
 use pelt_engine::{self as engine, Config};
 use pelt_stats::{OpenLoopReport, Report, RunInfo, WarmupReport, LATE_THRESHOLD_US};
@@ -90,6 +91,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Serve(a)) => serve(&a),
         Some(Command::Demo) => demo(),
+        Some(Command::Report(a)) => report(&a),
+        Some(Command::Merge(a)) => merge(&a),
         None => load(&cli.load),
     };
     match result {
@@ -107,9 +110,8 @@ fn main() -> ExitCode {
 struct Prepared {
     config: Config,
     info: RunInfo,
-    json: Option<PathBuf>,
+    out: Outputs,
     jsonl: Option<PathBuf>,
-    csv: Option<PathBuf>,
     expect: Vec<expect::Expectation>,
     quiet: bool,
 }
@@ -150,22 +152,12 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
         }
         (None, None) => Vec::new(),
     };
-    if is_stdout(&a.csv) {
-        return Err(bad(anyhow!(
-            "--csv takes a file path ('-' is for --json and --jsonl)"
-        )));
+    check_outputs(&a.out)?;
+    if let Some(p) = a.jsonl.as_ref().filter(|p| p.as_os_str() != "-") {
+        output::check_writable(p)
+            .map_err(|e| bad(anyhow!("cannot write --jsonl {}: {e}", p.display())))?;
     }
-    for (flag, path) in [
-        ("--json", &a.json),
-        ("--jsonl", &a.jsonl),
-        ("--csv", &a.csv),
-    ] {
-        if let Some(p) = path.as_ref().filter(|p| p.as_os_str() != "-") {
-            output::check_writable(p)
-                .map_err(|e| bad(anyhow!("cannot write {flag} {}: {e}", p.display())))?;
-        }
-    }
-    if is_stdout(&a.json) && is_stdout(&a.jsonl) {
+    if is_stdout(&a.out.json) && is_stdout(&a.jsonl) {
         return Err(bad(anyhow!(
             "--json - and --jsonl - both want stdout; send one of them to a file"
         )));
@@ -298,9 +290,8 @@ fn prepare(a: &LoadArgs) -> Result<Prepared> {
     Ok(Prepared {
         config,
         info,
-        json: a.json.clone(),
+        out: a.out.clone(),
         jsonl: a.jsonl.clone(),
-        csv: a.csv.clone(),
         expect: a.expect.clone(),
         quiet: a.quiet,
     })
@@ -351,19 +342,7 @@ fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)>
         v.clear();
     }
     let report = build_report(p, &result);
-    let json_to_stdout = is_stdout(&p.json);
-    if let Some(path) = &p.json {
-        let mut text = serde_json::to_vec_pretty(&report)?;
-        text.push(b'\n');
-        if json_to_stdout {
-            std::io::stdout().write_all(&text)?;
-        } else {
-            output::write_atomic(path, &text)?;
-        }
-    }
-    if let Some(path) = &p.csv {
-        output::write_atomic(path, output::timeline_csv(&report.timeline).as_bytes())?;
-    }
+    let json_to_stdout = write_outputs(&report, &p.out)?;
     if let Some(s) = stream.as_mut() {
         s.finish()?;
     }
@@ -384,6 +363,102 @@ fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)>
     Ok((code, report))
 }
 
+/// Checks, before anything runs, that every output path can be written.
+fn check_outputs(o: &Outputs) -> Result<()> {
+    for (flag, path) in [
+        ("--csv", &o.csv),
+        ("--html", &o.html),
+        ("--hdr-log", &o.hdr_log),
+    ] {
+        if is_stdout(path) {
+            return Err(bad(anyhow!(
+                "{flag} takes a file path ('-' is for --json and --jsonl)"
+            )));
+        }
+    }
+    for (flag, path) in [
+        ("--json", &o.json),
+        ("--csv", &o.csv),
+        ("--html", &o.html),
+        ("--hdr-log", &o.hdr_log),
+    ] {
+        if let Some(p) = path.as_ref().filter(|p| p.as_os_str() != "-") {
+            output::check_writable(p)
+                .map_err(|e| bad(anyhow!("cannot write {flag} {}: {e}", p.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `report` to every file asked for; true when the JSON went to stdout.
+fn write_outputs(report: &Report, o: &Outputs) -> Result<bool> {
+    let json_to_stdout = is_stdout(&o.json);
+    if let Some(path) = &o.json {
+        let mut text = serde_json::to_vec_pretty(report)?;
+        text.push(b'\n');
+        if json_to_stdout {
+            std::io::stdout().write_all(&text)?;
+        } else {
+            output::write_atomic(path, &text)?;
+        }
+    }
+    if let Some(path) = &o.csv {
+        output::write_atomic(path, output::timeline_csv(&report.timeline).as_bytes())?;
+    }
+    if let Some(path) = &o.hdr_log {
+        output::write_atomic(path, &output::hdr_log(report)?)?;
+    }
+    if let Some(path) = &o.html {
+        output::write_atomic(path, html::report(report).as_bytes())?;
+    }
+    Ok(json_to_stdout)
+}
+
+/// Reads a result written by `--json`; any problem is bad input naming the file.
+fn read_result(path: &std::path::Path) -> Result<Report> {
+    let text =
+        std::fs::read(path).map_err(|e| bad(anyhow!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_slice(&text).map_err(|e| {
+        bad(anyhow!(
+            "{} is not a pelt result (--json): {e}",
+            path.display()
+        ))
+    })
+}
+
+/// `pelt report RESULT.json`: the summary again, and the files asked for.
+fn report(a: &ReportArgs) -> Result<ExitCode> {
+    check_outputs(&a.out)?;
+    let report = read_result(&a.result)?;
+    if !write_outputs(&report, &a.out)? {
+        print!("{}", output::summary(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pelt merge A.json B.json ...`: one result from several, exactly.
+fn merge(a: &MergeArgs) -> Result<ExitCode> {
+    check_outputs(&a.out)?;
+    let mut reports = Vec::with_capacity(a.results.len());
+    for path in &a.results {
+        let r = read_result(path)?;
+        pelt_stats::check_mergeable(&r)
+            .map_err(|e| bad(anyhow!("cannot merge {}: {e}", path.display())))?;
+        reports.push(r);
+    }
+    let mut merged = pelt_stats::merge(&reports).map_err(|e| bad(anyhow!("cannot merge: {e}")))?;
+    merged.merged_from = a.results.iter().map(|p| p.display().to_string()).collect();
+    merged.thresholds = a.expect.iter().map(|e| e.check(&merged)).collect();
+    if !write_outputs(&merged, &a.out)? {
+        print!("{}", output::summary(&merged));
+    }
+    Ok(if merged.thresholds.iter().any(|t| !t.passed) {
+        ExitCode::from(EXIT_THRESHOLD)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 /// The result document of a finished run.
 fn build_report(p: &Prepared, result: &engine::RunResult) -> Report {
     let mut report = Report::new(
@@ -393,6 +468,20 @@ fn build_report(p: &Prepared, result: &engine::RunResult) -> Report {
         result.stopped_by.name(),
     );
     report.timeline = result.timeline.clone();
+    report.started_unix_ms = result
+        .started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    if let Some(h) = report.histograms.as_mut() {
+        if p.config.rate.is_some() {
+            h.service_time_us = Some(result.stats.service.clone());
+            h.lag_us = Some(result.stats.lag.clone());
+        }
+        if p.info.tls.is_some() {
+            h.handshake_us = Some(result.stats.handshake.clone());
+        }
+        h.warmup_latency_us = result.warmup.as_ref().map(|w| w.latency.clone());
+    }
     report.warmup = result
         .warmup
         .as_ref()
@@ -562,9 +651,8 @@ fn demo() -> Result<ExitCode> {
         warmup: None,
         grace: engine::DEFAULT_GRACE,
         expect: vec![],
-        json: None,
+        out: Outputs::default(),
         jsonl: None,
-        csv: None,
         quiet: false,
     };
     let p = prepare(&args)?;

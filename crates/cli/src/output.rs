@@ -298,7 +298,6 @@ fn trim_number(v: f64) -> String {
     t.to_string()
 }
 
-/// Writes `data` to `path` atomically: a temp file in the same directory, synced, renamed.
 /// `--csv`: the timeline, one row per second, with a header row.
 pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     const CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
@@ -334,6 +333,52 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     s
 }
 
+/// `--hdr-log`: the measured seconds' latency histograms as an HdrHistogram interval log
+/// (the format of Java's HistogramLogWriter: StartTime and BaseTime headers, a legend, one
+/// line per second with its start offset, length, max and compressed histogram).
+pub fn hdr_log(r: &Report) -> Result<Vec<u8>> {
+    use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+    use hdrhistogram::serialization::V2DeflateSerializer;
+    let start = std::time::UNIX_EPOCH + std::time::Duration::from_millis(r.started_unix_ms);
+    let mut out = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    IntervalLogWriterBuilder::new()
+        .add_comment(&format!(
+            "pelt {}: {} {}; latency in microseconds, one interval per second of the measured \
+             part (warm-up excluded), measured from {}",
+            env!("CARGO_PKG_VERSION"),
+            r.info.method,
+            r.info.target.replace('\n', " "),
+            if r.latency_from == "due" {
+                "each request's due time"
+            } else {
+                "each request's first byte written"
+            }
+        ))
+        .with_start_time(start)
+        .with_base_time(start)
+        .begin_log_with(&mut out, &mut ser)?;
+    out.extend_from_slice(
+        b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+    );
+    let mut log = IntervalLogWriterBuilder::new().begin_log_with(&mut out, &mut ser)?;
+    for p in r.timeline.iter().filter(|p| !p.warmup) {
+        let Some(encoded) = &p.histogram else {
+            anyhow::bail!("the result has no per-second histograms (written by pelt < 0.2)");
+        };
+        let h = pelt_stats::LatencyHistogram::decode(encoded).map_err(anyhow::Error::msg)?;
+        log.write_histogram(
+            h.hdr(),
+            std::time::Duration::from_secs(p.second),
+            std::time::Duration::from_secs_f64(p.length_s),
+            None,
+        )
+        .map_err(|e| anyhow::anyhow!("cannot write the interval log: {e}"))?;
+    }
+    Ok(out)
+}
+
+/// Writes `data` to `path` atomically: a temp file in the same directory, synced, renamed.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,

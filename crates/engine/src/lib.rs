@@ -197,6 +197,8 @@ pub struct RunResult {
     pub warmup: Option<WorkerStats>,
     /// One point per second, in order.
     pub timeline: Vec<TimelinePoint>,
+    /// Wall-clock time of the start (the run's second 0).
+    pub started_at: std::time::SystemTime,
     /// From the start of the workers to the last one stopping.
     pub elapsed: Duration,
     /// The measured part: `elapsed` less the warm-up.
@@ -248,6 +250,7 @@ pub fn run(
     on_second: &mut dyn FnMut(&TimelinePoint),
 ) -> RunResult {
     let threads = config.effective_threads();
+    let started_at = std::time::SystemTime::now();
     let start = Instant::now();
     let end = config.duration.map(|d| start + config.warmup + d);
     let max_connections = config.max_connections.max(config.connections) as u64;
@@ -305,6 +308,7 @@ pub fn run(
         stats,
         warmup: (!config.warmup.is_zero()).then_some(warm),
         timeline: timeline.points,
+        started_at,
         elapsed,
         measured: elapsed.saturating_sub(config.warmup),
         stopped_by,

@@ -1,13 +1,18 @@
 //! The latency histogram: HDR, microseconds, 3 significant digits, bounded memory.
 
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Largest latency recorded exactly (one hour); larger values are clamped to it.
 pub const MAX_LATENCY_US: u64 = 3_600_000_000;
 
 /// An HDR histogram of latencies in microseconds (1 us .. 1 h, 3 significant digits).
-#[derive(Debug, Clone)]
+///
+/// In the JSON result it is a string: HdrHistogram's compressed V2 encoding in base64, the
+/// form the standard HdrHistogram tools read (`HISTFAAAA...`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct LatencyHistogram {
     h: Histogram<u64>,
 }
@@ -19,7 +24,7 @@ impl Default for LatencyHistogram {
 }
 
 /// Percentiles of a histogram, all in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
     #[serde(rename = "min")]
     pub min_us: u64,
@@ -76,6 +81,50 @@ impl LatencyHistogram {
         }
     }
 
+    /// The underlying HDR histogram (for interval logs and percentile spectra).
+    pub fn hdr(&self) -> &Histogram<u64> {
+        &self.h
+    }
+
+    /// HdrHistogram's compressed V2 encoding, in standard base64.
+    pub fn encode(&self) -> String {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.h, &mut bytes)
+            .expect("serializing a histogram into memory cannot fail");
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Reads what [`encode`](Self::encode) (or another HdrHistogram writer) produced. Values
+    /// outside pelt's range (1 us .. 1 h) are an error, so decoded histograms always merge.
+    pub fn decode(text: &str) -> Result<LatencyHistogram, String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|e| format!("not base64: {e}"))?;
+        let other: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut &bytes[..])
+            .map_err(|e| format!("not an HdrHistogram: {e:?}"))?;
+        let mut h = LatencyHistogram::new();
+        h.h.add(&other)
+            .map_err(|_| format!("values past pelt's range of 1..{MAX_LATENCY_US} us"))?;
+        Ok(h)
+    }
+
+    /// The percentile spectrum: `(percentile, value_us)` pairs, denser towards the tail (as
+    /// HdrHistogram's percentile distribution output), ending at 100.
+    pub fn spectrum(&self) -> Vec<(f64, u64)> {
+        if self.h.is_empty() {
+            return Vec::new();
+        }
+        let mut out: Vec<(f64, u64)> = self
+            .h
+            .iter_quantiles(5)
+            .map(|v| (v.quantile_iterated_to() * 100.0, v.value_iterated_to()))
+            .collect();
+        out.dedup_by(|b, a| a.0 == b.0);
+        out
+    }
+
     pub fn summary(&self) -> LatencySummary {
         if self.h.is_empty() {
             return LatencySummary {
@@ -104,6 +153,19 @@ impl LatencyHistogram {
     }
 }
 
+impl Serialize for LatencyHistogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.encode())
+    }
+}
+
+impl<'de> Deserialize<'de> for LatencyHistogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        LatencyHistogram::decode(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,7 +191,54 @@ mod tests {
         assert_eq!(h.count(), 10_001);
     }
 
+    #[test]
+    fn encoding_round_trips_and_rejects_garbage() {
+        let mut h = LatencyHistogram::new();
+        for v in [1, 7, 250, 250, 99_000, MAX_LATENCY_US] {
+            h.record(v);
+        }
+        let text = h.encode();
+        assert!(text.starts_with("HISTF"), "{text}");
+        assert_eq!(LatencyHistogram::decode(&text).unwrap(), h);
+        assert_eq!(
+            LatencyHistogram::decode(&LatencyHistogram::new().encode()).unwrap(),
+            LatencyHistogram::new()
+        );
+        assert!(LatencyHistogram::decode("not base64!").is_err());
+        assert!(LatencyHistogram::decode("SElTVEZBQUFB").is_err());
+        // A histogram from another tool, with values past pelt's hour, is refused.
+        let mut big: Histogram<u64> = Histogram::new(3).unwrap();
+        big.record(MAX_LATENCY_US * 10).unwrap();
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&big, &mut bytes)
+            .unwrap();
+        let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+        assert!(LatencyHistogram::decode(&text).is_err());
+    }
+
+    #[test]
+    fn spectrum_is_ordered_and_ends_at_the_max() {
+        let mut h = LatencyHistogram::new();
+        for v in 1..=1000u64 {
+            h.record(v);
+        }
+        let sp = h.spectrum();
+        assert!(sp.len() > 20, "{}", sp.len());
+        assert!(sp.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        assert_eq!(sp.last().unwrap(), &(100.0, 1000));
+        assert!(LatencyHistogram::new().spectrum().is_empty());
+    }
+
     proptest! {
+        /// The encoding is lossless.
+        #[test]
+        fn encode_decode_is_identity(v in proptest::collection::vec(0u64..5_000_000_000, 0..300)) {
+            let mut h = LatencyHistogram::new();
+            v.iter().for_each(|&x| h.record(x));
+            prop_assert_eq!(LatencyHistogram::decode(&h.encode()).unwrap(), h);
+        }
+
         /// merge(a, b) equals recording everything into one histogram.
         #[test]
         fn merge_equals_recording_all(

@@ -23,14 +23,16 @@
 
 mod errors;
 mod histogram;
+mod merge;
 mod report;
 mod timeline;
 
 pub use errors::{ErrorCounts, ErrorKind};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
+pub use merge::{check_mergeable, merge};
 pub use report::{
-    BytesReport, HandshakesReport, OpenLoopReport, Report, RequestsReport, RunInfo, Threshold,
-    TlsInfo, WarmupReport,
+    BytesReport, HandshakesReport, Histograms, OpenLoopReport, Report, RequestsReport, RunInfo,
+    Threshold, TlsInfo, WarmupReport,
 };
 pub use timeline::{Interval, PointLatency, TimelinePoint};
 

@@ -1,11 +1,11 @@
 //! The result document: what `--json` writes and the summary prints (docs/result-schema.json).
 
-use crate::{LatencySummary, TimelinePoint, WorkerStats, LATE_THRESHOLD_US};
-use serde::Serialize;
+use crate::{LatencyHistogram, LatencySummary, TimelinePoint, WorkerStats, LATE_THRESHOLD_US};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How the run was set up; the engine and CLI fill it in.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunInfo {
     /// The target URL as given (credentials masked).
     pub target: String,
@@ -46,7 +46,7 @@ pub struct RunInfo {
 }
 
 /// HTTPS settings of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TlsInfo {
     /// `--insecure`: the server's certificate was NOT verified.
     pub insecure: bool,
@@ -61,7 +61,7 @@ pub struct TlsInfo {
 }
 
 /// TLS handshakes of the measured part.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HandshakesReport {
     pub full: u64,
     pub resumed: u64,
@@ -69,7 +69,7 @@ pub struct HandshakesReport {
     pub time_us: LatencySummary,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RequestsReport {
     pub sent: u64,
     pub completed: u64,
@@ -77,14 +77,14 @@ pub struct RequestsReport {
     pub in_flight: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BytesReport {
     pub sent: u64,
     pub received: u64,
 }
 
 /// Open-loop figures: what closed-loop tools show, and pelt's own delay.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpenLoopReport {
     /// Completion - actual start (what closed-loop tools call latency), microseconds.
     pub service_time_us: LatencySummary,
@@ -110,7 +110,7 @@ impl OpenLoopReport {
 }
 
 /// What the warm-up sent and received: excluded from the main figures, never lost.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WarmupReport {
     pub duration_s: f64,
     pub requests: RequestsReport,
@@ -132,7 +132,7 @@ impl WarmupReport {
 }
 
 /// One `--expect` threshold and how the run fared against it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Threshold {
     /// As the user wrote it: `p99<20ms`.
     pub expect: String,
@@ -171,7 +171,7 @@ fn error_map(stats: &WorkerStats) -> BTreeMap<String, u64> {
 }
 
 /// The whole result of a run (serialized as the JSON result).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub pelt_version: String,
     #[serde(flatten)]
@@ -214,6 +214,36 @@ pub struct Report {
     pub connections_opened: u64,
     /// HTTPS only: handshakes completed in full and resumed.
     pub tls_handshakes: Option<HandshakesReport>,
+    /// When the run started (its first connection attempt), milliseconds since the Unix epoch;
+    /// `pelt merge` aligns timelines by it.
+    #[serde(default)]
+    pub started_unix_ms: u64,
+    /// The HDR histograms behind the latency figures, so results merge without loss (absent
+    /// from results written before pelt 0.2).
+    #[serde(default)]
+    pub histograms: Option<Histograms>,
+    /// The results this one was merged from (`pelt merge`); empty for a single run.
+    #[serde(default)]
+    pub merged_from: Vec<String>,
+}
+
+/// The histograms of a result: HdrHistogram's compressed V2 encoding, base64, microseconds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Histograms {
+    /// Behind `latency_us`.
+    pub latency_us: LatencyHistogram,
+    /// Behind `open_loop.service_time_us` (open loop only).
+    #[serde(default)]
+    pub service_time_us: Option<LatencyHistogram>,
+    /// Behind `open_loop.lag_us` (open loop only).
+    #[serde(default)]
+    pub lag_us: Option<LatencyHistogram>,
+    /// Behind `tls_handshakes.time_us` (HTTPS only).
+    #[serde(default)]
+    pub handshake_us: Option<LatencyHistogram>,
+    /// Behind `warmup.latency_us` (with --warmup only).
+    #[serde(default)]
+    pub warmup_latency_us: Option<LatencyHistogram>,
 }
 
 impl Report {
@@ -269,6 +299,15 @@ impl Report {
             },
             connections_opened: stats.connections_opened,
             tls_handshakes: None,
+            started_unix_ms: 0,
+            histograms: Some(Histograms {
+                latency_us: stats.latency.clone(),
+                service_time_us: None,
+                lag_us: None,
+                handshake_us: None,
+                warmup_latency_us: None,
+            }),
+            merged_from: Vec::new(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! workers into one [`TimelinePoint`] per second.
 
 use crate::LatencyHistogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One worker's counts for one second of the run (second `index`, counted from the start).
@@ -83,12 +83,13 @@ impl Interval {
                 p99: s.p99_us,
                 max: s.max_us,
             },
+            histogram: Some(self.latency.encode()),
         }
     }
 }
 
 /// Latency percentiles of one second, microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PointLatency {
     pub p50: u64,
     pub p90: u64,
@@ -97,7 +98,7 @@ pub struct PointLatency {
 }
 
 /// One second of the run, as the JSON result's `timeline` and `--jsonl` carry it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelinePoint {
     /// Seconds since the start: this point covers `[second, second + length_s)`.
     pub second: u64,
@@ -112,6 +113,10 @@ pub struct TimelinePoint {
     /// Complete responses by status class (`2xx`, `5xx`, ...; `other` for codes outside them).
     pub status_classes: BTreeMap<String, u64>,
     pub latency_us: PointLatency,
+    /// This second's latency histogram ([`LatencyHistogram::encode`]), kept encoded (a few
+    /// hundred bytes) so a long run's timeline stays small; `pelt merge` and `--hdr-log` use it.
+    #[serde(default)]
+    pub histogram: Option<String>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,476 @@
+//! `--html`: one self-contained HTML file per result (and per comparison) that opens offline.
+//!
+//! The tables are rendered here, in Rust, so they read without JavaScript; the charts are drawn
+//! by Chart.js (MIT, vendored in `assets/`, inlined into every report) from a JSON block that
+//! carries only what the charts need. Chart.js rather than an SVG plotting crate: it gives
+//! tooltips, log axes and grouped bars in one well-kept file of 210 KB, and the browser does
+//! the layout for any screen.
+
+use crate::output::{latency, rate, thousands};
+use pelt_stats::{LatencySummary, Report};
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+const CHART_JS: &str = include_str!("../assets/chart.umd.min.js");
+
+const STYLE: &str = r##"
+:root { color-scheme: light; --fg:#1d2430; --muted:#5b6575; --line:#d9dee7; --bg:#f6f7f9; --accent:#2563eb; --bad:#b91c1c; --ok:#15803d; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; color:var(--fg); background:var(--bg); }
+main { max-width:1280px; margin:0 auto; padding:20px 24px 40px; }
+h1 { font-size:22px; margin:0 0 2px; } h2 { font-size:16px; margin:0 0 10px; }
+.sub { color:var(--muted); margin:0 0 18px; word-break:break-all; }
+.cards { display:grid; grid-template-columns:repeat(auto-fit,minmax(150px,1fr)); gap:10px; margin-bottom:18px; }
+.card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:10px 14px; }
+.card .v { font-size:22px; font-weight:600; } .card .k { color:var(--muted); font-size:12px; text-transform:uppercase; letter-spacing:.04em; }
+.grid { display:grid; grid-template-columns:repeat(auto-fit,minmax(520px,1fr)); gap:14px; margin-bottom:14px; }
+section.box { background:#fff; border:1px solid var(--line); border-radius:8px; padding:14px 16px; overflow-x:auto; }
+.chart { position:relative; height:300px; }
+table { border-collapse:collapse; width:100%; font-variant-numeric:tabular-nums; }
+th, td { text-align:left; padding:4px 10px 4px 0; border-bottom:1px solid var(--line); vertical-align:top; }
+th { color:var(--muted); font-weight:500; } td.n, th.n { text-align:right; }
+.failed { color:var(--bad); font-weight:600; } .passed { color:var(--ok); font-weight:600; }
+.note { color:var(--muted); margin:6px 0; }
+pre { background:#f1f3f6; padding:10px; border-radius:6px; overflow-x:auto; font-size:12px; }
+footer { color:var(--muted); font-size:12px; margin-top:18px; }
+"##;
+
+/// Escapes text for HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JSON for a `<script type="application/json">` block: `<` only occurs inside strings there,
+/// and as `\u003c` it cannot close the script element whatever a URL or message contains.
+fn script_json(v: &Value) -> String {
+    v.to_string().replace('<', "\\u003c")
+}
+
+/// `2026-11-22 17:15:51 UTC` from milliseconds since the epoch.
+pub fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The page around `body`: head, style, Chart.js, the data block and the drawing script.
+pub fn page(title: &str, body: &str, data: &Value, script: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" \
+         content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"pelt {ver}\">\n\
+         <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\
+         <footer>Made by pelt {ver}. Charts: Chart.js (MIT), inlined; this file needs no network.</footer>\n\
+         </main>\n<script>{CHART_JS}</script>\n<script type=\"application/json\" id=\"pelt-data\">{data}</script>\n\
+         <script>{COMMON_JS}{script}</script>\n</body>\n</html>\n",
+        ver = env!("CARGO_PKG_VERSION"),
+        title = esc(title),
+        data = script_json(data),
+    )
+}
+
+/// Shared by every page: read the data, format microseconds, the chart defaults.
+const COMMON_JS: &str = r##"
+"use strict";
+const DATA = JSON.parse(document.getElementById("pelt-data").textContent);
+function fmtUs(us) {
+  if (us == null) return "";
+  if (us < 1000) return Math.round(us) + " us";
+  if (us < 1e6) return (us / 1000).toFixed(us < 1e4 ? 2 : 1) + " ms";
+  return (us / 1e6).toFixed(2) + " s";
+}
+Chart.defaults.font.family = 'system-ui,-apple-system,"Segoe UI",Roboto,sans-serif';
+Chart.defaults.maintainAspectRatio = false;
+Chart.defaults.animation = false;
+Chart.defaults.plugins.legend.labels.boxWidth = 12;
+const COLORS = ["#2563eb", "#16a34a", "#f59e0b", "#dc2626", "#7c3aed", "#0891b2", "#db2777", "#65a30d"];
+function axis(title, extra) { return Object.assign({ title: { display: true, text: title } }, extra || {}); }
+"##;
+
+/// The charts of one run.
+const REPORT_JS: &str = r##"
+const T = DATA.timeline;
+const secs = T.map(p => p.second);
+// Warm-up seconds are drawn dashed.
+const warmSeg = { borderDash: ctx => (T[ctx.p0DataIndex] && T[ctx.p0DataIndex].warmup) ? [5, 4] : undefined };
+const xSec = axis("time since start (s)", { type: "linear", ticks: { precision: 0 } });
+new Chart(document.getElementById("chart-rps"), {
+  type: "line",
+  data: { labels: secs, datasets: [{ label: "completed responses/s", data: T.map(p => ({ x: p.second, y: p.rps })),
+          borderColor: COLORS[0], backgroundColor: COLORS[0] + "22", fill: true, pointRadius: 0, segment: warmSeg }] },
+  options: { parsing: true, scales: { x: xSec, y: axis("requests/s", { beginAtZero: true }) },
+             interaction: { mode: "index", intersect: false } }
+});
+new Chart(document.getElementById("chart-latency"), {
+  type: "line",
+  data: { datasets: ["p50", "p90", "p99", "max"].map((k, i) => ({ label: k, data: T.map(p => ({ x: p.second, y: p.latency_us[k] / 1000 })),
+          borderColor: COLORS[i], backgroundColor: COLORS[i], pointRadius: 0, borderWidth: k === "max" ? 1 : 2, segment: warmSeg })) },
+  options: { scales: { x: xSec, y: axis("latency (ms)", { beginAtZero: true }) }, interaction: { mode: "index", intersect: false },
+             plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmtUs(c.parsed.y * 1000) } } } }
+});
+// HdrHistogram-style spectrum: x is 1/(1-q) on a log axis, labelled as percentiles.
+const S = DATA.spectrum;
+new Chart(document.getElementById("chart-spectrum"), {
+  type: "line",
+  data: { datasets: [{ label: "latency at percentile", data: S.map(s => ({ x: s[0], y: s[1] / 1000, q: s[2] })),
+          borderColor: COLORS[4], backgroundColor: COLORS[4], pointRadius: 0, stepped: "before" }] },
+  options: {
+    scales: {
+      x: axis("percentile (log scale of 1/(1-q))", { type: "logarithmic", min: 1,
+        ticks: { callback: v => { const l = Math.log10(v); if (Math.abs(l - Math.round(l)) > 1e-9) return null;
+                                  const p = 100 * (1 - 1 / v); return (Math.round(p * 1e6) / 1e6) + "%"; } } }),
+      y: axis("latency (ms)", { beginAtZero: true })
+    },
+    interaction: { mode: "nearest", intersect: false },
+    plugins: { tooltip: { callbacks: { title: items => "p" + items[0].raw.q, label: c => fmtUs(c.parsed.y * 1000) } } }
+  }
+});
+const classes = ["2xx", "3xx", "1xx", "4xx", "5xx", "other"];
+const classColors = { "1xx": "#94a3b8", "2xx": "#16a34a", "3xx": "#0891b2", "4xx": "#f59e0b", "5xx": "#dc2626", other: "#7c3aed" };
+const statusSets = classes.filter(c => T.some(p => p.status_classes[c]))
+  .map(c => ({ label: c, data: T.map(p => ({ x: p.second, y: p.status_classes[c] || 0 })), backgroundColor: classColors[c], stack: "s" }));
+statusSets.push({ label: "errors", data: T.map(p => ({ x: p.second, y: p.errors })), backgroundColor: "#111827", stack: "s" });
+new Chart(document.getElementById("chart-status"), {
+  type: "bar",
+  data: { datasets: statusSets },
+  options: { scales: { x: Object.assign(xSec, { stacked: true, offset: true }), y: axis("responses per second", { stacked: true, beginAtZero: true }) },
+             interaction: { mode: "index", intersect: false } }
+});
+"##;
+
+fn card(out: &mut String, key: &str, value: &str) {
+    let _ = write!(
+        out,
+        "<div class=\"card\"><div class=\"k\">{}</div><div class=\"v\">{}</div></div>",
+        esc(key),
+        esc(value)
+    );
+}
+
+fn row(out: &mut String, cells: &[&str]) {
+    out.push_str("<tr>");
+    for (i, c) in cells.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<td{}>{}</td>",
+            if i > 0 { " class=\"n\"" } else { "" },
+            esc(c)
+        );
+    }
+    out.push_str("</tr>\n");
+}
+
+fn kv(out: &mut String, key: &str, value: &str) {
+    let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(value));
+}
+
+fn latency_rows(out: &mut String, name: &str, l: &LatencySummary) {
+    let us = |v: u64| latency(v as f64);
+    row(
+        out,
+        &[
+            name,
+            &us(l.min_us),
+            &latency(l.mean_us),
+            &us(l.p50_us),
+            &us(l.p90_us),
+            &us(l.p99_us),
+            &us(l.p99_9_us),
+            &us(l.max_us),
+        ],
+    );
+}
+
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "0%".into()
+    } else {
+        format!("{:.2}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// The chart data of a result: its timeline and the percentile spectrum of its histogram.
+fn report_data(r: &Report) -> Value {
+    let hist = r
+        .histograms
+        .as_ref()
+        .map(|h| h.latency_us.clone())
+        .unwrap_or_default();
+    let count = hist.count().max(1) as f64;
+    // x = 1/(1-q), capped at the count: the max is "one in N".
+    let spectrum: Vec<Value> = hist
+        .spectrum()
+        .into_iter()
+        .map(|(p, v)| {
+            let q = p / 100.0;
+            let x = if q >= 1.0 {
+                count
+            } else {
+                (1.0 / (1.0 - q)).min(count)
+            };
+            json!([x, v, (p * 1e4).round() / 1e4])
+        })
+        .collect();
+    let timeline: Vec<Value> = r
+        .timeline
+        .iter()
+        .map(|p| {
+            json!({
+                "second": p.second, "warmup": p.warmup, "rps": p.rps, "errors": p.errors,
+                "status_classes": p.status_classes, "latency_us": p.latency_us,
+            })
+        })
+        .collect();
+    json!({ "timeline": timeline, "spectrum": spectrum })
+}
+
+/// The whole HTML report of one result.
+pub fn report(r: &Report) -> String {
+    let i = &r.info;
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>pelt report</h1>");
+    let when = if r.started_unix_ms > 0 {
+        utc(r.started_unix_ms)
+    } else {
+        "start time unknown".into()
+    };
+    let warm = if i.warmup_s > 0.0 {
+        format!(" after a {}s warm-up (dashed in the charts)", i.warmup_s)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        b,
+        "<p class=\"sub\">{} {} &middot; {} &middot; {:.2}s measured{}</p>",
+        esc(&i.method),
+        esc(&i.target),
+        esc(&when),
+        r.duration_s,
+        esc(&warm)
+    );
+    b.push_str("<div class=\"cards\">");
+    let q = &r.requests;
+    card(&mut b, "requests/s", &rate(r.rps));
+    card(&mut b, "completed", &thousands(q.completed));
+    card(&mut b, "errors", &percent(q.errors, q.sent));
+    let non_2xx: u64 = r
+        .status
+        .iter()
+        .filter(|(code, _)| !code.starts_with('2'))
+        .map(|(_, n)| n)
+        .sum();
+    card(&mut b, "non-2xx", &percent(non_2xx, q.completed));
+    card(&mut b, "p50", &latency(r.latency_us.p50_us as f64));
+    card(&mut b, "p99", &latency(r.latency_us.p99_us as f64));
+    card(&mut b, "max", &latency(r.latency_us.max_us as f64));
+    b.push_str("</div>\n");
+
+    b.push_str("<div class=\"grid\">\n");
+    for (id, title) in [
+        ("chart-rps", "Requests per second"),
+        (
+            "chart-latency",
+            "Latency over time (p50, p90, p99, max per second)",
+        ),
+        ("chart-spectrum", "Latency by percentile"),
+        ("chart-status", "Status classes and errors per second"),
+    ] {
+        let _ = writeln!(
+            b,
+            "<section class=\"box\"><h2>{title}</h2><div class=\"chart\"><canvas id=\"{id}\" \
+             role=\"img\" aria-label=\"{title}\"></canvas></div></section>"
+        );
+    }
+    b.push_str("</div>\n<div class=\"grid\">\n");
+
+    // Latency table.
+    b.push_str("<section class=\"box\"><h2>Latency</h2><table>\n<tr><th></th><th class=\"n\">min</th><th class=\"n\">mean</th><th class=\"n\">p50</th><th class=\"n\">p90</th><th class=\"n\">p99</th><th class=\"n\">p99.9</th><th class=\"n\">max</th></tr>\n");
+    latency_rows(&mut b, "latency", &r.latency_us);
+    if let Some(o) = &r.open_loop {
+        latency_rows(&mut b, "service time", &o.service_time_us);
+        latency_rows(&mut b, "lag (pelt)", &o.lag_us);
+    }
+    if let Some(h) = &r.tls_handshakes {
+        latency_rows(&mut b, "TLS handshake", &h.time_us);
+    }
+    let from = if r.latency_from == "due" {
+        "Latency counts from when each request was due (open loop, no coordinated omission)."
+    } else {
+        "Latency counts from each request's first byte written (closed loop)."
+    };
+    let _ = writeln!(b, "</table><p class=\"note\">{}</p>", esc(from));
+
+    // Requests, status codes, errors.
+    b.push_str("<h2>Requests</h2><table>\n");
+    for (k, v) in [
+        ("sent", q.sent),
+        ("completed", q.completed),
+        ("errors", q.errors),
+        ("in flight at the end", q.in_flight),
+        ("connections opened", r.connections_opened),
+    ] {
+        let k = if k == "connections opened" && i.warmup_s > 0.0 {
+            "connections opened after the warm-up"
+        } else {
+            k
+        };
+        row(&mut b, &[k, &thousands(v)]);
+    }
+    for (code, n) in &r.status {
+        row(&mut b, &[&format!("status {code}"), &thousands(*n)]);
+    }
+    b.push_str("</table>\n");
+    if !r.errors.is_empty() {
+        b.push_str("<h2>Errors</h2><table>\n<tr><th>kind</th><th class=\"n\">count</th><th>first message</th></tr>\n");
+        for (k, n) in &r.errors {
+            let _ = writeln!(
+                b,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td>{}{}</td></tr>",
+                esc(k),
+                thousands(*n),
+                esc(r.error_examples.get(k).map_or("", String::as_str)),
+                r.error_hints
+                    .get(k)
+                    .map_or(String::new(), |h| format!("<br><i>hint: {}</i>", esc(h)))
+            );
+        }
+        b.push_str("</table>\n");
+    }
+    b.push_str("</section>\n");
+
+    // Configuration.
+    b.push_str("<section class=\"box\"><h2>Configuration</h2><table>\n");
+    kv(&mut b, "target", &i.target);
+    kv(&mut b, "method", &i.method);
+    let model = match (i.rate, &i.arrival) {
+        (Some(rate), arrival) => format!(
+            "open loop, {}/s, {} arrivals, up to {} connections",
+            crate::output::rate(rate),
+            arrival.as_deref().unwrap_or("constant"),
+            i.max_connections.unwrap_or(i.connections)
+        ),
+        (None, _) => "closed loop".into(),
+    };
+    kv(&mut b, "load model", &model);
+    kv(&mut b, "connections", &i.connections.to_string());
+    kv(&mut b, "threads", &i.threads.to_string());
+    let http = match i.streams {
+        Some(n) => format!("HTTP/2, {n} streams per connection"),
+        None if i.pipeline > 1 => format!("HTTP/1.1, pipelining {}", i.pipeline),
+        None if i.keep_alive => "HTTP/1.1, keep-alive".into(),
+        None => "HTTP/1.1, new connection per request".into(),
+    };
+    kv(&mut b, "protocol", &http);
+    if let Some(t) = &i.tls {
+        let verify = if t.insecure {
+            "certificate NOT verified"
+        } else {
+            "certificate verified"
+        };
+        let resume = if t.resumption {
+            "resumption on"
+        } else {
+            "full handshakes"
+        };
+        kv(&mut b, "TLS", &format!("{verify}, {resume}"));
+    }
+    kv(&mut b, "I/O", &i.io);
+    let limit = match (i.duration_limit_s, i.requests_limit) {
+        (Some(d), Some(n)) => format!("{d}s or {} requests", thousands(n)),
+        (Some(d), None) => format!("{d}s"),
+        (None, Some(n)) => format!("{} requests", thousands(n)),
+        (None, None) => "none".into(),
+    };
+    kv(&mut b, "limit", &limit);
+    kv(&mut b, "warm-up", &format!("{}s", i.warmup_s));
+    kv(&mut b, "timeout", &format!("{}s", i.timeout_s));
+    kv(&mut b, "stopped by", &r.stopped_by);
+    kv(&mut b, "started", &when);
+    if !r.merged_from.is_empty() {
+        kv(&mut b, "merged from", &r.merged_from.join(", "));
+    }
+    kv(&mut b, "pelt", &r.pelt_version);
+    b.push_str("</table>\n");
+    if !r.thresholds.is_empty() {
+        b.push_str("<h2>Thresholds</h2><table>\n");
+        for t in &r.thresholds {
+            let actual = t
+                .actual
+                .map_or("none".into(), |v| format!("{v:.3} {}", t.unit));
+            let _ = writeln!(
+                b,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td></tr>",
+                esc(&t.expect),
+                esc(&actual),
+                if t.passed { "passed" } else { "failed" },
+                if t.passed { "passed" } else { "FAILED" }
+            );
+        }
+        b.push_str("</table>\n");
+    }
+    for n in &r.notes {
+        let _ = writeln!(b, "<p class=\"note\">Note: {}</p>", esc(n));
+    }
+    let _ = writeln!(
+        b,
+        "<details><summary>Text summary</summary><pre>{}</pre></details>",
+        esc(&crate::output::summary(r))
+    );
+    b.push_str("</section>\n</div>\n");
+    page(
+        &format!("pelt: {}", i.target),
+        &b,
+        &report_data(r),
+        REPORT_JS,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_script_endings() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        let v = json!({"target": "http://h/</script><script>alert(1)</script>"});
+        let s = script_json(&v);
+        assert!(!s.contains("</script"), "{s}");
+        assert_eq!(serde_json::from_str::<Value>(&s).unwrap(), v);
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_795_367_751_123), "2026-11-22 17:15:51 UTC");
+    }
+}

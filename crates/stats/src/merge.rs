@@ -1,0 +1,456 @@
+//! Merging results (`pelt merge`): the runs of several generators, or several parts of one
+//! study, into one result as if one generator had measured it all.
+//!
+//! Counts add; every latency figure is recomputed from the sum of the embedded HDR histograms
+//! (exact, not an average of percentiles); timelines are aligned by wall-clock second, so the
+//! same second of two generators running side by side lands in one point.
+
+use crate::report::Histograms;
+use crate::{
+    BytesReport, HandshakesReport, LatencyHistogram, OpenLoopReport, Report, RequestsReport,
+    TimelinePoint, WarmupReport,
+};
+use std::collections::BTreeMap;
+
+/// Why a result cannot take part in a merge (it predates embedded histograms).
+pub fn check_mergeable(r: &Report) -> Result<(), String> {
+    if r.histograms.is_none() {
+        return Err(
+            "has no embedded histograms (written by a pelt before 0.2?), so its \
+                    percentiles cannot be merged exactly"
+                .into(),
+        );
+    }
+    if r.timeline.iter().any(|p| p.histogram.is_none()) {
+        return Err("its timeline has no per-second histograms".into());
+    }
+    Ok(())
+}
+
+fn add_maps(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_insert(0) += v;
+    }
+}
+
+fn sum_opt<T: std::ops::Add<Output = T> + Copy>(it: impl Iterator<Item = Option<T>>) -> Option<T> {
+    it.flatten().reduce(|a, b| a + b)
+}
+
+/// The merged histogram of `pick` over every report that has one (`None` if none has).
+fn merged_hist(
+    reports: &[Report],
+    pick: impl Fn(&Histograms) -> Option<&LatencyHistogram>,
+) -> Option<LatencyHistogram> {
+    let mut out: Option<LatencyHistogram> = None;
+    for h in reports
+        .iter()
+        .filter_map(|r| r.histograms.as_ref().and_then(&pick))
+    {
+        out.get_or_insert_with(LatencyHistogram::new).merge(h);
+    }
+    out
+}
+
+/// Joins the distinct values, in first-seen order.
+fn distinct(values: impl Iterator<Item = String>) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for v in values {
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    seen.join(", ")
+}
+
+fn requests_sum<'a>(it: impl Iterator<Item = &'a RequestsReport>) -> RequestsReport {
+    let mut t = RequestsReport {
+        sent: 0,
+        completed: 0,
+        errors: 0,
+        in_flight: 0,
+    };
+    for r in it {
+        t.sent += r.sent;
+        t.completed += r.completed;
+        t.errors += r.errors;
+        t.in_flight += r.in_flight;
+    }
+    t
+}
+
+/// One merged second of the timeline.
+struct Second {
+    length_s: f64,
+    warmup: bool,
+    sent: u64,
+    completed: u64,
+    errors: u64,
+    classes: BTreeMap<String, u64>,
+    latency: LatencyHistogram,
+}
+
+/// Merges `reports` (at least one; each passing [`check_mergeable`]) into one result.
+pub fn merge(reports: &[Report]) -> Result<Report, String> {
+    let first = reports.first().ok_or("no results to merge")?;
+    for r in reports {
+        check_mergeable(r)?;
+        if r.latency_from != first.latency_from {
+            return Err(format!(
+                "cannot merge a {} loop result with a {} loop one: their latencies are measured \
+                 from different points",
+                first.load_model(),
+                r.load_model()
+            ));
+        }
+    }
+    let started = reports.iter().map(|r| r.started_unix_ms).min().unwrap_or(0);
+    // The measured part of each run, in ms since the epoch: after its warm-up, for its duration.
+    let spans: Vec<(f64, f64)> = reports
+        .iter()
+        .map(|r| {
+            let begin = r.started_unix_ms as f64 + r.info.warmup_s * 1000.0;
+            (begin, begin + r.duration_s * 1000.0)
+        })
+        .collect();
+    let begin = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
+    let end = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+    let duration_s = ((end - begin) / 1000.0).max(0.0);
+    let per_s = |n: u64| {
+        if duration_s > 0.0 {
+            n as f64 / duration_s
+        } else {
+            0.0
+        }
+    };
+
+    let mut info = first.info.clone();
+    info.target = distinct(reports.iter().map(|r| r.info.target.clone()));
+    info.method = distinct(reports.iter().map(|r| r.info.method.clone()));
+    info.io = distinct(reports.iter().map(|r| r.info.io.clone()));
+    info.connections = reports.iter().map(|r| r.info.connections).sum();
+    info.threads = reports.iter().map(|r| r.info.threads).sum();
+    info.max_connections = sum_opt(reports.iter().map(|r| r.info.max_connections));
+    info.rate = sum_opt(reports.iter().map(|r| r.info.rate));
+    info.connect_rate = sum_opt(reports.iter().map(|r| r.info.connect_rate));
+    info.requests_limit = sum_opt(reports.iter().map(|r| r.info.requests_limit));
+    info.duration_limit_s = reports
+        .iter()
+        .filter_map(|r| r.info.duration_limit_s)
+        .reduce(f64::max);
+
+    let latency = merged_hist(reports, |h| Some(&h.latency_us)).unwrap_or_default();
+    let requests = requests_sum(reports.iter().map(|r| &r.requests));
+    let mut status = BTreeMap::new();
+    let mut errors = BTreeMap::new();
+    let mut connection_errors = BTreeMap::new();
+    let mut error_examples = BTreeMap::new();
+    let mut error_hints = BTreeMap::new();
+    let mut notes: Vec<String> = Vec::new();
+    for r in reports {
+        add_maps(&mut status, &r.status);
+        add_maps(&mut errors, &r.errors);
+        add_maps(&mut connection_errors, &r.connection_errors);
+        for (k, v) in &r.error_examples {
+            error_examples.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        for (k, v) in &r.error_hints {
+            error_hints.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        for n in &r.notes {
+            if !notes.contains(n) && !n.starts_with("merged from ") {
+                notes.push(n.clone());
+            }
+        }
+    }
+    notes.push(format!(
+        "merged from {} results: counts are sums, latency percentiles come from the merged \
+         histograms, and rates are over the {:.1}s from the first run's start to the last one's \
+         end",
+        reports.len(),
+        duration_s
+    ));
+    let bytes = BytesReport {
+        sent: reports.iter().map(|r| r.bytes.sent).sum(),
+        received: reports.iter().map(|r| r.bytes.received).sum(),
+    };
+
+    let service = merged_hist(reports, |h| h.service_time_us.as_ref());
+    let lag = merged_hist(reports, |h| h.lag_us.as_ref());
+    let open: Vec<&OpenLoopReport> = reports
+        .iter()
+        .filter_map(|r| r.open_loop.as_ref())
+        .collect();
+    let open_loop = (!open.is_empty()).then(|| OpenLoopReport {
+        service_time_us: service.clone().unwrap_or_default().summary(),
+        lag_us: lag.clone().unwrap_or_default().summary(),
+        late_requests: open.iter().map(|o| o.late_requests).sum(),
+        late_threshold_us: open[0].late_threshold_us,
+        backlog_at_end: open.iter().map(|o| o.backlog_at_end).sum(),
+    });
+
+    let warm_latency = merged_hist(reports, |h| h.warmup_latency_us.as_ref());
+    let warm: Vec<&WarmupReport> = reports.iter().filter_map(|r| r.warmup.as_ref()).collect();
+    let warmup = (!warm.is_empty()).then(|| {
+        let mut status = BTreeMap::new();
+        let mut errors = BTreeMap::new();
+        for w in &warm {
+            add_maps(&mut status, &w.status);
+            add_maps(&mut errors, &w.errors);
+        }
+        WarmupReport {
+            duration_s: warm.iter().map(|w| w.duration_s).fold(0.0, f64::max),
+            requests: requests_sum(warm.iter().map(|w| &w.requests)),
+            status,
+            errors,
+            latency_us: warm_latency.clone().unwrap_or_default().summary(),
+        }
+    });
+
+    let handshake = merged_hist(reports, |h| h.handshake_us.as_ref());
+    let hs: Vec<&HandshakesReport> = reports
+        .iter()
+        .filter_map(|r| r.tls_handshakes.as_ref())
+        .collect();
+    let tls_handshakes = (!hs.is_empty()).then(|| HandshakesReport {
+        full: hs.iter().map(|h| h.full).sum(),
+        resumed: hs.iter().map(|h| h.resumed).sum(),
+        time_us: handshake.clone().unwrap_or_default().summary(),
+    });
+
+    // Timelines: second k of a run that started d seconds after the first one is second d + k.
+    let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
+    for r in reports {
+        let offset = ((r.started_unix_ms - started) as f64 / 1000.0).round() as u64;
+        for p in &r.timeline {
+            let h = LatencyHistogram::decode(p.histogram.as_deref().unwrap_or_default())?;
+            let s = seconds.entry(offset + p.second).or_insert_with(|| Second {
+                length_s: 0.0,
+                warmup: true,
+                sent: 0,
+                completed: 0,
+                errors: 0,
+                classes: BTreeMap::new(),
+                latency: LatencyHistogram::new(),
+            });
+            s.length_s = s.length_s.max(p.length_s);
+            s.warmup &= p.warmup;
+            s.sent += p.sent;
+            s.completed += p.completed;
+            s.errors += p.errors;
+            add_maps(&mut s.classes, &p.status_classes);
+            s.latency.merge(&h);
+        }
+    }
+    let timeline = seconds
+        .into_iter()
+        .map(|(second, s)| {
+            let l = s.latency.summary();
+            TimelinePoint {
+                second,
+                length_s: s.length_s,
+                warmup: s.warmup,
+                sent: s.sent,
+                completed: s.completed,
+                errors: s.errors,
+                rps: if s.length_s > 0.0 {
+                    s.completed as f64 / s.length_s
+                } else {
+                    0.0
+                },
+                status_classes: s.classes,
+                latency_us: crate::PointLatency {
+                    p50: l.p50_us,
+                    p90: l.p90_us,
+                    p99: l.p99_us,
+                    max: l.max_us,
+                },
+                histogram: Some(s.latency.encode()),
+            }
+        })
+        .collect();
+
+    // The most significant reason any run stopped for.
+    let rank = |s: &str| match s {
+        "signal" => 2,
+        "duration" => 1,
+        _ => 0,
+    };
+    let stopped_by = reports
+        .iter()
+        .map(|r| r.stopped_by.as_str())
+        .max_by_key(|s| rank(s))
+        .unwrap_or("requests")
+        .to_string();
+
+    Ok(Report {
+        pelt_version: env!("CARGO_PKG_VERSION").to_string(),
+        info,
+        duration_s,
+        interrupted: reports.iter().any(|r| r.interrupted),
+        stopped_by,
+        rps: per_s(requests.completed),
+        requests,
+        status,
+        errors,
+        error_examples,
+        error_hints,
+        connection_errors,
+        latency_us: latency.summary(),
+        latency_from: first.latency_from.clone(),
+        open_loop,
+        warmup,
+        timeline,
+        thresholds: Vec::new(),
+        notes,
+        throughput_bytes_per_s: BytesReport {
+            sent: per_s(bytes.sent) as u64,
+            received: per_s(bytes.received) as u64,
+        },
+        bytes,
+        connections_opened: reports.iter().map(|r| r.connections_opened).sum(),
+        tls_handshakes,
+        started_unix_ms: started,
+        histograms: Some(Histograms {
+            latency_us: latency,
+            service_time_us: service,
+            lag_us: lag,
+            handshake_us: handshake,
+            warmup_latency_us: warm_latency,
+        }),
+        merged_from: Vec::new(),
+    })
+}
+
+impl Report {
+    fn load_model(&self) -> &str {
+        &self.info.load_model
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Interval, RunInfo, WorkerStats};
+    use proptest::prelude::*;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            target: "http://127.0.0.1:1/".into(),
+            method: "GET".into(),
+            connections: 2,
+            threads: 1,
+            keep_alive: true,
+            io: "epoll".into(),
+            pipeline: 1,
+            http: "1.1".into(),
+            streams: None,
+            connect_rate: None,
+            tls: None,
+            load_model: "closed".into(),
+            rate: None,
+            arrival: None,
+            max_connections: None,
+            warmup_s: 0.0,
+            grace_s: 1.0,
+            duration_limit_s: Some(2.0),
+            requests_limit: None,
+            timeout_s: 10.0,
+        }
+    }
+
+    /// A result of `samples` (status, latency, second), as written and read back as JSON.
+    fn result(samples: &[(u16, u64, u64)], started_unix_ms: u64) -> Report {
+        let mut stats = WorkerStats::new();
+        let mut seconds: BTreeMap<u64, Interval> = BTreeMap::new();
+        for &(status, lat, sec) in samples {
+            stats.sent += 1;
+            stats.record_response(status, lat);
+            let iv = seconds.entry(sec).or_insert_with(|| Interval::new(sec));
+            iv.sent += 1;
+            iv.record_response(status, lat);
+        }
+        let mut r = Report::new(info(), &stats, 2.0, "duration");
+        r.started_unix_ms = started_unix_ms;
+        r.timeline = seconds.values().map(|iv| iv.point(1.0, false)).collect();
+        let json = serde_json::to_string(&r).unwrap();
+        serde_json::from_str(&json).unwrap()
+    }
+
+    fn sample() -> impl Strategy<Value = (u16, u64, u64)> {
+        (
+            prop::sample::select(vec![200u16, 204, 404, 503]),
+            0u64..20_000_000,
+            0u64..3,
+        )
+    }
+
+    proptest! {
+        // Each case encodes, writes and reads a dozen histograms: fewer cases than the default.
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Merging the results of two halves of the samples equals the result of recording
+        /// every sample in one run: counts, status codes, percentiles and each second.
+        #[test]
+        fn merging_two_halves_equals_one_run(
+            a in prop::collection::vec(sample(), 0..150),
+            b in prop::collection::vec(sample(), 0..150),
+        ) {
+            let all: Vec<_> = a.iter().chain(&b).copied().collect();
+            let one = result(&all, 1_000_000);
+            let merged = merge(&[result(&a, 1_000_000), result(&b, 1_000_000)]).unwrap();
+            // JSON numbers round-trip to within a unit in the last place: the mean is compared
+            // as computed, the histograms and every percentile exactly.
+            let (m, o) = (merged.latency_us, one.latency_us);
+            prop_assert_eq!((m.min_us, m.p50_us, m.p90_us, m.p99_us, m.p99_9_us, m.max_us),
+                            (o.min_us, o.p50_us, o.p90_us, o.p99_us, o.p99_9_us, o.max_us));
+            prop_assert!((m.mean_us - o.mean_us).abs() <= 1e-9 * o.mean_us.max(1.0));
+            prop_assert_eq!(&merged.histograms.as_ref().unwrap().latency_us,
+                            &one.histograms.as_ref().unwrap().latency_us);
+            prop_assert_eq!(merged.requests.completed, one.requests.completed);
+            prop_assert_eq!(merged.requests.sent, one.requests.sent);
+            prop_assert_eq!(&merged.status, &one.status);
+            prop_assert_eq!(merged.timeline.len(), one.timeline.len());
+            for (m, o) in merged.timeline.iter().zip(&one.timeline) {
+                prop_assert_eq!((m.second, m.completed, m.latency_us), (o.second, o.completed, o.latency_us));
+                prop_assert_eq!(&m.status_classes, &o.status_classes);
+            }
+        }
+    }
+
+    #[test]
+    fn timelines_align_by_wall_clock_second() {
+        let a = result(&[(200, 100, 0), (200, 100, 1)], 10_000);
+        // Started 1.02 s later: its second 0 is the first run's second 1.
+        let b = result(&[(200, 900, 0)], 11_020);
+        let m = merge(&[a, b]).unwrap();
+        let per: Vec<(u64, u64, u64)> = m
+            .timeline
+            .iter()
+            .map(|p| (p.second, p.completed, p.latency_us.max))
+            .collect();
+        assert_eq!(per, vec![(0, 1, 100), (1, 2, 900)]);
+        assert_eq!(m.info.connections, 4);
+        // From 10.000 to 13.020: the second run ended 1.02 s after the first.
+        assert!((m.duration_s - 3.02).abs() < 1e-9, "{}", m.duration_s);
+        assert!(m
+            .notes
+            .iter()
+            .any(|n| n.starts_with("merged from 2 results")));
+    }
+
+    #[test]
+    fn refuses_results_it_cannot_merge_exactly() {
+        let mut old = result(&[(200, 1, 0)], 0);
+        old.histograms = None;
+        assert!(merge(&[old])
+            .unwrap_err()
+            .contains("no embedded histograms"));
+        let closed = result(&[(200, 1, 0)], 0);
+        let mut open = result(&[(200, 1, 0)], 0);
+        open.latency_from = "due".into();
+        open.info.load_model = "open".into();
+        assert!(merge(&[closed, open]).unwrap_err().contains("closed loop"));
+        assert!(merge(&[]).is_err());
+    }
+}

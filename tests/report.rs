@@ -1,0 +1,432 @@
+//! Results people look at and combine: the HTML report in a real browser, `pelt report`,
+//! `pelt merge` of real runs, and the HdrHistogram interval log.
+
+mod util;
+
+use pelt_server::ServerConfig;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use util::*;
+
+/// A fresh directory for one test's files (kept after the test: the screenshot is an artifact).
+fn test_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pelt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// Runs pelt, expects `code`, returns stdout.
+fn run_expect(args: &[&str], code: i32) -> String {
+    let (out, _) = run(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "pelt {args:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The browser check (tests/browser/check_report.mjs): Node.js with playwright-core driving
+/// Debian's chromium. `.ci/run` installs both; elsewhere the test says what is missing and
+/// passes only outside CI.
+fn browser_check(html: &Path, screenshot: &Path) -> Option<serde_json::Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    let chromium = std::env::var("PELT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let missing = if !dir.join("node_modules/playwright-core").is_dir() {
+        Some("tests/browser/node_modules (run: npm ci --prefix tests/browser)")
+    } else if !Path::new(&chromium).exists() {
+        Some("chromium (Debian package: chromium)")
+    } else {
+        None
+    };
+    if let Some(what) = missing {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the browser test needs {what}; .ci/run installs it"
+        );
+        eprintln!("SKIPPED: the browser check needs {what}");
+        return None;
+    }
+    let mut child = Command::new("node")
+        .arg(dir.join("check_report.mjs"))
+        .arg(html)
+        .arg(screenshot)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node");
+    // Bounded like every child: chromium gets a minute.
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the browser check ran past 60s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "browser check failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn chart<'a>(page: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    page["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no chart {id}: {page}"))
+}
+
+#[test]
+fn html_report_renders_in_a_real_browser() {
+    let dir = test_dir("html");
+    // 5 % of answers are 500s, and each takes at least a millisecond.
+    let (server, url) = serve(ServerConfig {
+        delay: Duration::from_millis(1),
+        error_rate: 0.05,
+        ..Default::default()
+    });
+    let (json, html) = (dir.join("r.json"), dir.join("r.html"));
+    run_expect(
+        &[
+            &url,
+            "-d",
+            "3s",
+            "--warmup",
+            "1s",
+            "-c",
+            "4",
+            "--json",
+            s(&json),
+            "--html",
+            s(&html),
+            "--expect",
+            "p99<10s",
+            "-q",
+        ],
+        0,
+    );
+    drop(server);
+    let v = read_json(&json);
+    let points = v["timeline"].as_array().unwrap().len();
+    assert!(points >= 4, "{v}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.starts_with("<!doctype html>"));
+    assert!(!text.contains("src=\"http"), "a report must load nothing");
+    let Some(page) = browser_check(&html, &dir.join("report.png")) else {
+        return;
+    };
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    for (id, datasets) in [
+        ("chart-rps", 1),
+        ("chart-latency", 4),
+        ("chart-spectrum", 1),
+    ] {
+        let c = chart(&page, id);
+        assert_eq!(c["datasets"].as_array().unwrap().len(), datasets, "{c}");
+        assert!(c["painted"].as_u64().unwrap() > 2000, "{id} not drawn: {c}");
+        assert!(c["width"].as_u64().unwrap() >= 400, "{c}");
+        for d in c["datasets"].as_array().unwrap() {
+            assert!(d["finite"].as_u64().unwrap() > 0, "{id}: {d}");
+        }
+    }
+    // One point per second of the timeline, warm-up included, in both time charts.
+    for id in ["chart-rps", "chart-latency"] {
+        for d in chart(&page, id)["datasets"].as_array().unwrap() {
+            assert_eq!(d["points"].as_u64().unwrap() as usize, points, "{id}: {d}");
+        }
+    }
+    // The latency chart's max line reaches the run's max (ms), the spectrum ends at it.
+    let max_ms = v["latency_us"]["max"].as_f64().unwrap() / 1000.0;
+    let lat = chart(&page, "chart-latency");
+    assert!(
+        lat["datasets"][3]["max"].as_f64().unwrap() >= max_ms * 0.999,
+        "{lat}"
+    );
+    let spec = chart(&page, "chart-spectrum");
+    assert!(
+        spec["datasets"][0]["points"].as_u64().unwrap() > 20,
+        "{spec}"
+    );
+    assert!(
+        (spec["datasets"][0]["max"].as_f64().unwrap() - max_ms).abs() < 1e-9,
+        "{spec}"
+    );
+    let xticks = &spec["axes"].as_array().unwrap()[0]["ticks"];
+    assert!(
+        xticks.as_array().unwrap().iter().any(|t| t == "99%"),
+        "{xticks}"
+    );
+    // Status classes: 2xx and 5xx stacks, and errors.
+    let status = chart(&page, "chart-status");
+    let labels: Vec<&str> = status["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["2xx", "5xx", "errors"], "{status}");
+    assert!(status["painted"].as_u64().unwrap() > 2000, "{status}");
+    // Axes carry units.
+    let titles: Vec<String> = page["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["axes"].as_array().unwrap().clone())
+        .map(|a| a["title"].as_str().unwrap_or("").to_string())
+        .collect();
+    for unit in ["latency (ms)", "requests/s", "time since start (s)"] {
+        assert!(titles.iter().any(|t| t == unit), "{titles:?}");
+    }
+    // The tables show the run's own figures.
+    let body = page["text"].as_str().unwrap();
+    let completed = v["requests"]["completed"].as_u64().unwrap();
+    let shown = completed
+        .to_string()
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect::<Vec<_>>()
+        .join(",");
+    assert!(body.contains(&shown), "{shown} not in the page: {body}");
+    assert!(body.contains("p99<10s"), "{body}");
+    assert!(
+        std::fs::metadata(dir.join("report.png")).unwrap().len() > 20_000,
+        "screenshot"
+    );
+
+    // `pelt report` draws the same result again from the JSON alone.
+    let again = dir.join("again.html");
+    let summary = run_expect(&["report", s(&json), "--html", s(&again)], 0);
+    assert!(summary.contains(&shown), "{summary}");
+    let page2 = browser_check(&again, &dir.join("again.png")).unwrap();
+    assert_eq!(page2["problems"], serde_json::json!([]), "{page2}");
+    assert_eq!(page2["charts"].as_array().unwrap().len(), 4);
+}
+
+/// Two generators run side by side against one server; their merged result is what one
+/// generator seeing all of it would report.
+#[test]
+fn merge_of_two_real_runs_adds_up() {
+    let dir = test_dir("merge");
+    let (server, url) = serve(ServerConfig {
+        error_rate: 0.1,
+        ..Default::default()
+    });
+    let files: Vec<PathBuf> = ["a.json", "b.json"].iter().map(|f| dir.join(f)).collect();
+    let children: Vec<_> = files
+        .iter()
+        .zip(["2", "3"])
+        .map(|(f, c)| spawn(&[&url, "-d", "2s", "-c", c, "--json", s(f), "-q"]))
+        .collect();
+    for c in children {
+        let (out, _) = wait_bounded(c, CHILD_LIMIT);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let served = server.stop();
+    let (a, b) = (read_json(&files[0]), read_json(&files[1]));
+    let merged_path = dir.join("merged.json");
+    let csv = dir.join("merged.csv");
+    run_expect(
+        &[
+            "merge",
+            s(&files[0]),
+            s(&files[1]),
+            "--json",
+            s(&merged_path),
+            "--csv",
+            s(&csv),
+        ],
+        0,
+    );
+    let m = read_json(&merged_path);
+    assert_invariant(&m);
+    let sum = |path: &[&str]| count(&a, path) + count(&b, path);
+    for path in [
+        &["requests", "sent"][..],
+        &["requests", "completed"],
+        &["requests", "errors"],
+        &["requests", "in_flight"],
+        &["status", "200"],
+        &["status", "500"],
+        &["bytes", "received"],
+        &["connections_opened"],
+        &["connections"],
+    ] {
+        assert_eq!(count(&m, path), sum(path), "{path:?}");
+    }
+    // The server answered every completed request (in-flight ones may or may not be answered).
+    let completed = count(&m, &["requests", "completed"]);
+    assert!(
+        (completed..=completed + count(&m, &["requests", "in_flight"])).contains(&served),
+        "served {served}, merged {m}"
+    );
+    // Percentiles come from the merged histogram: the extremes are the runs' extremes.
+    let l = |v: &serde_json::Value, k: &str| v["latency_us"][k].as_u64().unwrap();
+    assert_eq!(l(&m, "max"), l(&a, "max").max(l(&b, "max")));
+    assert_eq!(l(&m, "min"), l(&a, "min").min(l(&b, "min")));
+    let (lo, hi) = (
+        l(&a, "p50").min(l(&b, "p50")),
+        l(&a, "p50").max(l(&b, "p50")),
+    );
+    assert!((lo..=hi).contains(&l(&m, "p50")), "{m}");
+    // The runs overlapped: the merged timeline is about as long as one of them, and adds up.
+    let tl = m["timeline"].as_array().unwrap();
+    assert!((2..=4).contains(&tl.len()), "{}", tl.len());
+    let tl_completed: u64 = tl.iter().map(|p| p["completed"].as_u64().unwrap()).sum();
+    assert_eq!(tl_completed, completed);
+    assert_eq!(
+        m["merged_from"],
+        serde_json::json!([s(&files[0]), s(&files[1])])
+    );
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap().lines().count(),
+        tl.len() + 1
+    );
+    // Thresholds apply to the merged result: exit 3 when one fails.
+    let out = run_expect(
+        &[
+            "merge",
+            s(&files[0]),
+            s(&files[1]),
+            "--expect",
+            "5xx<1%",
+        ],
+        3,
+    );
+    assert!(out.contains("FAILED"), "{out}");
+}
+
+#[test]
+fn hdr_log_is_a_standard_interval_log() {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+    let dir = test_dir("hdrlog");
+    let (_server, url) = serve(ServerConfig::default());
+    let (json, log) = (dir.join("r.json"), dir.join("r.hlog"));
+    run_expect(
+        &[
+            &url,
+            "-d",
+            "2500ms",
+            "-c",
+            "2",
+            "--json",
+            s(&json),
+            "--hdr-log",
+            s(&log),
+            "-q",
+        ],
+        0,
+    );
+    let v = read_json(&json);
+    let text = std::fs::read(&log).unwrap();
+    let mut starts = Vec::new();
+    let mut intervals = Vec::new();
+    for entry in IntervalLogIterator::new(&text) {
+        match entry.expect("every line parses") {
+            LogEntry::StartTime(t) | LogEntry::BaseTime(t) => starts.push(t),
+            LogEntry::Interval(i) => intervals.push((
+                i.start_timestamp(),
+                i.duration(),
+                Deserializer::new()
+                    .deserialize::<u64, _>(&mut &base64_decode(i.encoded_histogram())[..])
+                    .unwrap(),
+            )),
+        }
+    }
+    let started = Duration::from_millis(v["started_unix_ms"].as_u64().unwrap());
+    assert_eq!(starts, [started, started]);
+    let tl = v["timeline"].as_array().unwrap();
+    assert_eq!(intervals.len(), tl.len());
+    let mut total = 0;
+    for ((start, length, h), p) in intervals.iter().zip(tl) {
+        assert_eq!(start.as_secs(), p["second"].as_u64().unwrap());
+        assert!((length.as_secs_f64() - p["length_s"].as_f64().unwrap()).abs() < 1e-3);
+        assert_eq!(h.len(), p["completed"].as_u64().unwrap());
+        if !h.is_empty() {
+            assert_eq!(
+                h.value_at_quantile(0.99),
+                p["latency_us"]["p99"].as_u64().unwrap()
+            );
+        }
+        total += h.len();
+    }
+    assert_eq!(total, count(&v, &["requests", "completed"]));
+}
+
+/// Standard base64 (the interval log's histograms), decoded by hand to keep the test's
+/// dependencies to the reader under test.
+fn base64_decode(s: &str) -> Vec<u8> {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut buf, mut bits) = (0u32, 0);
+    for c in s.bytes().filter(|&c| c != b'=') {
+        buf = buf << 6 | A.iter().position(|&a| a == c).unwrap() as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buf >> bits) as u8);
+        }
+    }
+    out
+}
+
+#[test]
+fn report_and_merge_refuse_bad_input_with_one_line() {
+    let dir = test_dir("report-bad");
+    let not_json = dir.join("x.json");
+    std::fs::write(&not_json, "{\"pelt_version\": 1").unwrap();
+    let (_server, url) = serve(ServerConfig::default());
+    let good = dir.join("good.json");
+    run_expect(&[&url, "-n", "20", "-c", "1", "--json", s(&good), "-q"], 0);
+    // A result without histograms (as pelt 0.1 wrote them).
+    let mut old = read_json(&good);
+    old.as_object_mut().unwrap().remove("histograms");
+    let old_path = dir.join("old.json");
+    std::fs::write(&old_path, old.to_string()).unwrap();
+    let missing = dir.join("missing.json");
+    let html_dash = ["report", s(&good), "--html", "-"];
+    let bad_dir = dir.join("no/such/r.html");
+    for (args, needle) in [
+        (vec!["report", s(&missing)], "cannot read"),
+        (vec!["report", s(&not_json)], "is not a pelt result"),
+        (
+            vec!["merge", s(&good), s(&old_path)],
+            "no embedded histograms",
+        ),
+        (html_dash.to_vec(), "--html takes a file path"),
+        (
+            vec!["report", s(&good), "--html", s(&bad_dir)],
+            "cannot write --html",
+        ),
+        (vec!["merge"], "required"),
+    ] {
+        let (out, _) = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // pelt 0.1 results still render (summary, CSV), they only cannot be merged.
+    let out = run_expect(&["report", s(&old_path)], 0);
+    assert!(out.contains("Requests"), "{out}");
+}
