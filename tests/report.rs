@@ -5,7 +5,6 @@ mod util;
 
 use pelt_server::ServerConfig;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 use util::*;
 
@@ -36,53 +35,6 @@ fn run_expect(args: &[&str], code: i32) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// The browser check (tests/browser/check_report.mjs): Node.js with playwright-core driving
-/// Debian's chromium. `.ci/run` installs both; elsewhere the test says what is missing and
-/// passes only outside CI.
-fn browser_check(html: &Path, screenshot: &Path) -> Option<serde_json::Value> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
-    let chromium = std::env::var("PELT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    let missing = if !dir.join("node_modules/playwright-core").is_dir() {
-        Some("tests/browser/node_modules (run: npm ci --prefix tests/browser)")
-    } else if !Path::new(&chromium).exists() {
-        Some("chromium (Debian package: chromium)")
-    } else {
-        None
-    };
-    if let Some(what) = missing {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the browser test needs {what}; .ci/run installs it"
-        );
-        eprintln!("SKIPPED: the browser check needs {what}");
-        return None;
-    }
-    let mut child = Command::new("node")
-        .arg(dir.join("check_report.mjs"))
-        .arg(html)
-        .arg(screenshot)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("node");
-    // Bounded like every child: chromium gets a minute.
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("the browser check ran past 60s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "browser check failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(serde_json::from_slice(&out.stdout).unwrap())
 }
 
 fn chart<'a>(page: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
@@ -303,13 +255,7 @@ fn merge_of_two_real_runs_adds_up() {
     );
     // Thresholds apply to the merged result: exit 3 when one fails.
     let out = run_expect(
-        &[
-            "merge",
-            s(&files[0]),
-            s(&files[1]),
-            "--expect",
-            "5xx<1%",
-        ],
+        &["merge", s(&files[0]), s(&files[1]), "--expect", "5xx<1%"],
         3,
     );
     assert!(out.contains("FAILED"), "{out}");
@@ -429,4 +375,195 @@ fn report_and_merge_refuse_bad_input_with_one_line() {
     // pelt 0.1 results still render (summary, CSV), they only cannot be merged.
     let out = run_expect(&["report", s(&old_path)], 0);
     assert!(out.contains("Requests"), "{out}");
+}
+
+/// `pelt serve --port 0 ARGS` as a child process, and its URL.
+fn serve_process(args: &[&str]) -> (ServeProcess, String) {
+    let mut all = vec!["--port", "0"];
+    all.extend(args);
+    let mut p = ServeProcess::start(&all);
+    let first = p.line();
+    let url = first
+        .strip_prefix("listening on ")
+        .expect(&first)
+        .to_string();
+    (p, url)
+}
+
+#[test]
+fn compare_two_servers_shows_the_slower_one() {
+    let dir = test_dir("compare");
+    let (fast, fast_url) = serve_process(&[]);
+    let (slow, slow_url) = serve_process(&["--delay", "5ms"]);
+    let (json, html) = (dir.join("cmp.json"), dir.join("cmp.html"));
+    let table = run_expect(
+        &[
+            "compare",
+            "--target",
+            &format!("fast={fast_url}"),
+            "--target",
+            &format!("slow={slow_url}"),
+            "--vary",
+            "connections=1,3",
+            "--vary",
+            "keepalive=on,off",
+            "-d",
+            "400ms",
+            "--repeat",
+            "2",
+            "--json",
+            s(&json),
+            "--html",
+            s(&html),
+            "-q",
+        ],
+        0,
+    );
+    fast.stop();
+    slow.stop();
+    let v = read_json(&json);
+    let rows = v["rows"].as_array().unwrap();
+    // 2 targets x 2 x 2 settings, each run twice.
+    assert_eq!(rows.len(), 8, "{v}");
+    assert_eq!(v["runs"], 16);
+    let lines: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(lines.len(), 2 + 8, "{table}");
+    assert!(
+        lines[0].starts_with("| target | connections | keepalive | krps | p50 | p99 | errors |"),
+        "{table}"
+    );
+    for pair in rows.chunks(2) {
+        let (f, sl) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (f["target"].as_str(), sl["target"].as_str()),
+            (Some("fast"), Some("slow"))
+        );
+        assert_eq!(f["settings"], sl["settings"]);
+        assert_eq!(f["runs"].as_array().unwrap().len(), 2);
+        let p50 = |r: &serde_json::Value| r["median"]["p50_us"].as_f64().unwrap();
+        // The slow server waits 5 ms before each answer.
+        assert!(p50(sl) >= 5000.0, "{sl}");
+        assert!(p50(sl) > p50(f), "fast {f}\nslow {sl}");
+        for run in sl["runs"].as_array().unwrap() {
+            assert!(run["completed"].as_u64().unwrap() > 0, "{run}");
+            assert_eq!(run["errors"], 0, "{run}");
+        }
+    }
+    let Some(page) = browser_check(&html, &dir.join("compare.png")) else {
+        return;
+    };
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    for id in ["chart-krps", "chart-p50", "chart-p99"] {
+        let c = chart(&page, id);
+        let sets = c["datasets"].as_array().unwrap();
+        assert_eq!(sets.len(), 2, "{c}");
+        for d in sets {
+            assert_eq!(d["points"], 4, "{d}");
+            assert_eq!(d["finite"], 4, "{d}");
+        }
+        assert!(c["painted"].as_u64().unwrap() > 2000, "{c}");
+    }
+}
+
+#[test]
+fn compare_reads_a_toml_study_and_the_command_line_overrides_it() {
+    let dir = test_dir("compare-toml");
+    let (_server, url) = serve(ServerConfig::default());
+    let study = dir.join("study.toml");
+    std::fs::write(
+        &study,
+        format!(
+            "# a repeatable study\nduration = \"5s\"\nconnections = 2\nheader = [\"X-Study: 1\"]\n\
+             repeat = 1\n\n[targets]\nbuiltin = \"{url}\"\n\n[vary]\nthreads = [1, 2]\n"
+        ),
+    )
+    .unwrap();
+    let json = dir.join("cmp.json");
+    // -d on the command line wins over the file's 5 s.
+    run_expect(
+        &[
+            "compare",
+            "--config",
+            s(&study),
+            "-d",
+            "300ms",
+            "--json",
+            s(&json),
+            "-q",
+        ],
+        0,
+    );
+    let v = read_json(&json);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    assert_eq!(rows[0]["settings"]["threads"], "1");
+    assert_eq!(rows[1]["settings"]["threads"], "2");
+    assert_eq!(v["run"]["duration_s"], 0.3);
+    for r in rows {
+        let d = r["runs"][0]["duration_s"].as_f64().unwrap();
+        assert!(d < 2.0, "{r}");
+        assert!(r["median"]["rps"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}
+
+#[test]
+fn compare_refuses_bad_input_before_any_traffic() {
+    let dir = test_dir("compare-bad");
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let t = format!("a={url}");
+    let bad_toml = dir.join("bad.toml");
+    std::fs::write(&bad_toml, "duration = \n").unwrap();
+    let unknown = dir.join("unknown.toml");
+    std::fs::write(&unknown, format!("nosuch = 1\n[targets]\na = \"{url}\"\n")).unwrap();
+    let missing = dir.join("missing.toml");
+    for (args, needle) in [
+        (vec!["compare", "-d", "1s"], "no targets"),
+        (
+            vec!["compare", "--target", &t, "--vary", "nosuch=1"],
+            "not a load flag",
+        ),
+        (
+            vec!["compare", "--target", &t, "--vary", "connections="],
+            "no empty value",
+        ),
+        (
+            vec!["compare", "--target", &t, "--vary", "keepalive=maybe"],
+            "on or off",
+        ),
+        (
+            vec![
+                "compare",
+                "--target",
+                &t,
+                "--vary",
+                "pipeline=2",
+                "--no-keepalive",
+            ],
+            "pipeline=2",
+        ),
+        (
+            vec!["compare", "--target", &t, "--target", &t],
+            "two targets",
+        ),
+        (
+            vec!["compare", "--target", &t, "--expect", "p99<1s"],
+            "single runs",
+        ),
+        (
+            vec!["compare", "--target", "a=nota url"],
+            "invalid --target",
+        ),
+        (
+            vec!["compare", "--config", s(&missing)],
+            "cannot read --config",
+        ),
+        (vec!["compare", "--config", s(&bad_toml)], "not valid TOML"),
+        (vec!["compare", "--config", s(&unknown)], "--nosuch"),
+    ] {
+        let (out, _) = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
 }

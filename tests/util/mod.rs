@@ -5,6 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -254,4 +255,51 @@ pub fn answer_each(response: &'static [u8]) -> impl Fn(TcpStream) + Send + Sync 
             }
         }
     }
+}
+
+/// The browser check (tests/browser/check_report.mjs): Node.js with playwright-core driving
+/// Debian's chromium. `.ci/run` installs both; elsewhere the test says what is missing and
+/// passes only outside CI.
+pub fn browser_check(html: &Path, screenshot: &Path) -> Option<serde_json::Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    let chromium = std::env::var("PELT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let missing = if !dir.join("node_modules/playwright-core").is_dir() {
+        Some("tests/browser/node_modules (run: npm ci --prefix tests/browser)")
+    } else if !Path::new(&chromium).exists() {
+        Some("chromium (Debian package: chromium)")
+    } else {
+        None
+    };
+    if let Some(what) = missing {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the browser test needs {what}; .ci/run installs it"
+        );
+        eprintln!("SKIPPED: the browser check needs {what}");
+        return None;
+    }
+    let mut child = Command::new("node")
+        .arg(dir.join("check_report.mjs"))
+        .arg(html)
+        .arg(screenshot)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node");
+    // Bounded like every child: chromium gets a minute.
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the browser check ran past 60s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "browser check failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
 }

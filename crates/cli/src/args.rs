@@ -47,9 +47,45 @@ pub enum Command {
     /// Combine results into one, exactly: counts add, percentiles come from the merged
     /// histograms, timelines line up by wall-clock second.
     Merge(MergeArgs),
+    /// Run the same load against several targets and settings, interleaved and repeated, and
+    /// print a comparison table (krps, p50, p99, errors); --json, --html and --csv write it.
+    #[command(
+        args_override_self = true,
+        after_help = "Examples:\n  pelt compare --target nginx=http://127.0.0.1:8080/ --target node=http://127.0.0.1:3000/ \\\n      --vary connections=16,256 --vary keepalive=on,off -d 10s --repeat 3\n  pelt compare --config study.toml --html study.html\n\n--vary takes any load flag by its long name (connections, threads, rate, pipeline, streams, method, timeout, ...), plus keepalive=on,off and http=1.1,2. A --config TOML file holds the same flags by long name (targets and vary as tables; see docs/GUIDE.md); flags on the command line override it."
+    )]
+    Compare(Box<CompareArgs>),
 }
 
+/// `pelt compare`.
 #[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A target, NAME=URL (or just URL, named by its host:port); repeatable.
+    #[arg(long = "target", value_name = "NAME=URL")]
+    pub targets: Vec<String>,
+
+    /// A setting to compare, KEY=V1,V2,...: every combination runs against every target.
+    /// Repeatable.
+    #[arg(long = "vary", value_name = "KEY=VALUES")]
+    pub vary: Vec<String>,
+
+    /// Run every combination this many times, interleaved; the table shows medians.
+    #[arg(long = "repeat", value_name = "N", default_value_t = 1, value_parser = repeat)]
+    pub repeat: usize,
+
+    /// Read targets, settings and load flags from a TOML file (flags given here override it).
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Every load flag of a plain run (-d, -c, -t, --rate, -H, ...) applies to each run.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+fn repeat(s: &str) -> Result<usize, String> {
+    values::count_at_most(s, 1000)
+}
+
+#[derive(Debug, Args, Clone)]
 pub struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/path.
     #[arg(value_name = "URL")]

@@ -451,6 +451,105 @@ pub fn report(r: &Report) -> String {
     )
 }
 
+/// The charts of a comparison: one grouped bar chart per figure, a group per setting and a
+/// bar per target (the seeds' "krps per tool per scenario" charts).
+const COMPARE_JS: &str = r##"
+const rows = DATA.rows;
+const keys = DATA.keys;
+const label = r => keys.length ? keys.map(k => k + "=" + r.settings[k]).join(" ") : "";
+const groups = [...new Set(rows.map(label))];
+const targets = [...new Set(rows.map(r => r.target))];
+function grouped(id, title, pick, fmt) {
+  new Chart(document.getElementById(id), {
+    type: "bar",
+    data: { labels: groups.map(g => g || "all"), datasets: targets.map((t, i) => ({
+      label: t, backgroundColor: COLORS[i % COLORS.length],
+      data: groups.map(g => { const r = rows.find(r => r.target === t && label(r) === g); return r ? pick(r.median) : null; }) })) },
+    options: { scales: { x: axis(keys.length ? keys.join(", ") : "target"), y: axis(title, { beginAtZero: true }) },
+               plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmt(c.parsed.y) } } } }
+  });
+}
+grouped("chart-krps", "thousand requests/s", m => m.rps / 1000, v => v.toFixed(1) + " krps");
+grouped("chart-p50", "p50 latency (ms)", m => m.p50_us / 1000, v => fmtUs(v * 1000));
+grouped("chart-p99", "p99 latency (ms)", m => m.p99_us / 1000, v => fmtUs(v * 1000));
+"##;
+
+/// The HTML page of `pelt compare`: the table and grouped bar charts.
+pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>pelt compare</h1>");
+    let run = &doc["run"];
+    let limit = match (run["duration_s"].as_f64(), run["requests"].as_u64()) {
+        (Some(d), _) => format!("{d}s per run"),
+        (None, Some(n)) => format!("{} requests per run", thousands(n)),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        b,
+        "<p class=\"sub\">{} &middot; {} &middot; {} loop &middot; {} run(s), {} repeat(s), interleaved</p>",
+        esc(run["method"].as_str().unwrap_or("")),
+        esc(&limit),
+        esc(run["load_model"].as_str().unwrap_or("")),
+        doc["runs"],
+        doc["repeat"]
+    );
+    b.push_str("<section class=\"box\" style=\"margin-bottom:14px\"><h2>Results</h2><table>\n<tr><th>target</th>");
+    for k in keys {
+        let _ = write!(b, "<th>{}</th>", esc(k));
+    }
+    b.push_str("<th class=\"n\">krps</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">errors</th><th class=\"n\">non-2xx</th><th class=\"n\">krps range</th><th>url</th></tr>\n");
+    let num = |v: &Value| v.as_f64().unwrap_or(0.0);
+    for row in doc["rows"].as_array().into_iter().flatten() {
+        let m = &row["median"];
+        let _ = write!(
+            b,
+            "<tr><td>{}</td>",
+            esc(row["target"].as_str().unwrap_or(""))
+        );
+        for k in keys {
+            let _ = write!(
+                b,
+                "<td>{}</td>",
+                esc(row["settings"][k].as_str().unwrap_or(""))
+            );
+        }
+        let _ = writeln!(
+            b,
+            "<td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.2}%</td><td class=\"n\">{:.2}%</td><td class=\"n\">{:.1}-{:.1}</td><td>{}</td></tr>",
+            num(&m["rps"]) / 1000.0,
+            latency(num(&m["p50_us"])),
+            latency(num(&m["p99_us"])),
+            num(&m["errors_pct"]),
+            num(&m["non_2xx_pct"]),
+            num(&m["rps_min"]) / 1000.0,
+            num(&m["rps_max"]) / 1000.0,
+            esc(row["url"].as_str().unwrap_or(""))
+        );
+    }
+    let _ = writeln!(
+        b,
+        "</table><p class=\"note\">Medians of the repeats. errors: failed requests, per cent of \
+         those sent; non-2xx: complete responses outside 2xx.</p><details><summary>Markdown</summary>\
+         <pre>{}</pre></details></section>",
+        esc(table_text)
+    );
+    b.push_str("<div class=\"grid\">\n");
+    for (id, title) in [
+        ("chart-krps", "Requests per second (thousands)"),
+        ("chart-p50", "p50 latency"),
+        ("chart-p99", "p99 latency"),
+    ] {
+        let _ = writeln!(
+            b,
+            "<section class=\"box\"><h2>{title}</h2><div class=\"chart\"><canvas id=\"{id}\" \
+             role=\"img\" aria-label=\"{title}\"></canvas></div></section>"
+        );
+    }
+    b.push_str("</div>\n");
+    let data = json!({ "rows": doc["rows"], "keys": keys });
+    page("pelt compare", &b, &data, COMPARE_JS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

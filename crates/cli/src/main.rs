@@ -6,6 +6,7 @@
 //! and exit code 2, before any traffic.
 
 mod args;
+mod compare;
 mod expect;
 mod html;
 mod live;
@@ -64,26 +65,7 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            // One line: clap's first line, without its usage block and tips; a first line
-            // that ends in ':' gets the indented list after it ("... not provided: --rate").
-            let text = e.render().to_string();
-            let mut lines = text.lines();
-            let mut line = lines
-                .next()
-                .unwrap_or("error: invalid arguments")
-                .trim_start_matches("error: ")
-                .to_string();
-            if line.ends_with(':') {
-                let items: Vec<&str> = lines
-                    .take_while(|l| l.starts_with(' '))
-                    .map(str::trim)
-                    .collect();
-                line = format!("{} {}", line, items.join(", "));
-            }
-            // An invalid choice names the valid ones.
-            if let Some(values) = text.lines().find(|l| l.contains("[possible values:")) {
-                line = format!("{line} {}", values.trim());
-            }
+            let line = clap_line(&e);
             eprintln!("pelt: {line}");
             return ExitCode::from(EXIT_USAGE);
         }
@@ -93,6 +75,14 @@ fn main() -> ExitCode {
         Some(Command::Demo) => demo(),
         Some(Command::Report(a)) => report(&a),
         Some(Command::Merge(a)) => merge(&a),
+        Some(Command::Compare(a)) => {
+            // The arguments after `compare`, as typed: each run re-parses them with its settings.
+            let raw: Vec<std::ffi::OsString> = std::env::args_os()
+                .skip_while(|x| x != "compare")
+                .skip(1)
+                .collect();
+            stop_flag().and_then(|stop| compare::compare(&a, &raw, &stop))
+        }
         None => load(&cli.load),
     };
     match result {
@@ -104,6 +94,30 @@ fn main() -> ExitCode {
             ExitCode::from(if usage { EXIT_USAGE } else { EXIT_FAILURE })
         }
     }
+}
+
+/// clap's error as one line: its first line, without its usage block and tips; a first line
+/// that ends in ':' gets the indented list after it ("... not provided: --rate"), and an
+/// invalid choice names the valid ones.
+fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines();
+    let mut line = lines
+        .next()
+        .unwrap_or("error: invalid arguments")
+        .trim_start_matches("error: ")
+        .to_string();
+    if line.ends_with(':') {
+        let items: Vec<&str> = lines
+            .take_while(|l| l.starts_with(' '))
+            .map(str::trim)
+            .collect();
+        line = format!("{} {}", line, items.join(", "));
+    }
+    if let Some(values) = text.lines().find(|l| l.contains("[possible values:")) {
+        line = format!("{line} {}", values.trim());
+    }
+    line
 }
 
 /// Validated load settings: the engine config plus what the renderers need.
