@@ -567,3 +567,106 @@ fn compare_refuses_bad_input_before_any_traffic() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+/// `pelt serve --threads 1 --work 2ms` holds its only thread 2 ms per request, so it cannot
+/// do more than 500/s (about 450/s here: HTTP handling takes the rest). The search must land
+/// near that: asserted between 50 % and 110 % of the nominal 500/s, as it is a search on a
+/// real server sharing the machine with other tests.
+#[test]
+fn find_max_lands_near_a_known_capacity() {
+    let dir = test_dir("find-max");
+    let (server, url) = serve_process(&["--threads", "1", "--work", "2ms"]);
+    let (json, html) = (dir.join("fm.json"), dir.join("fm.html"));
+    let table = run_expect(
+        &[
+            "find-max",
+            &url,
+            "--slo",
+            "p99<50ms",
+            "--slo",
+            "errors<1%",
+            "-d",
+            "1s",
+            "--warmup",
+            "500ms",
+            "--json",
+            s(&json),
+            "--html",
+            s(&html),
+            "-q",
+        ],
+        0,
+    );
+    server.stop();
+    let v = read_json(&json);
+    let answer = v["answer"]["rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        (250.0..=550.0).contains(&answer),
+        "answer {answer}: {table}"
+    );
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["phase"], "probe", "{v}");
+    assert!(steps.len() <= 21, "{v}");
+    // Every rate that held is at most the answer; some rate above it failed.
+    for st in &steps[1..] {
+        let r = st["rate"].as_f64().unwrap();
+        if st["passed"] == true {
+            assert!(r <= answer, "{st}");
+        }
+    }
+    assert!(
+        steps[1..]
+            .iter()
+            .any(|st| st["passed"] == false && st["rate"].as_f64().unwrap() > answer),
+        "{v}"
+    );
+    assert!(
+        table.contains("max rate meeting p99<50ms and errors<1%: "),
+        "{table}"
+    );
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("| ")).count(),
+        steps.len() + 1
+    );
+    let Some(page) = browser_check(&html, &dir.join("find-max.png")) else {
+        return;
+    };
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    let c = chart(&page, "chart-p99");
+    let plotted: u64 = c["datasets"].as_array().unwrap()[..2]
+        .iter()
+        .map(|d| d["points"].as_u64().unwrap())
+        .sum();
+    assert_eq!(plotted as usize, steps.len() - 1, "{c}");
+    assert!(c["painted"].as_u64().unwrap() > 1000, "{c}");
+}
+
+#[test]
+fn find_max_refuses_bad_input_before_any_traffic() {
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    for (args, needle) in [
+        (vec!["find-max", url.as_str()], "--slo"),
+        (vec!["find-max", &url, "--slo", "p99<"], "invalid value"),
+        (
+            vec!["find-max", &url, "--slo", "p99<1s", "--rate", "10"],
+            "sets the rate itself",
+        ),
+        (
+            vec!["find-max", &url, "--slo", "p99<1s", "-n", "10"],
+            "not -n",
+        ),
+        (vec!["find-max", "--slo", "p99<1s"], "no target URL"),
+        (
+            vec!["find-max", &url, "--slo", "p99<1s", "--precision", "0"],
+            "at least 0.1%",
+        ),
+    ] {
+        let (out, _) = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

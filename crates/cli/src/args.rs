@@ -54,6 +54,55 @@ pub enum Command {
         after_help = "Examples:\n  pelt compare --target nginx=http://127.0.0.1:8080/ --target node=http://127.0.0.1:3000/ \\\n      --vary connections=16,256 --vary keepalive=on,off -d 10s --repeat 3\n  pelt compare --config study.toml --html study.html\n\n--vary takes any load flag by its long name (connections, threads, rate, pipeline, streams, method, timeout, ...), plus keepalive=on,off and http=1.1,2. A --config TOML file holds the same flags by long name (targets and vary as tables; see docs/GUIDE.md); flags on the command line override it."
     )]
     Compare(Box<CompareArgs>),
+    /// Find the highest open-loop rate at which every --slo holds: step up, then bisect;
+    /// prints the steps and the answer (--json, --html and --csv write them).
+    #[command(
+        name = "find-max",
+        after_help = "Examples:\n  pelt find-max http://127.0.0.1:8080/ --slo 'p99<20ms' --slo 'errors<0.1%'\n  pelt find-max http://127.0.0.1:8080/ --slo 'p99<5ms' --start 10k --max-rate 200k -d 10s -c 256\n\nEach step is an open-loop run of -d (default 10s) after --warmup (default 1s), latency measured from each request's due time. A step passes when every --slo holds and at least 95% of the requests asked for completed. Without --start, a closed-loop probe finds what the server does flat out and the search starts at half of it. Exit 0 with an answer, 3 when no rate tried met the objectives."
+    )]
+    FindMax(Box<FindMaxArgs>),
+}
+
+/// `pelt find-max`.
+#[derive(Debug, Args)]
+pub struct FindMaxArgs {
+    /// An objective every step must meet, as --expect: p99<20ms, errors<0.1%, 5xx<1%
+    /// (repeatable, at least one).
+    #[arg(long = "slo", value_name = "EXPR", required = true, allow_hyphen_values = true, value_parser = expect::parse)]
+    pub slo: Vec<expect::Expectation>,
+
+    /// The first rate to try [default: half of what a closed-loop probe reaches].
+    #[arg(long = "start", value_name = "RATE", value_parser = values::rate)]
+    pub start: Option<engine::Rate>,
+
+    /// Never try more than this rate.
+    #[arg(long = "max-rate", value_name = "RATE", value_parser = values::rate)]
+    pub max_rate: Option<engine::Rate>,
+
+    /// Stop bisecting when the rate that held and the one that failed are this close.
+    #[arg(long = "precision", value_name = "SHARE", default_value = "5%", value_parser = precision)]
+    pub precision: f64,
+
+    /// Run at most this many steps (the probe not counted).
+    #[arg(long = "max-steps", value_name = "N", default_value_t = 20, value_parser = max_steps)]
+    pub max_steps: usize,
+
+    /// Every load flag of a plain run (-c, -t, -H, --max-connections, ...) applies to each
+    /// step; -d is each step's length.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+fn precision(s: &str) -> Result<f64, String> {
+    let v = values::share(s)?;
+    if v < 0.001 {
+        return Err("must be at least 0.1%".into());
+    }
+    Ok(v)
+}
+
+fn max_steps(s: &str) -> Result<usize, String> {
+    values::count_at_most(s, 100)
 }
 
 /// `pelt compare`.
@@ -361,6 +410,10 @@ pub struct ServeArgs {
     /// Wait this long before each response: 5ms, 1s.
     #[arg(long, default_value = "0", value_parser = values::duration_or_zero)]
     pub delay: Duration,
+    /// Hold a server thread this long per request (it blocks, like a CPU-heavy or synchronous
+    /// handler): capacity is about --threads / TIME requests/s. 1ms, 200us.
+    #[arg(long, value_name = "TIME", default_value = "0", value_parser = values::duration_or_zero)]
+    pub work: Duration,
     /// Response body size in bytes.
     #[arg(long = "body-size", default_value_t = pelt_server::DEFAULT_BODY_SIZE, value_parser = values::size)]
     pub body_size: usize,

@@ -165,6 +165,11 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
 }
 
 impl Expectation {
+    /// The expression as the user wrote it (trimmed).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Checks the expectation against a finished run.
     pub fn check(&self, r: &Report) -> Threshold {
         let ended = (r.requests.completed + r.requests.errors) as f64;

@@ -88,7 +88,7 @@ pub fn page(title: &str, body: &str, data: &Value, script: &str) -> String {
          <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\
          <footer>Made by pelt {ver}. Charts: Chart.js (MIT), inlined; this file needs no network.</footer>\n\
          </main>\n<script>{CHART_JS}</script>\n<script type=\"application/json\" id=\"pelt-data\">{data}</script>\n\
-         <script>{COMMON_JS}{script}</script>\n</body>\n</html>\n",
+         <script>(function () {{{COMMON_JS}{script}}})();</script>\n</body>\n</html>\n",
         ver = env!("CARGO_PKG_VERSION"),
         title = esc(title),
         data = script_json(data),
@@ -548,6 +548,121 @@ pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
     b.push_str("</div>\n");
     let data = json!({ "rows": doc["rows"], "keys": keys });
     page("pelt compare", &b, &data, COMPARE_JS)
+}
+
+/// The charts of a max-rate search: p99 by rate asked (passed and failed steps apart), and
+/// the rate done against the rate asked.
+const FIND_MAX_JS: &str = r##"
+const steps = DATA.steps.filter(s => s.rate !== null);
+const pt = (s, y) => ({ x: s.rate, y: y, step: s.step });
+const limitSets = (pick) => [
+  { label: "passed", data: steps.filter(s => s.passed).map(s => pt(s, pick(s))), backgroundColor: "#16a34a", borderColor: "#16a34a", pointRadius: 5 },
+  { label: "failed", data: steps.filter(s => !s.passed).map(s => pt(s, pick(s))), backgroundColor: "#dc2626", borderColor: "#dc2626", pointRadius: 5, pointStyle: "crossRot" }];
+const tip = { callbacks: { title: items => "step " + items[0].raw.step + " at " + items[0].raw.x.toLocaleString() + "/s" } };
+const answer = DATA.answer ? [{ label: "answer", data: [{ x: DATA.answer.rate, y: DATA.answer.p99_us / 1000, step: DATA.answer.step }],
+  backgroundColor: "transparent", borderColor: "#111827", pointRadius: 10, borderWidth: 2 }] : [];
+new Chart(document.getElementById("chart-p99"), {
+  type: "scatter",
+  data: { datasets: limitSets(s => s.p99_us / 1000).concat(answer) },
+  options: { scales: { x: axis("rate asked (requests/s)", { beginAtZero: true }), y: axis("p99 latency (ms)", { beginAtZero: true }) },
+             plugins: { tooltip: tip } }
+});
+const topRate = Math.max(...steps.map(s => s.rate), 1);
+new Chart(document.getElementById("chart-done"), {
+  type: "scatter",
+  data: { datasets: limitSets(s => s.achieved_rps).concat([{ label: "done = asked", type: "line", data: [{ x: 0, y: 0 }, { x: topRate, y: topRate }],
+          borderColor: "#94a3b8", borderDash: [5, 4], pointRadius: 0 }]) },
+  options: { scales: { x: axis("rate asked (requests/s)", { beginAtZero: true }), y: axis("completed (requests/s)", { beginAtZero: true }) },
+             plugins: { tooltip: tip } }
+});
+"##;
+
+/// The HTML page of `pelt find-max`: the answer, the steps and two charts.
+pub fn find_max(doc: &Value, steps: &[crate::find_max::Step], answer: &str) -> String {
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>pelt find-max</h1>");
+    let slo: Vec<&str> = doc["slo"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let _ = writeln!(
+        b,
+        "<p class=\"sub\">{} {} &middot; objectives {} &middot; {}s steps after a {}s warm-up, \
+         {} connections at most</p>",
+        esc(doc["method"].as_str().unwrap_or("")),
+        esc(doc["target"].as_str().unwrap_or("")),
+        esc(&slo.join(" and ")),
+        doc["step_duration_s"],
+        doc["warmup_s"],
+        doc["max_connections"]
+    );
+    b.push_str("<div class=\"cards\">");
+    match doc["answer"].as_object() {
+        Some(a) => {
+            card(
+                &mut b,
+                "max rate",
+                &format!(
+                    "{}/s",
+                    thousands(a["rate"].as_f64().unwrap_or(0.0).round() as u64)
+                ),
+            );
+            card(
+                &mut b,
+                "p50 there",
+                &latency(a["p50_us"].as_f64().unwrap_or(0.0)),
+            );
+            card(
+                &mut b,
+                "p99 there",
+                &latency(a["p99_us"].as_f64().unwrap_or(0.0)),
+            );
+        }
+        None => card(&mut b, "max rate", "none met the objectives"),
+    }
+    card(
+        &mut b,
+        "steps",
+        &doc["steps"].as_array().map_or(0, Vec::len).to_string(),
+    );
+    b.push_str("</div>\n<div class=\"grid\">\n");
+    for (id, title) in [
+        ("chart-p99", "p99 latency by rate"),
+        ("chart-done", "Rate done by rate asked"),
+    ] {
+        let _ = writeln!(
+            b,
+            "<section class=\"box\"><h2>{title}</h2><div class=\"chart\"><canvas id=\"{id}\" \
+             role=\"img\" aria-label=\"{title}\"></canvas></div></section>"
+        );
+    }
+    b.push_str("</div>\n<section class=\"box\"><h2>Steps</h2><table>\n<tr><th class=\"n\">step</th><th>phase</th><th class=\"n\">rate/s</th><th class=\"n\">done/s</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">errors</th><th>result</th></tr>\n");
+    for st in steps {
+        let cells = crate::find_max::cells(st);
+        b.push_str("<tr>");
+        for (i, c) in cells.iter().enumerate() {
+            let class = match i {
+                1 => "",
+                7 if c.starts_with("FAIL") => " class=\"failed\"",
+                7 if c == "ok" => " class=\"passed\"",
+                7 => "",
+                _ => " class=\"n\"",
+            };
+            let _ = write!(b, "<td{class}>{}</td>", esc(c));
+        }
+        b.push_str("</tr>\n");
+    }
+    let _ = writeln!(
+        b,
+        "</table><p class=\"note\">{}</p><p class=\"note\">A step passes when every objective \
+         holds and at least 95% of the requests asked for completed. Latency counts from each \
+         request's due time.</p></section>",
+        esc(answer)
+    );
+    let data = json!({ "steps": doc["steps"], "answer": doc["answer"] });
+    page("pelt find-max", &b, &data, FIND_MAX_JS)
 }
 
 #[cfg(test)]

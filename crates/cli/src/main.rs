@@ -8,6 +8,7 @@
 mod args;
 mod compare;
 mod expect;
+mod find_max;
 mod html;
 mod live;
 mod output;
@@ -83,6 +84,7 @@ fn main() -> ExitCode {
                 .collect();
             stop_flag().and_then(|stop| compare::compare(&a, &raw, &stop))
         }
+        Some(Command::FindMax(a)) => stop_flag().and_then(|stop| find_max::find_max(&a, &stop)),
         None => load(&cli.load),
     };
     match result {
@@ -557,6 +559,7 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
         addr: std::net::SocketAddr::new(ip, a.port),
         threads: a.threads,
         delay: a.delay,
+        work: a.work,
         body_size: a.body_size,
         status: a.status,
         error_rate: a.error_rate,

@@ -44,6 +44,10 @@ pub struct ServerConfig {
     pub threads: usize,
     /// Wait this long before each response.
     pub delay: Duration,
+    /// Hold a server thread this long for each request (the thread blocks, as a synchronous or
+    /// CPU-heavy handler would): the server's capacity is about `threads / work` requests/s,
+    /// whatever the load, which `pelt find-max` and its test rely on.
+    pub work: Duration,
     /// Response body size in bytes.
     pub body_size: usize,
     /// Status of normal responses.
@@ -131,6 +135,7 @@ impl Default for ServerConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             threads: 1,
             delay: Duration::ZERO,
+            work: Duration::ZERO,
             body_size: DEFAULT_BODY_SIZE,
             status: 200,
             error_rate: 0.0,
@@ -356,6 +361,12 @@ async fn respond(
     // Read the request body so the connection can carry the next request.
     let _ = req.into_body().collect().await;
     let cfg = &state.config;
+    if !cfg.work.is_zero() {
+        // Blocking on purpose: this thread serves nothing else meanwhile, which is what gives
+        // the server a fixed capacity (a handler busy on the CPU behaves the same), without
+        // burning a core that the load generator may need on a small machine.
+        std::thread::sleep(cfg.work);
+    }
     if !cfg.delay.is_zero() {
         tokio::time::sleep(cfg.delay).await;
     }
