@@ -9,7 +9,7 @@
 
 use crate::args::{Cli, Command, CompareArgs, LoadArgs};
 use crate::output::{latency, thousands};
-use crate::{bad, build_report, html, is_stdout, output, prepare, Prepared};
+use crate::{bad, build_report, html, prepare, Prepared};
 use anyhow::{anyhow, Result};
 use clap::{CommandFactory, Parser};
 use pelt_engine as engine;
@@ -341,13 +341,7 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
             "no targets: give at least one --target NAME=URL (or a [targets] table in --config)"
         )));
     }
-    if !load.expect.is_empty() || load.jsonl.is_some() || load.out.hdr_log.is_some() {
-        return Err(bad(anyhow!(
-            "--expect, --jsonl and --hdr-log are for single runs; pelt compare writes --json, \
-             --html and --csv"
-        )));
-    }
-    crate::check_outputs(&load.out)?;
+    crate::check_study_outputs(load, "pelt compare writes --json, --html and --csv")?;
     let mut targets: Vec<(String, String)> = Vec::new();
     for spec in &a.targets {
         let t = target(spec)?;
@@ -481,26 +475,13 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
         })).collect::<Vec<_>>(),
     });
     let table = markdown(&doc, &keys);
-    let out = &load.out;
-    if let Some(path) = &out.json {
-        let mut text = serde_json::to_vec_pretty(&doc)?;
-        text.push(b'\n');
-        if is_stdout(&out.json) {
-            use std::io::Write as _;
-            std::io::stdout().write_all(&text)?;
-        } else {
-            output::write_atomic(path, &text)?;
-        }
-    }
-    if let Some(path) = &out.csv {
-        output::write_atomic(path, csv(&doc, &keys).as_bytes())?;
-    }
-    if let Some(path) = &out.html {
-        output::write_atomic(path, html::compare(&doc, &keys, &table).as_bytes())?;
-    }
-    if !is_stdout(&out.json) {
-        print!("{table}");
-    }
+    crate::write_study(
+        &load.out,
+        &doc,
+        &table,
+        || csv(&doc, &keys),
+        || html::compare(&doc, &keys, &table),
+    )?;
     Ok(if stop.load(Ordering::Relaxed) {
         ExitCode::from(crate::EXIT_INTERRUPTED)
     } else {

@@ -11,7 +11,7 @@
 use crate::args::FindMaxArgs;
 use crate::expect::Expectation;
 use crate::output::{latency, rate, thousands};
-use crate::{bad, build_report, html, is_stdout, output, prepare};
+use crate::{bad, build_report, html, prepare};
 use anyhow::{anyhow, Result};
 use pelt_engine as engine;
 use pelt_stats::{Report, Threshold};
@@ -197,12 +197,7 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
             "pelt find-max runs each step for -d (a duration), not -n"
         )));
     }
-    if !load.expect.is_empty() || load.jsonl.is_some() || load.out.hdr_log.is_some() {
-        return Err(bad(anyhow!(
-            "--expect, --jsonl and --hdr-log are for single runs; give the objectives with --slo"
-        )));
-    }
-    crate::check_outputs(&load.out)?;
+    crate::check_study_outputs(load, "give the objectives with --slo")?;
     // Every step runs with the objectives as its thresholds, quiet, writing nothing.
     let mut base = load.clone();
     base.expect = a.slo.clone();
@@ -314,29 +309,13 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
         })),
     });
     let table = markdown(&doc, &steps);
-    let out = &load.out;
-    if let Some(path) = &out.json {
-        let mut text = serde_json::to_vec_pretty(&doc)?;
-        text.push(b'\n');
-        if is_stdout(&out.json) {
-            use std::io::Write as _;
-            std::io::stdout().write_all(&text)?;
-        } else {
-            output::write_atomic(path, &text)?;
-        }
-    }
-    if let Some(path) = &out.csv {
-        output::write_atomic(path, csv(&steps).as_bytes())?;
-    }
-    if let Some(path) = &out.html {
-        output::write_atomic(
-            path,
-            html::find_max(&doc, &steps, table.lines().last().unwrap_or("")).as_bytes(),
-        )?;
-    }
-    if !is_stdout(&out.json) {
-        print!("{table}");
-    }
+    crate::write_study(
+        &load.out,
+        &doc,
+        &table,
+        || csv(&steps),
+        || html::find_max(&doc, &steps, table.lines().last().unwrap_or("")),
+    )?;
     Ok(if interrupted {
         ExitCode::from(crate::EXIT_INTERRUPTED)
     } else if best.is_none() {

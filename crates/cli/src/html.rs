@@ -164,6 +164,17 @@ new Chart(document.getElementById("chart-status"), {
 });
 "##;
 
+/// A box per chart: its title and a canvas the page's script draws into.
+fn chart_boxes(out: &mut String, charts: &[(&str, &str)]) {
+    for (id, title) in charts {
+        let _ = writeln!(
+            out,
+            "<section class=\"box\"><h2>{title}</h2><div class=\"chart\"><canvas id=\"{id}\" \
+             role=\"img\" aria-label=\"{title}\"></canvas></div></section>"
+        );
+    }
+}
+
 fn card(out: &mut String, key: &str, value: &str) {
     let _ = write!(
         out,
@@ -292,21 +303,18 @@ pub fn report(r: &Report) -> String {
     b.push_str("</div>\n");
 
     b.push_str("<div class=\"grid\">\n");
-    for (id, title) in [
-        ("chart-rps", "Requests per second"),
-        (
-            "chart-latency",
-            "Latency over time (p50, p90, p99, max per second)",
-        ),
-        ("chart-spectrum", "Latency by percentile"),
-        ("chart-status", "Status classes and errors per second"),
-    ] {
-        let _ = writeln!(
-            b,
-            "<section class=\"box\"><h2>{title}</h2><div class=\"chart\"><canvas id=\"{id}\" \
-             role=\"img\" aria-label=\"{title}\"></canvas></div></section>"
-        );
-    }
+    chart_boxes(
+        &mut b,
+        &[
+            ("chart-rps", "Requests per second"),
+            (
+                "chart-latency",
+                "Latency over time (p50, p90, p99, max per second)",
+            ),
+            ("chart-spectrum", "Latency by percentile"),
+            ("chart-status", "Status classes and errors per second"),
+        ],
+    );
     b.push_str("</div>\n<div class=\"grid\">\n");
 
     // Latency table.
@@ -534,17 +542,14 @@ pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
         esc(table_text)
     );
     b.push_str("<div class=\"grid\">\n");
-    for (id, title) in [
-        ("chart-krps", "Requests per second (thousands)"),
-        ("chart-p50", "p50 latency"),
-        ("chart-p99", "p99 latency"),
-    ] {
-        let _ = writeln!(
-            b,
-            "<section class=\"box\"><h2>{title}</h2><div class=\"chart\"><canvas id=\"{id}\" \
-             role=\"img\" aria-label=\"{title}\"></canvas></div></section>"
-        );
-    }
+    chart_boxes(
+        &mut b,
+        &[
+            ("chart-krps", "Requests per second (thousands)"),
+            ("chart-p50", "p50 latency"),
+            ("chart-p99", "p99 latency"),
+        ],
+    );
     b.push_str("</div>\n");
     let data = json!({ "rows": doc["rows"], "keys": keys });
     page("pelt compare", &b, &data, COMPARE_JS)
@@ -628,16 +633,13 @@ pub fn find_max(doc: &Value, steps: &[crate::find_max::Step], answer: &str) -> S
         &doc["steps"].as_array().map_or(0, Vec::len).to_string(),
     );
     b.push_str("</div>\n<div class=\"grid\">\n");
-    for (id, title) in [
-        ("chart-p99", "p99 latency by rate"),
-        ("chart-done", "Rate done by rate asked"),
-    ] {
-        let _ = writeln!(
-            b,
-            "<section class=\"box\"><h2>{title}</h2><div class=\"chart\"><canvas id=\"{id}\" \
-             role=\"img\" aria-label=\"{title}\"></canvas></div></section>"
-        );
-    }
+    chart_boxes(
+        &mut b,
+        &[
+            ("chart-p99", "p99 latency by rate"),
+            ("chart-done", "Rate done by rate asked"),
+        ],
+    );
     b.push_str("</div>\n<section class=\"box\"><h2>Steps</h2><table>\n<tr><th class=\"n\">step</th><th>phase</th><th class=\"n\">rate/s</th><th class=\"n\">done/s</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">errors</th><th>result</th></tr>\n");
     for st in steps {
         let cells = crate::find_max::cells(st);

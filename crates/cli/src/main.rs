@@ -406,6 +406,47 @@ fn check_outputs(o: &Outputs) -> Result<()> {
     Ok(())
 }
 
+/// For the commands that run many times (compare, find-max): the single-run outputs are
+/// refused with `instead`, the others checked.
+fn check_study_outputs(load: &LoadArgs, instead: &str) -> Result<()> {
+    if !load.expect.is_empty() || load.jsonl.is_some() || load.out.hdr_log.is_some() {
+        return Err(bad(anyhow!(
+            "--expect, --jsonl and --hdr-log are for single runs; {instead}"
+        )));
+    }
+    check_outputs(&load.out)
+}
+
+/// Writes a study's document (compare, find-max) as --json, --csv and --html, and prints its
+/// table unless the JSON goes to stdout.
+fn write_study(
+    o: &Outputs,
+    doc: &serde_json::Value,
+    table: &str,
+    csv: impl FnOnce() -> String,
+    html: impl FnOnce() -> String,
+) -> Result<()> {
+    if let Some(path) = &o.json {
+        let mut text = serde_json::to_vec_pretty(doc)?;
+        text.push(b'\n');
+        if is_stdout(&o.json) {
+            std::io::stdout().write_all(&text)?;
+        } else {
+            output::write_atomic(path, &text)?;
+        }
+    }
+    if let Some(path) = &o.csv {
+        output::write_atomic(path, csv().as_bytes())?;
+    }
+    if let Some(path) = &o.html {
+        output::write_atomic(path, html().as_bytes())?;
+    }
+    if !is_stdout(&o.json) {
+        print!("{table}");
+    }
+    Ok(())
+}
+
 /// Writes `report` to every file asked for; true when the JSON went to stdout.
 fn write_outputs(report: &Report, o: &Outputs) -> Result<bool> {
     let json_to_stdout = is_stdout(&o.json);
