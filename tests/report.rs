@@ -5,6 +5,7 @@ mod util;
 
 use pelt_server::ServerConfig;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 use util::*;
 
@@ -263,6 +264,7 @@ fn merge_of_two_real_runs_adds_up() {
 
 #[test]
 fn hdr_log_is_a_standard_interval_log() {
+    use base64::Engine as _;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use hdrhistogram::serialization::Deserializer;
     let dir = test_dir("hdrlog");
@@ -294,7 +296,11 @@ fn hdr_log_is_a_standard_interval_log() {
                 i.start_timestamp(),
                 i.duration(),
                 Deserializer::new()
-                    .deserialize::<u64, _>(&mut &base64_decode(i.encoded_histogram())[..])
+                    .deserialize::<u64, _>(
+                        &mut &base64::engine::general_purpose::STANDARD
+                            .decode(i.encoded_histogram())
+                            .unwrap()[..],
+                    )
                     .unwrap(),
             )),
         }
@@ -317,23 +323,43 @@ fn hdr_log_is_a_standard_interval_log() {
         total += h.len();
     }
     assert_eq!(total, count(&v, &["requests", "completed"]));
-}
 
-/// Standard base64 (the interval log's histograms), decoded by hand to keep the test's
-/// dependencies to the reader under test.
-fn base64_decode(s: &str) -> Vec<u8> {
-    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::new();
-    let (mut buf, mut bits) = (0u32, 0);
-    for c in s.bytes().filter(|&c| c != b'=') {
-        buf = buf << 6 | A.iter().position(|&a| a == c).unwrap() as u32;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buf >> bits) as u8);
+    // HdrHistogram_py, an independent implementation, reads the log and the JSON's histograms
+    // to the same counts and percentiles (.ci/run installs it in tests/interop/.venv).
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/.venv/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the interval-log check needs tests/interop/.venv; .ci/run makes it"
+        );
+        eprintln!("SKIPPED: HdrHistogram_py check (python3 -m venv tests/interop/.venv && tests/interop/.venv/bin/pip install -r tests/interop/requirements.txt)");
+        return;
+    }
+    let out = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/hdr_check.py"))
+        .arg(&json)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let py: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let per_second: Vec<u64> = tl
+        .iter()
+        .map(|p| p["completed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(py["intervals"], serde_json::json!(per_second), "{py}");
+    assert_eq!(py["timeline_counts"], serde_json::json!(per_second), "{py}");
+    for which in ["log_total", "embedded"] {
+        let f = &py[which];
+        assert_eq!(f["count"], v["requests"]["completed"], "{which}: {py}");
+        for k in ["p50", "p99", "max"] {
+            assert_eq!(f[k], v["latency_us"][k], "{which} {k}: {py}");
         }
     }
-    out
 }
 
 #[test]

@@ -99,8 +99,15 @@ impl Step {
     }
 }
 
+/// A measured value with about 4 significant digits and no trailing zeros: `1947.6`, `8.79`.
 fn trim(v: f64) -> String {
-    let t = format!("{v:.3}");
+    let decimals = match v.abs() {
+        x if x >= 1000.0 => 0,
+        x if x >= 100.0 => 1,
+        x if x >= 10.0 => 2,
+        _ => 3,
+    };
+    let t = format!("{v:.decimals$}");
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
@@ -413,6 +420,15 @@ fn csv(steps: &[Step]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_values_read_short() {
+        assert_eq!(trim(1947.647), "1948");
+        assert_eq!(trim(218.367), "218.4");
+        assert_eq!(trim(8.79), "8.79");
+        assert_eq!(trim(0.5), "0.5");
+        assert_eq!(trim(3.0), "3");
+    }
 
     #[test]
     fn rates_round_to_three_digits() {
