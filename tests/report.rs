@@ -212,6 +212,13 @@ fn merge_of_two_real_runs_adds_up() {
     );
     let m = read_json(&merged_path);
     assert_invariant(&m);
+    // A merged result is a result: same schema.
+    let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let problems: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();
+    assert!(problems.is_empty(), "{problems:?}");
     let sum = |path: &[&str]| count(&a, path) + count(&b, path);
     for path in [
         &["requests", "sent"][..],

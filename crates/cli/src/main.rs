@@ -726,6 +726,7 @@ fn demo() -> Result<ExitCode> {
     );
     println!("Point pelt at your own server:  pelt http://HOST:PORT/PATH -c 64 -d 10s");
     println!("Or serve a target yourself:     pelt serve --port 8080 --delay 5ms");
+    println!("A report with charts:           pelt http://HOST:PORT/ -d 10s --html report.html");
     if served == 0 {
         bail!("the demo server answered no requests");
     }
