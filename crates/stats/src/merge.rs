@@ -224,15 +224,17 @@ pub fn merge(reports: &[Report]) -> Result<Report, String> {
         let offset = ((r.started_unix_ms - started) as f64 / 1000.0).round() as u64;
         for p in &r.timeline {
             let h = LatencyHistogram::decode(p.histogram.as_deref().unwrap_or_default())?;
-            let s = seconds.entry(offset.saturating_add(p.second)).or_insert_with(|| Second {
-                length_s: 0.0,
-                warmup: true,
-                sent: 0,
-                completed: 0,
-                errors: 0,
-                classes: BTreeMap::new(),
-                latency: LatencyHistogram::new(),
-            });
+            let s = seconds
+                .entry(offset.saturating_add(p.second))
+                .or_insert_with(|| Second {
+                    length_s: 0.0,
+                    warmup: true,
+                    sent: 0,
+                    completed: 0,
+                    errors: 0,
+                    classes: BTreeMap::new(),
+                    latency: LatencyHistogram::new(),
+                });
             s.length_s = s.length_s.max(p.length_s);
             s.warmup &= p.warmup;
             s.sent += p.sent;
