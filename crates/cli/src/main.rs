@@ -426,15 +426,7 @@ fn write_study(
     csv: impl FnOnce() -> String,
     html: impl FnOnce() -> String,
 ) -> Result<()> {
-    if let Some(path) = &o.json {
-        let mut text = serde_json::to_vec_pretty(doc)?;
-        text.push(b'\n');
-        if is_stdout(&o.json) {
-            std::io::stdout().write_all(&text)?;
-        } else {
-            output::write_atomic(path, &text)?;
-        }
-    }
+    write_json(&o.json, doc)?;
     if let Some(path) = &o.csv {
         output::write_atomic(path, csv().as_bytes())?;
     }
@@ -449,16 +441,7 @@ fn write_study(
 
 /// Writes `report` to every file asked for; true when the JSON went to stdout.
 fn write_outputs(report: &Report, o: &Outputs) -> Result<bool> {
-    let json_to_stdout = is_stdout(&o.json);
-    if let Some(path) = &o.json {
-        let mut text = serde_json::to_vec_pretty(report)?;
-        text.push(b'\n');
-        if json_to_stdout {
-            std::io::stdout().write_all(&text)?;
-        } else {
-            output::write_atomic(path, &text)?;
-        }
-    }
+    write_json(&o.json, report)?;
     if let Some(path) = &o.csv {
         output::write_atomic(path, output::timeline_csv(&report.timeline).as_bytes())?;
     }
@@ -468,7 +451,21 @@ fn write_outputs(report: &Report, o: &Outputs) -> Result<bool> {
     if let Some(path) = &o.html {
         output::write_atomic(path, html::report(report).as_bytes())?;
     }
-    Ok(json_to_stdout)
+    Ok(is_stdout(&o.json))
+}
+
+/// `--json PATH`: pretty JSON to the file (atomically), or to stdout for `-`.
+fn write_json(path: &Option<PathBuf>, value: &impl serde::Serialize) -> Result<()> {
+    if let Some(p) = path {
+        let mut text = serde_json::to_vec_pretty(value)?;
+        text.push(b'\n');
+        if is_stdout(path) {
+            std::io::stdout().write_all(&text)?;
+        } else {
+            output::write_atomic(p, &text)?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads a result written by `--json`; any problem is bad input naming the file.
