@@ -12,8 +12,13 @@ Tools: pelt on io_uring and on epoll (`--http2 --streams N`), h2load (`-m N`), o
 (`--http2 -p N`), and `h2crate`: crates/server/examples/h2_crate_client.rs, a minimal client
 on the h2 crate (tokio, one thread), the alternative pelt's own framer was measured against.
 
+With --tls, nginx serves HTTP/2 over TLS instead (`listen ... ssl http2`, a self-signed P-256
+certificate made with the openssl command, a shared session cache): ALPN h2, as browsers use
+it; pelt verifies the certificate with --cacert, h2load and oha do not verify; h2crate is
+plain-only and skipped.
+
 Usage: bench/h2.py [--pelt target/release/pelt] [--conns 4] [--streams 100] [--duration 5]
-                   [--runs 3] [--tools pelt-uring,h2load,...] [--server nginx|pelt]
+                   [--runs 3] [--tools pelt-uring,h2load,...] [--server nginx|pelt] [--tls]
 Needs: nginx, h2load (Debian: nginx-light nghttp2-client), oha optional; builds the h2crate
 example with cargo if it is missing. Traffic stays on 127.0.0.1.
 """
@@ -32,13 +37,31 @@ from peers import NGINX_CONF, fmt, free_port, measured, wait_listening  # noqa: 
 
 NGINX_H2 = NGINX_CONF.replace("backlog=4096;", "backlog=4096 http2;\n"
                               "        http2_max_concurrent_streams 128;")
+NGINX_H2_TLS = NGINX_CONF.replace(
+    "backlog=4096;", "backlog=4096 ssl http2;\n"
+    "        http2_max_concurrent_streams 128;\n"
+    "        ssl_certificate {dir}/cert.pem;\n"
+    "        ssl_certificate_key {dir}/key.pem;\n"
+    "        ssl_session_cache shared:S:10m;")
 H2CRATE = "target/release/examples/h2_crate_client"
+
+
+def self_signed(d):
+    """A P-256 certificate for 127.0.0.1 in d/cert.pem and d/key.pem (the openssl command)."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    # Not a CA: webpki (rustls) refuses a CA certificate as the server's own.
+                    "-addext", "basicConstraints=critical,CA:FALSE", "-keyout",
+                    os.path.join(d, "key.pem"), "-out", os.path.join(d, "cert.pem")],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def pelt(io):
     def cmd(a, url):
+        tls = ["--cacert", a.cacert] if a.tls else []
         return [a.pelt, url, "--http2", "-c", str(a.conns), "--streams", str(a.streams),
-                "-t", "1", "-d", f"{a.duration}s", "--json", "-", "-q", "--io", io]
+                "-t", "1", "-d", f"{a.duration}s", "--json", "-", "-q", "--io", io] + tls
 
     def parse(out):
         r = json.loads(out)
@@ -61,7 +84,7 @@ def h2load_parse(out):
 
 def oha_cmd(a, url):
     return ["oha", "--http2", "-z", f"{a.duration}s", "-c", str(a.conns), "-p", str(a.streams),
-            "--no-tui", "--output-format", "json", url]
+            "--no-tui", "--output-format", "json"] + (["--insecure"] if a.tls else []) + [url]
 
 
 def oha_parse(out):
@@ -88,6 +111,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--tools", default="")
     ap.add_argument("--server", choices=["nginx", "pelt"], default="nginx")
+    ap.add_argument("--tls", action="store_true", help="HTTP/2 over TLS (nginx only)")
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
     a = ap.parse_args()
@@ -99,12 +123,19 @@ def main():
              "h2crate": (h2crate_cmd, h2crate_parse)}
     chosen = [t for t in (a.tools.split(",") if a.tools else tools) if t in tools]
     chosen = [t for t in chosen if t.startswith(("pelt", "h2crate")) or shutil.which(t)]
+    if a.tls:
+        if a.server != "nginx":
+            sys.exit("--tls runs against nginx only")
+        chosen = [t for t in chosen if t != "h2crate"]
     d = tempfile.mkdtemp(prefix="pelt-h2-bench-")
     port = free_port()
     if a.server == "nginx":
         conf = os.path.join(d, "nginx.conf")
+        if a.tls:
+            self_signed(d)
+            a.cacert = os.path.join(d, "cert.pem")
         with open(conf, "w") as f:
-            f.write(NGINX_H2.format(dir=d, port=port))
+            f.write((NGINX_H2_TLS if a.tls else NGINX_H2).format(dir=d, port=port))
         server = subprocess.Popen(["taskset", "-c", str(a.server_cpu), "nginx", "-p", d, "-c",
                                    conf], stderr=subprocess.DEVNULL)
     else:
@@ -113,7 +144,7 @@ def main():
                                   stdout=subprocess.DEVNULL)
     try:
         wait_listening(port)
-        url = f"http://127.0.0.1:{port}/"
+        url = f"{'https' if a.tls else 'http'}://127.0.0.1:{port}/"
         res = {t: [] for t in chosen}
         for _ in range(a.runs):
             for t in chosen:
@@ -127,7 +158,7 @@ def main():
         server.terminate()
         server.wait()
         shutil.rmtree(d, ignore_errors=True)
-    print(f"# {a.server} h2c on CPU {a.server_cpu}, generators on CPU {a.client_cpu}, one "
+    print(f"# {a.server} {'h2 over TLS' if a.tls else 'h2c'} on CPU {a.server_cpu}, generators on CPU {a.client_cpu}, one "
           f"thread, {a.conns} connections x {a.streams} streams, {a.duration}s runs, "
           f"{a.runs} per tool, alternating; kernel {os.uname().release}")
     print()

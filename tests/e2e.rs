@@ -392,4 +392,17 @@ fn demo_runs_with_no_setup() {
     );
     assert!(text.contains("The built-in server answered"), "{text}");
     assert!(text.contains("pelt http://HOST:PORT/PATH"), "{text}");
+    // One description of the run: the start line on stderr is the summary's first line and
+    // what is to come, in the same words ("1 thread", not "1 threads").
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let start = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("pelt: "))
+        .unwrap_or_else(|| panic!("no start line: {stderr}"));
+    let title = text.lines().next().unwrap();
+    assert!(
+        title.contains("with 32 connections on 1 thread ("),
+        "{title}"
+    );
+    assert_eq!(start, format!("{title}, for 3s"), "{stderr}");
 }

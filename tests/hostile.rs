@@ -1,4 +1,4 @@
-//! The hostile-server suite: the cases of ../shared/HOSTILE.md (sections A to F), each a
+//! The hostile-server suite: the cases of docs/HOSTILE.md (sections A to F), each a
 //! script a raw-socket server plays to every connection, run against the real binary on every
 //! I/O backend this machine has. Each case asserts the exact outcome counts, the accounting
 //! invariant, that pelt exits in bounded time, and that pelt counted the bytes the script

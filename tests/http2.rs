@@ -67,7 +67,7 @@ fn open_loop_takes_free_streams() {
     let (server, url) = h2_server(Default::default());
     let v = run_h2(&[&url, "--rate", "2000", "-d", "1s", "-c", "2", "-t", "1"]);
     let completed = count(&v, &["requests", "completed"]);
-    assert_eq!(count(&v, &["errors"]), 0, "{v}");
+    assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
     assert!(completed >= 1900, "{v}");
     assert_eq!(v["streams"], 100, "open loop's default: {v}");
     assert_eq!(server.stop(), completed);
@@ -123,7 +123,7 @@ fn goaway_mid_run_finishes_what_it_may_and_retries_the_rest() {
             io,
         ]);
         assert_eq!(count(&v, &["requests", "completed"]), 2000, "{io}: {v}");
-        assert_eq!(count(&v, &["errors"]), 0, "{io}: {v}");
+        assert_eq!(count(&v, &["requests", "errors"]), 0, "{io}: {v}");
         // Each connection serves its 50, plus the streams it had open when it sent GOAWAY
         // (up to 7): 2000 / 57 connections at the least.
         assert!(count(&v, &["connections_opened"]) >= 2000 / 57, "{io}: {v}");
@@ -141,7 +141,7 @@ fn a_server_allowing_one_stream_gets_one() {
     // hyper refuses (RST_STREAM) a stream over its limit: zero errors means pelt kept to it.
     let v = run_h2(&[&url, "-n", "300", "-c", "2", "--streams", "10", "-t", "1"]);
     assert_eq!(count(&v, &["requests", "completed"]), 300, "{v}");
-    assert_eq!(count(&v, &["errors"]), 0, "{v}");
+    assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
     assert_eq!(server.stop(), 300);
 }
 
@@ -352,4 +352,164 @@ fn rst_stream_is_its_own_error_kind_and_ping_is_answered() {
     assert!(example.contains("REFUSED_STREAM"), "{example}");
     assert!(v["error_hints"]["stream_reset"].is_string(), "{v}");
     assert_eq!(pings_acked.load(Ordering::Relaxed), 1);
+}
+
+/// An HTTPS HTTP/2 server that sends its SETTINGS in the same TCP write as its last handshake
+/// message, as nginx does on TLS 1.2 (SETTINGS right behind its Finished) and as a TLS 1.3
+/// server may (0.5-RTT data behind its Finished): the client's read that ends the handshake
+/// also holds the first HTTP/2 frame. Every HEADERS frame gets `:status 200` with END_STREAM.
+/// The SETTINGS frame is queued in the session before the handshake, so rustls writes it as
+/// soon as it may send application data: in the same `write_tls` output as its Finished.
+/// Returns the server and the path of its certificate, for `--cacert`.
+fn settings_with_finished_server(
+    version: &'static rustls::SupportedProtocolVersion,
+) -> (RawServer, std::path::PathBuf) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let key_der = rustls_pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der().clone()], key_der)
+        .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let config = Arc::new(config);
+    let pem = cert.pem();
+    let server = RawServer::start(move |mut sock| {
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut tls = rustls::ServerConnection::new(config.clone()).unwrap();
+        let mut frames = vec![0, 0, 0, SETTINGS, 0, 0, 0, 0, 0];
+        tls.writer().write_all(&frames).unwrap();
+        frames.clear();
+        let mut plain = Vec::new();
+        let mut preface_seen = false;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            // Everything rustls has to send goes out in one write: one segment on loopback.
+            let mut wire = Vec::new();
+            while tls.wants_write() {
+                tls.write_tls(&mut wire).unwrap();
+            }
+            if !wire.is_empty() && sock.write_all(&wire).is_err() {
+                return;
+            }
+            match sock.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    let mut input = &buf[..n];
+                    while !input.is_empty() {
+                        if tls.read_tls(&mut input).is_err() || tls.process_new_packets().is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            while let Ok(n) = tls.reader().read(&mut chunk) {
+                if n == 0 {
+                    return;
+                }
+                plain.extend_from_slice(&chunk[..n]);
+            }
+            if !preface_seen {
+                if plain.len() < 24 {
+                    continue;
+                }
+                assert_eq!(&plain[..24], b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+                plain.drain(..24);
+                preface_seen = true;
+            }
+            // Whole frames: SETTINGS get their ack, HEADERS their response.
+            while plain.len() >= 9 {
+                let len = (plain[0] as usize) << 16 | (plain[1] as usize) << 8 | plain[2] as usize;
+                if plain.len() < 9 + len {
+                    break;
+                }
+                let (kind, flags) = (plain[3], plain[4]);
+                let stream = u32::from_be_bytes([plain[5], plain[6], plain[7], plain[8]]);
+                plain.drain(..9 + len);
+                let mut reply = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+                    frames.extend_from_slice(&[0, 0, payload.len() as u8, kind, flags]);
+                    frames.extend_from_slice(&stream.to_be_bytes());
+                    frames.extend_from_slice(payload);
+                };
+                match kind {
+                    SETTINGS if flags & 1 == 0 => reply(SETTINGS, 1, 0, &[]),
+                    // :status 200 (static index 8), END_STREAM | END_HEADERS.
+                    HEADERS => reply(HEADERS, 0x5, stream, &[0x88]),
+                    _ => {}
+                }
+            }
+            if !frames.is_empty() {
+                tls.writer().write_all(&frames).unwrap();
+                frames.clear();
+            }
+        }
+    });
+    let ca = std::env::temp_dir().join(format!(
+        "pelt-h2-finished-{}-{}.pem",
+        std::process::id(),
+        server.addr.port()
+    ));
+    std::fs::write(&ca, pem).unwrap();
+    (server, ca)
+}
+
+/// Regression (nginx, TLS 1.2, HTTP/2): the read that ended the handshake also held the
+/// server's SETTINGS, and those bytes were parsed as HTTP/1.1 ("not HTTP"), failing the
+/// connection's first request and reconnecting. Every run must be exact.
+#[test]
+fn settings_in_the_same_segment_as_the_tls_finished_are_read_as_http2() {
+    for (name, version) in [
+        ("1.2", &rustls::version::TLS12),
+        ("1.3", &rustls::version::TLS13),
+    ] {
+        let (server, ca) = settings_with_finished_server(version);
+        let url = format!("https://127.0.0.1:{}/", server.addr.port());
+        for io in backends() {
+            let v = run_h2(&[
+                &url,
+                "-n",
+                "2000",
+                "-c",
+                "4",
+                "--streams",
+                "10",
+                "-t",
+                "1",
+                "--tls-version",
+                name,
+                "--cacert",
+                ca.to_str().unwrap(),
+                "--io",
+                io,
+            ]);
+            assert_eq!(
+                count(&v, &["requests", "completed"]),
+                2000,
+                "TLS {name} {io}: {v}"
+            );
+            assert_eq!(
+                count(&v, &["requests", "errors"]),
+                0,
+                "TLS {name} {io}: {v}"
+            );
+            assert_eq!(
+                count(&v, &["connections_opened"]),
+                4,
+                "TLS {name} {io}: {v}"
+            );
+            assert_eq!(
+                count(&v, &["tls_handshakes", "full"]),
+                4,
+                "TLS {name} {io}: {v}"
+            );
+        }
+        let _ = std::fs::remove_file(ca);
+    }
 }

@@ -433,24 +433,6 @@ fn read_tls_request(tls: &mut impl Read) -> bool {
     true
 }
 
-fn ca_and_server_cert() -> (
-    rcgen::Certificate,
-    rcgen::KeyPair,
-    rcgen::Certificate,
-    rcgen::KeyPair,
-) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let server_key = rcgen::KeyPair::generate().unwrap();
-    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&server_key, &rcgen::Issuer::new(ca_params, &ca_key))
-        .unwrap();
-    (ca, ca_key, server, server_key)
-}
-
 #[test]
 fn client_certificates_are_presented_when_asked() {
     let (ca, ca_key, server_cert, server_key) = ca_and_server_cert();

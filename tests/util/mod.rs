@@ -303,3 +303,23 @@ pub fn browser_check(html: &Path, screenshot: &Path) -> Option<serde_json::Value
     );
     Some(serde_json::from_slice(&out.stdout).unwrap())
 }
+
+/// A test CA and a server certificate for 127.0.0.1 signed by it: (CA, CA key, server
+/// certificate, server key).
+pub fn ca_and_server_cert() -> (
+    rcgen::Certificate,
+    rcgen::KeyPair,
+    rcgen::Certificate,
+    rcgen::KeyPair,
+) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let server_key = rcgen::KeyPair::generate().unwrap();
+    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &rcgen::Issuer::new(ca_params, &ca_key))
+        .unwrap();
+    (ca, ca_key, server, server_key)
+}

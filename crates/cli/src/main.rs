@@ -674,7 +674,7 @@ fn demo() -> Result<ExitCode> {
     let server = pelt_server::Server::start(pelt_server::ServerConfig::default())
         .context("cannot start the built-in server")?;
     let url = format!("http://{}/", server.addr());
-    eprintln!("pelt demo: built-in server on {url}; a 3-second test with 32 connections follows");
+    eprintln!("pelt demo: the built-in server is on {url}; pelt loads it:");
     let args = LoadArgs {
         url: Some(url),
         connections: 32,

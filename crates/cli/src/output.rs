@@ -53,18 +53,19 @@ pub fn bytes(n: f64) -> String {
     }
 }
 
-/// The line on stderr that says what is about to run.
+/// The line on stderr that says what is about to run: the summary's first line (the same
+/// words, so one run has one description) and how long it will run.
 pub fn start_line(info: &RunInfo, c: &Config) -> String {
-    let what = match (c.duration, c.requests) {
-        (Some(d), Some(n)) => format!("for {d:?} or {n} requests, whichever comes first"),
-        (Some(d), None) => format!("for {d:?}"),
-        (None, Some(n)) => format!("{n} requests"),
-        (None, None) => String::new(),
-    };
-    let mut line = format!(
-        "{} {} {what}, {} connections, {} threads",
-        info.method, info.target, c.connections, info.threads
-    );
+    let mut line = title(info);
+    match (c.duration, c.requests) {
+        (Some(d), Some(n)) => line.push_str(&format!(
+            ", for {d:?} or {} requests, whichever comes first",
+            thousands(n)
+        )),
+        (Some(d), None) => line.push_str(&format!(", for {d:?}")),
+        (None, Some(n)) => line.push_str(&format!(", {} requests", thousands(n))),
+        (None, None) => {}
+    }
     if let Some(rate) = info.rate {
         line.push_str(&format!(", open loop at {}/s", rate_plain(rate)));
     }
@@ -72,6 +73,32 @@ pub fn start_line(info: &RunInfo, c: &Config) -> String {
         line.push_str(&format!(", after a {:?} warm-up", c.warmup));
     }
     line
+}
+
+/// `N thing` or `N things`.
+fn plural(n: usize, thing: &str) -> String {
+    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+}
+
+/// What ran: `GET URL with 32 connections on 1 thread (io_uring, keep-alive)`.
+fn title(i: &RunInfo) -> String {
+    let how = if let Some(n) = i.streams {
+        format!("HTTP/2, {} per connection", plural(n, "stream"))
+    } else if i.pipeline > 1 {
+        format!("keep-alive, pipelining {}", i.pipeline)
+    } else if i.keep_alive {
+        "keep-alive".to_string()
+    } else {
+        "new connection per request".to_string()
+    };
+    format!(
+        "{} {} with {} on {} ({}, {how})",
+        i.method,
+        i.target,
+        plural(i.connections, "connection"),
+        plural(i.threads, "thread"),
+        i.io,
+    )
 }
 
 /// A rate without forced decimals: `20,000`, `0.5`.
@@ -103,29 +130,7 @@ fn latency_row(s: &mut String, label: &str, l: &LatencySummary) {
 pub fn summary(r: &Report) -> String {
     let mut s = String::new();
     let i = &r.info;
-    let _ = writeln!(
-        s,
-        "{} {} with {} connection{} on {} thread{} ({}, {})",
-        i.method,
-        r.info.target,
-        i.connections,
-        if i.connections == 1 { "" } else { "s" },
-        i.threads,
-        if i.threads == 1 { "" } else { "s" },
-        i.io,
-        if let Some(n) = i.streams {
-            format!(
-                "HTTP/2, {n} stream{} per connection",
-                if n == 1 { "" } else { "s" }
-            )
-        } else if i.pipeline > 1 {
-            format!("keep-alive, pipelining {}", i.pipeline)
-        } else if i.keep_alive {
-            "keep-alive".to_string()
-        } else {
-            "new connection per request".to_string()
-        },
-    );
+    let _ = writeln!(s, "{}", title(i));
     if let Some(tls) = &i.tls {
         let verified = if tls.insecure {
             "certificate NOT verified (--insecure)".to_string()

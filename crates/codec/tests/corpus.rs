@@ -1,4 +1,4 @@
-//! The llhttp response corpus (../shared/corpus, MIT, Copyright (c) 2018 Fedor Indutny): every
+//! The llhttp response corpus (tests/corpus/, MIT, Copyright (c) 2018 Fedor Indutny): every
 //! case is fed whole and one byte at a time, followed by EOF, and the first final response's
 //! outcome must be one the corpus accepts.
 
@@ -7,7 +7,7 @@ use pelt_codec::response::{Parsed, ParserOptions, ResponseParser};
 use std::path::PathBuf;
 
 fn corpus_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/llhttp-responses.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/llhttp-responses.json")
 }
 
 /// Outcome of the first final response, the way one request per connection sees it.

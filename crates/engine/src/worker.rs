@@ -683,20 +683,10 @@ impl<I: Io> Worker<'_, I> {
         }
     }
 
-    /// HTTP/2: sends the preface on a fresh connection (after TLS); the requests wait for
-    /// the server's SETTINGS.
+    /// HTTP/2 with prior knowledge (h2c): sends the preface on a fresh connection; the
+    /// requests wait for the server's SETTINGS. (Over TLS, `tls_established` starts it.)
     fn start_h2(&mut self, i: usize, now: Instant) {
-        let mut out = Vec::with_capacity(4096);
-        h2::client_preface(&mut out);
-        let conn = &mut self.conns[i];
-        conn.h2 = Some(Box::new(H2 {
-            session: Session::new(),
-            out,
-            deferred: false,
-        }));
-        conn.phase = Phase::Handshaking {
-            deadline: now + self.config.connect_timeout,
-        };
+        start_h2_session(&mut self.conns[i], now + self.config.connect_timeout);
         self.flush_h2(i, now);
     }
 
@@ -862,7 +852,7 @@ impl<I: Io> Worker<'_, I> {
                             conn,
                             &mut session,
                             &mut self.ledger,
-                            self.config.keep_alive,
+                            self.config,
                             data,
                             &mut self.plain,
                             now,
@@ -894,46 +884,18 @@ impl<I: Io> Worker<'_, I> {
         }
     }
 
-    /// HTTPS: after a read, finishes the handshake if it just ended (and writes the waiting
-    /// requests), and sends what TLS has to say.
+    /// HTTPS: after a read, writes the requests that waited for a handshake the read ended
+    /// (HTTP/1.1; HTTP/2 opens its streams once the server's SETTINGS are in), and sends
+    /// what TLS has to say.
     fn after_tls_read(&mut self, i: usize, now: Instant) {
-        let conn = &mut self.conns[i];
+        let conn = &self.conns[i];
         let Some(session) = conn.tls.as_ref() else {
             return;
         };
-        // (With HTTP/2 the phase stays Handshaking after TLS until the server's SETTINGS.)
-        let tls_done = !session.is_handshaking() && conn.h2.is_none();
-        if matches!(conn.phase, Phase::Handshaking { .. }) && tls_done {
-            conn.phase = Phase::Open;
-            let resumed = matches!(
-                session.handshake_kind(),
-                Some(rustls::HandshakeKind::Resumed)
-            );
-            let took = now.saturating_duration_since(conn.tls_started).as_micros() as u64;
-            let stats = self.ledger.current();
-            stats.handshake.record(took);
-            if resumed {
-                stats.handshakes_resumed += 1;
-            } else {
-                stats.handshakes_full += 1;
-            }
-            if self.h2.is_some() {
-                let alpn = self.conns[i].tls.as_ref().and_then(|s| s.alpn_protocol());
-                if alpn != Some(b"h2") {
-                    return self.fail(i, ErrorKind::Protocol, now, || {
-                        "the server did not choose HTTP/2 (h2) in the TLS handshake's ALPN; \
-                         it speaks HTTP/1.1 only, so drop --http2"
-                            .to_string()
-                    });
-                }
-                return self.start_h2(i, now);
-            }
-            if self.conns[i].unwritten > 0 {
-                self.start_write(i, now);
-            } else {
-                self.refill(i, now);
-            }
-            return;
+        // An open HTTP/1.1 connection writes its requests as it takes them: unwritten ones
+        // waited for the handshake.
+        if matches!(conn.phase, Phase::Open) && conn.h2.is_none() && conn.unwritten > 0 {
+            return self.start_write(i, now);
         }
         if session.wants_write() {
             self.flush_tls(i, now);
@@ -1201,11 +1163,17 @@ fn send_from<I: Io>(
 }
 
 /// HTTPS: feeds one read's ciphertext to `session` and parses the plaintext it yields.
+///
+/// When the read ends the handshake, the connection is set up for its protocol before any
+/// plaintext is parsed: a server may send application data in the same segment as its last
+/// handshake message (nginx on TLS 1.2 writes its HTTP/2 SETTINGS right behind its
+/// Finished; a TLS 1.3 server may send them as 0.5-RTT data), and those bytes must be read
+/// as HTTP/2, not as an HTTP/1.1 response.
 fn decrypt_and_parse(
     conn: &mut Conn,
     session: &mut rustls::ClientConnection,
     ledger: &mut Ledger,
-    keep_alive: bool,
+    config: &Config,
     data: &[u8],
     plain: &mut [u8],
     now: &mut Instant,
@@ -1219,6 +1187,16 @@ fn decrypt_and_parse(
         if let Err(e) = session.process_new_packets() {
             return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}"));
         }
+        // With HTTP/2 the phase stays Handshaking after TLS, until the server's SETTINGS;
+        // the session's existence says TLS is done.
+        let ended = matches!(conn.phase, Phase::Handshaking { .. })
+            && conn.h2.is_none()
+            && !session.is_handshaking();
+        if ended {
+            if let Err(failed) = tls_established(conn, session, ledger, config, *now) {
+                return failed;
+            }
+        }
         loop {
             match session.reader().read(plain) {
                 // close_notify: the server ends the stream cleanly.
@@ -1226,7 +1204,7 @@ fn decrypt_and_parse(
                     conn.tls_closed = true;
                     break;
                 }
-                Ok(n) => match consume(conn, ledger, keep_alive, &plain[..n], now) {
+                Ok(n) => match consume(conn, ledger, config.keep_alive, &plain[..n], now) {
                     AfterRead::Keep => {}
                     other => return other,
                 },
@@ -1236,6 +1214,58 @@ fn decrypt_and_parse(
         }
     }
     AfterRead::Keep
+}
+
+/// HTTPS: the handshake on `conn` has just ended. Counts it (full or resumed, and its time)
+/// and opens the connection: HTTP/1.1 is open at once (its waiting requests are written after
+/// the read); HTTP/2 needs ALPN `h2`, and starts its session with the preface queued, so the
+/// frames that follow in the same read are read as HTTP/2 (the preface goes out after the
+/// read, and the connection opens when the server's SETTINGS are in).
+fn tls_established(
+    conn: &mut Conn,
+    session: &rustls::ClientConnection,
+    ledger: &mut Ledger,
+    config: &Config,
+    now: Instant,
+) -> Result<(), AfterRead> {
+    let took = now.saturating_duration_since(conn.tls_started).as_micros() as u64;
+    let stats = ledger.current();
+    stats.handshake.record(took);
+    if matches!(
+        session.handshake_kind(),
+        Some(rustls::HandshakeKind::Resumed)
+    ) {
+        stats.handshakes_resumed += 1;
+    } else {
+        stats.handshakes_full += 1;
+    }
+    if config.http2.is_none() {
+        conn.phase = Phase::Open;
+        return Ok(());
+    }
+    if session.alpn_protocol() != Some(b"h2") {
+        return Err(AfterRead::Fail(
+            ErrorKind::Protocol,
+            "the server did not choose HTTP/2 (h2) in the TLS handshake's ALPN; \
+             it speaks HTTP/1.1 only, so drop --http2"
+                .to_string(),
+        ));
+    }
+    start_h2_session(conn, now + config.connect_timeout);
+    Ok(())
+}
+
+/// HTTP/2: a fresh connection's session (after TLS, if any), with the preface queued; the
+/// connection waits for the server's SETTINGS until `deadline`.
+fn start_h2_session(conn: &mut Conn, deadline: Instant) {
+    let mut out = Vec::with_capacity(4096);
+    h2::client_preface(&mut out);
+    conn.h2 = Some(Box::new(H2 {
+        session: Session::new(),
+        out,
+        deferred: false,
+    }));
+    conn.phase = Phase::Handshaking { deadline };
 }
 
 /// Reads one read's (plain) bytes on `conn` as HTTP/2 frames or HTTP/1.1 responses.
