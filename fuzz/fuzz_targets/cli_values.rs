@@ -5,11 +5,11 @@
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../crates/cli/src/values.rs"]
+#[path = "../../crates/load/src/values.rs"]
 #[allow(dead_code)]
 mod values;
 
-#[path = "../../crates/cli/src/target.rs"]
+#[path = "../../crates/load/src/target.rs"]
 #[allow(dead_code)]
 mod target;
 

@@ -350,11 +350,11 @@ pub enum TlsVersion {
     V1_3,
 }
 
-impl TlsVersion {
-    pub fn name(self) -> &'static str {
-        match self {
-            TlsVersion::V1_2 => "1.2",
-            TlsVersion::V1_3 => "1.3",
+impl From<TlsVersion> for pelt_load::TlsVersion {
+    fn from(v: TlsVersion) -> Self {
+        match v {
+            TlsVersion::V1_2 => pelt_load::TlsVersion::V1_2,
+            TlsVersion::V1_3 => pelt_load::TlsVersion::V1_3,
         }
     }
 }

@@ -9,10 +9,10 @@
 
 use crate::args::{Cli, Command, CompareArgs, LoadArgs};
 use crate::output::{latency, thousands};
-use crate::{bad, build_report, html, prepare, Prepared};
+use crate::run::{prepare, Prepared};
+use crate::{bad, html};
 use anyhow::{anyhow, Result};
 use clap::{CommandFactory, Parser};
-use pelt_engine as engine;
 use pelt_stats::Report;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -341,7 +341,7 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
             "no targets: give at least one --target NAME=URL (or a [targets] table in --config)"
         )));
     }
-    crate::check_study_outputs(load, "pelt compare writes --json, --html and --csv")?;
+    crate::files::check_study_outputs(load, "pelt compare writes --json, --html and --csv")?;
     let mut targets: Vec<(String, String)> = Vec::new();
     for spec in &a.targets {
         let t = target(spec)?;
@@ -414,7 +414,7 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
     let total = cells.len() * a.repeat;
     let quiet = load.quiet;
     if !quiet {
-        let info = &cells[0].prepared.info;
+        let info = &cells[0].prepared.run.info;
         let about = info.duration_limit_s.map_or(String::new(), |d| {
             format!(", about {:.1}s", (d + info.warmup_s) * total as f64)
         });
@@ -433,8 +433,7 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
             if stop.load(Ordering::Relaxed) {
                 break 'rounds;
             }
-            let result = engine::run(&cell.prepared.config, stop, &mut |_| {});
-            let report = build_report(&cell.prepared, &result);
+            let report = pelt_load::run(&cell.prepared.run, stop, &mut |_| {});
             let f = RunFigures::of(&report);
             done += 1;
             if !quiet {
@@ -460,11 +459,11 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
         "targets": targets.iter().map(|(n, u)| json!({"name": n, "url": u})).collect::<Vec<_>>(),
         "vary": vary.iter().map(|(k, v)| json!({"key": k, "values": v})).collect::<Vec<_>>(),
         "run": {
-            "duration_s": cells[0].prepared.info.duration_limit_s,
-            "requests": cells[0].prepared.info.requests_limit,
-            "warmup_s": cells[0].prepared.info.warmup_s,
-            "load_model": cells[0].prepared.info.load_model,
-            "method": cells[0].prepared.info.method,
+            "duration_s": cells[0].prepared.run.info.duration_limit_s,
+            "requests": cells[0].prepared.run.info.requests_limit,
+            "warmup_s": cells[0].prepared.run.info.warmup_s,
+            "load_model": cells[0].prepared.run.info.load_model,
+            "method": cells[0].prepared.run.info.method,
         },
         "rows": cells.iter().map(|c| json!({
             "target": c.target,
@@ -475,7 +474,7 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
         })).collect::<Vec<_>>(),
     });
     let table = markdown(&doc, &keys);
-    crate::write_study(
+    crate::files::write_study(
         &load.out,
         &doc,
         &table,

@@ -9,11 +9,12 @@
 //! with only an error objective would otherwise climb forever.
 
 use crate::args::FindMaxArgs;
-use crate::expect::Expectation;
 use crate::output::{latency, rate, thousands};
-use crate::{bad, build_report, html, prepare};
+use crate::run::prepare;
+use crate::{bad, html};
 use anyhow::{anyhow, Result};
 use pelt_engine as engine;
+use pelt_load::expect::Expectation;
 use pelt_stats::{Report, Threshold};
 use serde::Serialize;
 use serde_json::json;
@@ -204,7 +205,7 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
             "pelt find-max runs each step for -d (a duration), not -n"
         )));
     }
-    crate::check_study_outputs(load, "give the objectives with --slo")?;
+    crate::files::check_study_outputs(load, "give the objectives with --slo")?;
     // Every step runs with the objectives as its thresholds, quiet, writing nothing.
     let mut base = load.clone();
     base.expect = a.slo.clone();
@@ -231,7 +232,7 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
     let max_rate = a.max_rate.map_or(engine::Rate::MAX_PER_S, |r| r.as_f64());
     at_rate(a.start.map_or(max_rate, |r| r.as_f64()).min(max_rate))?;
     let quiet = load.quiet;
-    let target = probe.info.target.clone();
+    let target = probe.run.info.target.clone();
     if !quiet {
         let slo: Vec<&str> = a.slo.iter().map(Expectation::text).collect();
         eprintln!(
@@ -264,8 +265,7 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
     let start = match a.start {
         Some(r) => r.as_f64(),
         None => {
-            let result = engine::run(&probe.config, stop, &mut |_| {});
-            let report = build_report(&probe, &result);
+            let report = pelt_load::run(&probe.run, stop, &mut |_| {});
             let s = Step::of(0, "probe", None, &report);
             let start = (s.achieved_rps / 2.0).max(1.0);
             log(s);
@@ -285,12 +285,12 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
                 return None;
             }
         };
-        let result = engine::run(&p.config, stop, &mut |_| {});
+        let report = pelt_load::run(&p.run, stop, &mut |_| {});
         if stop.load(Ordering::Relaxed) {
             return None;
         }
         n += 1;
-        Some(log(Step::of(n, phase, Some(r), &build_report(&p, &result))))
+        Some(log(Step::of(n, phase, Some(r), &report)))
     });
     if let Some(e) = failure {
         return Err(e);
@@ -300,13 +300,13 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
     let doc = json!({
         "pelt_version": env!("CARGO_PKG_VERSION"),
         "target": target,
-        "method": probe.info.method,
+        "method": probe.run.info.method,
         "slo": a.slo.iter().map(Expectation::text).collect::<Vec<_>>(),
         "rate_held": RATE_HELD,
         "precision": a.precision,
         "step_duration_s": step_s,
         "warmup_s": base.warmup.unwrap_or_default().as_secs_f64(),
-        "connections": probe.info.connections,
+        "connections": probe.run.info.connections,
         "max_connections": load.max_connections.unwrap_or(load.connections),
         "interrupted": interrupted,
         "steps": steps,
@@ -316,7 +316,7 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
         })),
     });
     let table = markdown(&doc, &steps);
-    crate::write_study(
+    crate::files::write_study(
         &load.out,
         &doc,
         &table,

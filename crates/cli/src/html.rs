@@ -13,27 +13,7 @@ use std::fmt::Write;
 
 const CHART_JS: &str = include_str!("../assets/chart.umd.min.js");
 
-const STYLE: &str = r##"
-:root { color-scheme: light; --fg:#1d2430; --muted:#5b6575; --line:#d9dee7; --bg:#f6f7f9; --accent:#2563eb; --bad:#b91c1c; --ok:#15803d; }
-* { box-sizing: border-box; }
-body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; color:var(--fg); background:var(--bg); }
-main { max-width:1280px; margin:0 auto; padding:20px 24px 40px; }
-h1 { font-size:22px; margin:0 0 2px; } h2 { font-size:16px; margin:0 0 10px; }
-.sub { color:var(--muted); margin:0 0 18px; word-break:break-all; }
-.cards { display:grid; grid-template-columns:repeat(auto-fit,minmax(150px,1fr)); gap:10px; margin-bottom:18px; }
-.card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:10px 14px; }
-.card .v { font-size:22px; font-weight:600; } .card .k { color:var(--muted); font-size:12px; text-transform:uppercase; letter-spacing:.04em; }
-.grid { display:grid; grid-template-columns:repeat(auto-fit,minmax(520px,1fr)); gap:14px; margin-bottom:14px; }
-section.box { background:#fff; border:1px solid var(--line); border-radius:8px; padding:14px 16px; overflow-x:auto; }
-.chart { position:relative; height:300px; }
-table { border-collapse:collapse; width:100%; font-variant-numeric:tabular-nums; }
-th, td { text-align:left; padding:4px 10px 4px 0; border-bottom:1px solid var(--line); vertical-align:top; }
-th { color:var(--muted); font-weight:500; } td.n, th.n { text-align:right; }
-.failed { color:var(--bad); font-weight:600; } .passed { color:var(--ok); font-weight:600; }
-.note { color:var(--muted); margin:6px 0; }
-pre { background:#f1f3f6; padding:10px; border-radius:6px; overflow-x:auto; font-size:12px; }
-footer { color:var(--muted); font-size:12px; margin-top:18px; }
-"##;
+const STYLE: &str = include_str!("../assets/report.css");
 
 /// Escapes text for HTML element content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -96,73 +76,10 @@ pub fn page(title: &str, body: &str, data: &Value, script: &str) -> String {
 }
 
 /// Shared by every page: read the data, format microseconds, the chart defaults.
-const COMMON_JS: &str = r##"
-"use strict";
-const DATA = JSON.parse(document.getElementById("pelt-data").textContent);
-function fmtUs(us) {
-  if (us == null) return "";
-  if (us < 1000) return Math.round(us) + " us";
-  if (us < 1e6) return (us / 1000).toFixed(us < 1e4 ? 2 : 1) + " ms";
-  return (us / 1e6).toFixed(2) + " s";
-}
-Chart.defaults.font.family = 'system-ui,-apple-system,"Segoe UI",Roboto,sans-serif';
-Chart.defaults.maintainAspectRatio = false;
-Chart.defaults.animation = false;
-Chart.defaults.plugins.legend.labels.boxWidth = 12;
-const COLORS = ["#2563eb", "#16a34a", "#f59e0b", "#dc2626", "#7c3aed", "#0891b2", "#db2777", "#65a30d"];
-function axis(title, extra) { return Object.assign({ title: { display: true, text: title } }, extra || {}); }
-"##;
+const COMMON_JS: &str = include_str!("../assets/common.js");
 
 /// The charts of one run.
-const REPORT_JS: &str = r##"
-const T = DATA.timeline;
-const secs = T.map(p => p.second);
-// Warm-up seconds are drawn dashed.
-const warmSeg = { borderDash: ctx => (T[ctx.p0DataIndex] && T[ctx.p0DataIndex].warmup) ? [5, 4] : undefined };
-const xSec = axis("time since start (s)", { type: "linear", ticks: { precision: 0 } });
-new Chart(document.getElementById("chart-rps"), {
-  type: "line",
-  data: { labels: secs, datasets: [{ label: "completed responses/s", data: T.map(p => ({ x: p.second, y: p.rps })),
-          borderColor: COLORS[0], backgroundColor: COLORS[0] + "22", fill: true, pointRadius: 0, segment: warmSeg }] },
-  options: { parsing: true, scales: { x: xSec, y: axis("requests/s", { beginAtZero: true }) },
-             interaction: { mode: "index", intersect: false } }
-});
-new Chart(document.getElementById("chart-latency"), {
-  type: "line",
-  data: { datasets: ["p50", "p90", "p99", "max"].map((k, i) => ({ label: k, data: T.map(p => ({ x: p.second, y: p.latency_us[k] / 1000 })),
-          borderColor: COLORS[i], backgroundColor: COLORS[i], pointRadius: 0, borderWidth: k === "max" ? 1 : 2, segment: warmSeg })) },
-  options: { scales: { x: xSec, y: axis("latency (ms)", { beginAtZero: true }) }, interaction: { mode: "index", intersect: false },
-             plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmtUs(c.parsed.y * 1000) } } } }
-});
-// HdrHistogram-style spectrum: x is 1/(1-q) on a log axis, labelled as percentiles.
-const S = DATA.spectrum;
-new Chart(document.getElementById("chart-spectrum"), {
-  type: "line",
-  data: { datasets: [{ label: "latency at percentile", data: S.map(s => ({ x: s[0], y: s[1] / 1000, q: s[2] })),
-          borderColor: COLORS[4], backgroundColor: COLORS[4], pointRadius: 0, stepped: "before" }] },
-  options: {
-    scales: {
-      x: axis("percentile (log scale of 1/(1-q))", { type: "logarithmic", min: 1,
-        ticks: { callback: v => { const l = Math.log10(v); if (Math.abs(l - Math.round(l)) > 1e-9) return null;
-                                  const p = 100 * (1 - 1 / v); return (Math.round(p * 1e6) / 1e6) + "%"; } } }),
-      y: axis("latency (ms)", { beginAtZero: true })
-    },
-    interaction: { mode: "nearest", intersect: false },
-    plugins: { tooltip: { callbacks: { title: items => "p" + items[0].raw.q, label: c => fmtUs(c.parsed.y * 1000) } } }
-  }
-});
-const classes = ["2xx", "3xx", "1xx", "4xx", "5xx", "other"];
-const classColors = { "1xx": "#94a3b8", "2xx": "#16a34a", "3xx": "#0891b2", "4xx": "#f59e0b", "5xx": "#dc2626", other: "#7c3aed" };
-const statusSets = classes.filter(c => T.some(p => p.status_classes[c]))
-  .map(c => ({ label: c, data: T.map(p => ({ x: p.second, y: p.status_classes[c] || 0 })), backgroundColor: classColors[c], stack: "s" }));
-statusSets.push({ label: "errors", data: T.map(p => ({ x: p.second, y: p.errors })), backgroundColor: "#111827", stack: "s" });
-new Chart(document.getElementById("chart-status"), {
-  type: "bar",
-  data: { datasets: statusSets },
-  options: { scales: { x: Object.assign(xSec, { stacked: true, offset: true }), y: axis("responses per second", { stacked: true, beginAtZero: true }) },
-             interaction: { mode: "index", intersect: false } }
-});
-"##;
+const REPORT_JS: &str = include_str!("../assets/report.js");
 
 /// A box per chart: its title and a canvas the page's script draws into.
 fn chart_boxes(out: &mut String, charts: &[(&str, &str)]) {
@@ -461,26 +378,7 @@ pub fn report(r: &Report) -> String {
 
 /// The charts of a comparison: one grouped bar chart per figure, a group per setting and a
 /// bar per target (the seeds' "krps per tool per scenario" charts).
-const COMPARE_JS: &str = r##"
-const rows = DATA.rows;
-const keys = DATA.keys;
-const label = r => keys.length ? keys.map(k => k + "=" + r.settings[k]).join(" ") : "";
-const groups = [...new Set(rows.map(label))];
-const targets = [...new Set(rows.map(r => r.target))];
-function grouped(id, title, pick, fmt) {
-  new Chart(document.getElementById(id), {
-    type: "bar",
-    data: { labels: groups.map(g => g || "all"), datasets: targets.map((t, i) => ({
-      label: t, backgroundColor: COLORS[i % COLORS.length],
-      data: groups.map(g => { const r = rows.find(r => r.target === t && label(r) === g); return r ? pick(r.median) : null; }) })) },
-    options: { scales: { x: axis(keys.length ? keys.join(", ") : "target"), y: axis(title, { beginAtZero: true }) },
-               plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmt(c.parsed.y) } } } }
-  });
-}
-grouped("chart-krps", "thousand requests/s", m => m.rps / 1000, v => v.toFixed(1) + " krps");
-grouped("chart-p50", "p50 latency (ms)", m => m.p50_us / 1000, v => fmtUs(v * 1000));
-grouped("chart-p99", "p99 latency (ms)", m => m.p99_us / 1000, v => fmtUs(v * 1000));
-"##;
+const COMPARE_JS: &str = include_str!("../assets/compare.js");
 
 /// The HTML page of `pelt compare`: the table and grouped bar charts.
 pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
@@ -557,30 +455,7 @@ pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
 
 /// The charts of a max-rate search: p99 by rate asked (passed and failed steps apart), and
 /// the rate done against the rate asked.
-const FIND_MAX_JS: &str = r##"
-const steps = DATA.steps.filter(s => s.rate !== null);
-const pt = (s, y) => ({ x: s.rate, y: y, step: s.step });
-const limitSets = (pick) => [
-  { label: "passed", data: steps.filter(s => s.passed).map(s => pt(s, pick(s))), backgroundColor: "#16a34a", borderColor: "#16a34a", pointRadius: 5 },
-  { label: "failed", data: steps.filter(s => !s.passed).map(s => pt(s, pick(s))), backgroundColor: "#dc2626", borderColor: "#dc2626", pointRadius: 5, pointStyle: "crossRot" }];
-const tip = { callbacks: { title: items => "step " + items[0].raw.step + " at " + items[0].raw.x.toLocaleString() + "/s" } };
-const answer = DATA.answer ? [{ label: "answer", data: [{ x: DATA.answer.rate, y: DATA.answer.p99_us / 1000, step: DATA.answer.step }],
-  backgroundColor: "transparent", borderColor: "#111827", pointRadius: 10, borderWidth: 2 }] : [];
-new Chart(document.getElementById("chart-p99"), {
-  type: "scatter",
-  data: { datasets: limitSets(s => s.p99_us / 1000).concat(answer) },
-  options: { scales: { x: axis("rate asked (requests/s)", { beginAtZero: true }), y: axis("p99 latency (ms)", { beginAtZero: true }) },
-             plugins: { tooltip: tip } }
-});
-const topRate = Math.max(...steps.map(s => s.rate), 1);
-new Chart(document.getElementById("chart-done"), {
-  type: "scatter",
-  data: { datasets: limitSets(s => s.achieved_rps).concat([{ label: "done = asked", type: "line", data: [{ x: 0, y: 0 }, { x: topRate, y: topRate }],
-          borderColor: "#94a3b8", borderDash: [5, 4], pointRadius: 0 }]) },
-  options: { scales: { x: axis("rate asked (requests/s)", { beginAtZero: true }), y: axis("completed (requests/s)", { beginAtZero: true }) },
-             plugins: { tooltip: tip } }
-});
-"##;
+const FIND_MAX_JS: &str = include_str!("../assets/find_max.js");
 
 /// The HTML page of `pelt find-max`: the answer, the steps and two charts.
 pub fn find_max(doc: &Value, steps: &[crate::find_max::Step], answer: &str) -> String {

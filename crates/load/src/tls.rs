@@ -19,7 +19,7 @@ pub struct TlsOptions<'a> {
     pub insecure: bool,
     pub full_handshake: bool,
     /// Pin TLS 1.2 or 1.3 (`None`: either).
-    pub version: Option<crate::args::TlsVersion>,
+    pub version: Option<crate::spec::TlsVersion>,
     /// Send and verify this name instead of the URL's host.
     pub sni: Option<&'a str>,
     /// A client certificate chain and its key (PEM files), for servers that ask for one.
@@ -33,8 +33,8 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = match opts.version {
         None => rustls::DEFAULT_VERSIONS,
-        Some(crate::args::TlsVersion::V1_2) => &[&rustls::version::TLS12],
-        Some(crate::args::TlsVersion::V1_3) => &[&rustls::version::TLS13],
+        Some(crate::spec::TlsVersion::V1_2) => &[&rustls::version::TLS12],
+        Some(crate::spec::TlsVersion::V1_3) => &[&rustls::version::TLS13],
     };
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(versions)

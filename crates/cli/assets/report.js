@@ -1,0 +1,49 @@
+// The charts of one run's report; runs after common.js, inside the same function (DATA,
+// COLORS and the helpers come from there).
+const T = DATA.timeline;
+const secs = T.map(p => p.second);
+// Warm-up seconds are drawn dashed.
+const warmSeg = { borderDash: ctx => (T[ctx.p0DataIndex] && T[ctx.p0DataIndex].warmup) ? [5, 4] : undefined };
+const xSec = axis("time since start (s)", { type: "linear", ticks: { precision: 0 } });
+new Chart(document.getElementById("chart-rps"), {
+  type: "line",
+  data: { labels: secs, datasets: [{ label: "completed responses/s", data: T.map(p => ({ x: p.second, y: p.rps })),
+          borderColor: COLORS[0], backgroundColor: COLORS[0] + "22", fill: true, pointRadius: 0, segment: warmSeg }] },
+  options: { parsing: true, scales: { x: xSec, y: axis("requests/s", { beginAtZero: true }) },
+             interaction: { mode: "index", intersect: false } }
+});
+new Chart(document.getElementById("chart-latency"), {
+  type: "line",
+  data: { datasets: ["p50", "p90", "p99", "max"].map((k, i) => ({ label: k, data: T.map(p => ({ x: p.second, y: p.latency_us[k] / 1000 })),
+          borderColor: COLORS[i], backgroundColor: COLORS[i], pointRadius: 0, borderWidth: k === "max" ? 1 : 2, segment: warmSeg })) },
+  options: { scales: { x: xSec, y: axis("latency (ms)", { beginAtZero: true }) }, interaction: { mode: "index", intersect: false },
+             plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmtUs(c.parsed.y * 1000) } } } }
+});
+// HdrHistogram-style spectrum: x is 1/(1-q) on a log axis, labelled as percentiles.
+const S = DATA.spectrum;
+new Chart(document.getElementById("chart-spectrum"), {
+  type: "line",
+  data: { datasets: [{ label: "latency at percentile", data: S.map(s => ({ x: s[0], y: s[1] / 1000, q: s[2] })),
+          borderColor: COLORS[4], backgroundColor: COLORS[4], pointRadius: 0, stepped: "before" }] },
+  options: {
+    scales: {
+      x: axis("percentile (log scale of 1/(1-q))", { type: "logarithmic", min: 1,
+        ticks: { callback: v => { const l = Math.log10(v); if (Math.abs(l - Math.round(l)) > 1e-9) return null;
+                                  const p = 100 * (1 - 1 / v); return (Math.round(p * 1e6) / 1e6) + "%"; } } }),
+      y: axis("latency (ms)", { beginAtZero: true })
+    },
+    interaction: { mode: "nearest", intersect: false },
+    plugins: { tooltip: { callbacks: { title: items => "p" + items[0].raw.q, label: c => fmtUs(c.parsed.y * 1000) } } }
+  }
+});
+const classes = ["2xx", "3xx", "1xx", "4xx", "5xx", "other"];
+const classColors = { "1xx": "#94a3b8", "2xx": "#16a34a", "3xx": "#0891b2", "4xx": "#f59e0b", "5xx": "#dc2626", other: "#7c3aed" };
+const statusSets = classes.filter(c => T.some(p => p.status_classes[c]))
+  .map(c => ({ label: c, data: T.map(p => ({ x: p.second, y: p.status_classes[c] || 0 })), backgroundColor: classColors[c], stack: "s" }));
+statusSets.push({ label: "errors", data: T.map(p => ({ x: p.second, y: p.errors })), backgroundColor: "#111827", stack: "s" });
+new Chart(document.getElementById("chart-status"), {
+  type: "bar",
+  data: { datasets: statusSets },
+  options: { scales: { x: Object.assign(xSec, { stacked: true, offset: true }), y: axis("responses per second", { stacked: true, beginAtZero: true }) },
+             interaction: { mode: "index", intersect: false } }
+});

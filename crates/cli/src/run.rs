@@ -1,0 +1,163 @@
+//! A plain run (`pelt URL ...`): the flags as the library's spec, prepared, run with a live
+//! view and streams, reported, and the exit code.
+
+use crate::args::{self, LoadArgs, Outputs};
+use crate::files::{check_outputs, write_outputs};
+use crate::{bad, live, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
+use anyhow::{anyhow, Result};
+use pelt_load::{Body, IoChoice, LoadSpec, TlsSpec};
+use pelt_stats::Report;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A validated run (the library's) plus what the CLI does with its result.
+pub struct Prepared {
+    pub run: pelt_load::Prepared,
+    pub out: Outputs,
+    pub jsonl: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+pub fn is_stdout(p: &Option<PathBuf>) -> bool {
+    p.as_ref().is_some_and(|p| p.as_os_str() == "-")
+}
+
+/// The library's spec for these flags.
+fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
+    LoadSpec {
+        method: a.method.clone(),
+        headers: a.headers.clone(),
+        body: match (&a.body, &a.body_file) {
+            (Some(b), _) => Body::Bytes(b.clone().into_bytes()),
+            (None, Some(p)) => Body::File(p.clone()),
+            (None, None) => Body::None,
+        },
+        keep_alive: !a.no_keepalive,
+        connections: a.connections,
+        threads: a.threads,
+        duration: a.duration,
+        requests: a.requests,
+        timeout: a.timeout,
+        connect_timeout: a.connect_timeout,
+        rate: a.rate,
+        arrival: a.arrival.into(),
+        max_connections: a.max_connections,
+        pipeline: a.pipeline,
+        http2: a.http2,
+        streams: a.streams,
+        connect_rate: a.connect_rate,
+        tls: TlsSpec {
+            cacert: a.cacert.clone(),
+            insecure: a.insecure,
+            full_handshake: a.tls_full_handshake,
+            version: a.tls_version.map(Into::into),
+            sni: a.sni.clone(),
+            cert: a.cert.clone(),
+            key: a.key.clone(),
+        },
+        io: match a.io {
+            args::IoArg::Auto => IoChoice::Auto,
+            args::IoArg::Uring => IoChoice::Uring,
+            args::IoArg::Epoll => IoChoice::Epoll,
+        },
+        warmup: a.warmup,
+        grace: a.grace,
+        expect: a.expect.clone(),
+        ..LoadSpec::new(url)
+    }
+}
+
+/// The flags checked and prepared by the library, and the output paths checked: every
+/// problem is bad input (exit 2) before any traffic.
+pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
+    let url = a.url.as_deref().ok_or_else(|| {
+        bad(anyhow!(
+            "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
+        ))
+    })?;
+    let run = pelt_load::prepare(&spec(a, url)).map_err(bad)?;
+    check_outputs(&a.out)?;
+    if let Some(p) = a.jsonl.as_ref().filter(|p| p.as_os_str() != "-") {
+        output::check_writable(p)
+            .map_err(|e| bad(anyhow!("cannot write --jsonl {}: {e}", p.display())))?;
+    }
+    if is_stdout(&a.out.json) && is_stdout(&a.jsonl) {
+        return Err(bad(anyhow!(
+            "--json - and --jsonl - both want stdout; send one of them to a file"
+        )));
+    }
+    Ok(Prepared {
+        run,
+        out: a.out.clone(),
+        jsonl: a.jsonl.clone(),
+        quiet: a.quiet,
+    })
+}
+
+/// Installs Ctrl-C / SIGTERM handling: the first sets the flag (stop and report), the second
+/// exits at once.
+pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            EXIT_INTERRUPTED as i32,
+            stop.clone(),
+        )?;
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(stop)
+}
+
+pub fn load(a: &LoadArgs) -> Result<ExitCode> {
+    let p = prepare(a)?;
+    let stop = stop_flag()?;
+    Ok(run_and_report(&p, &stop)?.0)
+}
+
+pub fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)> {
+    if !p.quiet {
+        eprintln!("pelt: {}", output::start_line(&p.run.info, &p.run.config));
+    }
+    let mut stream = match &p.jsonl {
+        None => None,
+        Some(path) if path.as_os_str() == "-" => Some(live::JsonLines::stdout()),
+        Some(path) => Some(live::JsonLines::create(path)?),
+    };
+    let mut view = (!p.quiet && !is_stdout(&p.jsonl))
+        .then(|| live::LiveView::new(&p.run.config))
+        .flatten();
+    let report = pelt_load::run(&p.run, stop, &mut |point| {
+        if let Some(v) = view.as_mut() {
+            v.show(point);
+        }
+        if let Some(s) = stream.as_mut() {
+            s.write(point);
+        }
+    });
+    if let Some(v) = view.as_mut() {
+        v.clear();
+    }
+    let json_to_stdout = write_outputs(&report, &p.out)?;
+    if let Some(s) = stream.as_mut() {
+        s.finish()?;
+    }
+    // stdout carries one thing: the summary, or the JSON, or the JSON lines.
+    if is_stdout(&p.jsonl) {
+        eprint!("{}", output::summary(&report));
+    } else if !json_to_stdout {
+        print!("{}", output::summary(&report));
+    }
+    std::io::stdout().flush()?;
+    let code = if stop.load(Ordering::Relaxed) {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if report.thresholds.iter().any(|t| !t.passed) {
+        ExitCode::from(EXIT_THRESHOLD)
+    } else {
+        ExitCode::SUCCESS
+    };
+    Ok((code, report))
+}

@@ -1,0 +1,84 @@
+//! A finished run as a [`Report`], built in one place for every front end.
+
+use crate::fmt;
+use crate::prepare::Prepared;
+use pelt_engine::RunResult;
+use pelt_stats::{OpenLoopReport, Report, WarmupReport, LATE_THRESHOLD_US};
+
+impl Prepared {
+    /// The result document of this run's `result`: the figures, the histograms, the notes a
+    /// reader needs (coordinated omission, pelt's own lag, the backlog, `--insecure`) and the
+    /// thresholds checked.
+    pub fn report(&self, result: &RunResult) -> Report {
+        let p = self;
+        let mut report = Report::new(
+            p.info.clone(),
+            &result.stats,
+            result.measured.as_secs_f64(),
+            result.stopped_by.name(),
+        );
+        report.timeline = result.timeline.clone();
+        report.started_unix_ms = result
+            .started_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        if let Some(h) = report.histograms.as_mut() {
+            if p.config.rate.is_some() {
+                h.service_time_us = Some(result.stats.service.clone());
+                h.lag_us = Some(result.stats.lag.clone());
+            }
+            if p.info.tls.is_some() {
+                h.handshake_us = Some(result.stats.handshake.clone());
+            }
+            h.warmup_latency_us = result.warmup.as_ref().map(|w| w.latency.clone());
+        }
+        report.warmup = result
+            .warmup
+            .as_ref()
+            .map(|w| WarmupReport::new(w, p.config.warmup.as_secs_f64()));
+        if p.config.rate.is_some() {
+            report.latency_from = "due".into();
+            let open = OpenLoopReport::new(&result.stats, result.backlog_at_end);
+            if open.lag_us.p99_us > LATE_THRESHOLD_US {
+                report.notes.push(format!(
+                    "pelt's own lag p99 was {} (over {}): requests started late because no \
+                     connection was free or pelt was short of CPU, so pelt, not the server, limited \
+                     this test; raise -c or --max-connections, or lower --rate",
+                    fmt::latency(open.lag_us.p99_us as f64),
+                    fmt::latency(LATE_THRESHOLD_US as f64),
+                ));
+            }
+            if open.backlog_at_end > 0 {
+                report.notes.push(format!(
+                    "{} requests were due but had not started when the run ended (every \
+                     connection was busy); they are in no count above",
+                    fmt::thousands(open.backlog_at_end)
+                ));
+            }
+            report.open_loop = Some(open);
+        } else {
+            report.notes.push(
+                "closed loop: latency is measured from each request's actual send, so a server \
+                 stall delays the requests queued behind it without showing in their latency \
+                 (coordinated omission); use --rate to measure from when each request was due"
+                    .into(),
+            );
+        }
+        if let Some(tls) = &p.info.tls {
+            report.tls_handshakes = Some(pelt_stats::HandshakesReport {
+                full: result.stats.handshakes_full,
+                resumed: result.stats.handshakes_resumed,
+                time_us: result.stats.handshake.summary(),
+            });
+            if tls.insecure {
+                report.notes.push(
+                    "--insecure: the server's certificate was NOT verified; anyone in the path \
+                     could have answered"
+                        .into(),
+                );
+            }
+        }
+        report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();
+        report
+    }
+}

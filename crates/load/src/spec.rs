@@ -1,0 +1,151 @@
+//! What a load test is asked to do, as typed values: the [`LoadSpec`] every front end fills in
+//! (the CLI from its flags, a program directly). Its `Default` is the CLI's defaults.
+
+use pelt_engine::{Arrival, Rate};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything one load test needs. Start from `LoadSpec::new(url)` (the CLI's defaults) and
+/// set what differs; [`crate::prepare`] validates it.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    /// The target: `http://` or `https://`, a host (resolved once, before the run), an
+    /// optional port and path.
+    pub url: String,
+    pub method: String,
+    /// `Name: value` lines, sent in order after `Host`.
+    pub headers: Vec<String>,
+    pub body: Body,
+    /// `false`: a new connection per request (`Connection: close`).
+    pub keep_alive: bool,
+    pub connections: usize,
+    /// Worker threads (`None`: the CPUs this process may use).
+    pub threads: Option<usize>,
+    /// Run this long; with neither this nor `requests`, [`pelt_engine::DEFAULT_DURATION`].
+    pub duration: Option<Duration>,
+    /// Send exactly this many requests.
+    pub requests: Option<u64>,
+    /// Whole request: first byte written to last byte read.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Open loop: requests due at this rate (`None`: closed loop).
+    pub rate: Option<Rate>,
+    pub arrival: Arrival,
+    /// Open loop: the most connections pelt may open (`None`: `connections`).
+    pub max_connections: Option<usize>,
+    /// HTTP/1.1 pipelining depth (1: none).
+    pub pipeline: usize,
+    pub http2: bool,
+    /// HTTP/2 concurrent streams per connection (`None`: 1, or 100 with a rate).
+    pub streams: Option<usize>,
+    /// New connections per second at the start (`None`: all at once).
+    pub connect_rate: Option<f64>,
+    pub tls: TlsSpec,
+    pub io: IoChoice,
+    /// Sent first and reported apart (`None`: no warm-up).
+    pub warmup: Option<Duration>,
+    /// After a stop, how long requests in flight may still finish.
+    pub grace: Duration,
+    /// Thresholds checked against the report (`--expect`).
+    pub expect: Vec<crate::expect::Expectation>,
+}
+
+impl LoadSpec {
+    /// A closed-loop GET of `url` with every other setting at its default.
+    pub fn new(url: impl Into<String>) -> LoadSpec {
+        LoadSpec {
+            url: url.into(),
+            method: "GET".into(),
+            headers: Vec::new(),
+            body: Body::None,
+            keep_alive: true,
+            connections: pelt_engine::DEFAULT_CONNECTIONS,
+            threads: None,
+            duration: None,
+            requests: None,
+            timeout: pelt_engine::DEFAULT_TIMEOUT,
+            connect_timeout: pelt_engine::DEFAULT_CONNECT_TIMEOUT,
+            rate: None,
+            arrival: Arrival::Constant,
+            max_connections: None,
+            pipeline: 1,
+            http2: false,
+            streams: None,
+            connect_rate: None,
+            tls: TlsSpec::default(),
+            io: IoChoice::Auto,
+            warmup: None,
+            grace: pelt_engine::DEFAULT_GRACE,
+            expect: Vec::new(),
+        }
+    }
+}
+
+/// The request body.
+#[derive(Debug, Clone, Default)]
+pub enum Body {
+    #[default]
+    None,
+    /// These bytes (`--body`).
+    Bytes(Vec<u8>),
+    /// The contents of this file, read once by [`crate::prepare`] (`--body-file`).
+    File(PathBuf),
+}
+
+/// https:// settings. Any of them on an http:// URL is bad input.
+#[derive(Debug, Clone, Default)]
+pub struct TlsSpec {
+    /// Also trust the certificates in this PEM file.
+    pub cacert: Option<PathBuf>,
+    /// Do not verify the server's certificate (the report says so).
+    pub insecure: bool,
+    /// No session resumption: every connection pays a full handshake.
+    pub full_handshake: bool,
+    /// Only this TLS version (`None`: either).
+    pub version: Option<TlsVersion>,
+    /// Send and verify this name instead of the URL's host.
+    pub sni: Option<String>,
+    /// A client certificate chain and its key (PEM files).
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl TlsSpec {
+    /// Whether any setting differs from the default (they are for https:// only).
+    pub fn is_set(&self) -> bool {
+        self.cacert.is_some()
+            || self.insecure
+            || self.full_handshake
+            || self.version.is_some()
+            || self.sni.is_some()
+            || self.cert.is_some()
+    }
+}
+
+/// A TLS version to pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersion {
+    V1_2,
+    V1_3,
+}
+
+impl TlsVersion {
+    /// `1.2` or `1.3`, as the CLI and the report spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsVersion::V1_2 => "1.2",
+            TlsVersion::V1_3 => "1.3",
+        }
+    }
+}
+
+/// Which I/O backend runs the load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoChoice {
+    /// io_uring where this kernel and sandbox allow it, else epoll.
+    #[default]
+    Auto,
+    /// io_uring; bad input where it cannot run.
+    Uring,
+    Epoll,
+}
