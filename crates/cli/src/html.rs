@@ -7,7 +7,7 @@
 //! the layout for any screen.
 
 use crate::output::{latency, rate, thousands};
-use pelt_stats::{LatencySummary, Report};
+use pelt_stats::{Arrival, LatencyFrom, LatencySummary, Report};
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -244,7 +244,7 @@ pub fn report(r: &Report) -> String {
     if let Some(h) = &r.tls_handshakes {
         latency_rows(&mut b, "TLS handshake", &h.time_us);
     }
-    let from = if r.latency_from == "due" {
+    let from = if r.latency_from == LatencyFrom::Due {
         "Latency counts from when each request was due (open loop, no coordinated omission)."
     } else {
         "Latency counts from each request's first byte written (closed loop)."
@@ -297,7 +297,7 @@ pub fn report(r: &Report) -> String {
         (Some(rate), arrival) => format!(
             "open loop, {}/s, {} arrivals, up to {} connections",
             crate::output::rate(rate),
-            arrival.as_deref().unwrap_or("constant"),
+            arrival.unwrap_or(Arrival::Constant),
             i.max_connections.unwrap_or(i.connections)
         ),
         (None, _) => "closed loop".into(),
@@ -325,7 +325,7 @@ pub fn report(r: &Report) -> String {
         };
         kv(&mut b, "TLS", &format!("{verify}, {resume}"));
     }
-    kv(&mut b, "I/O", &i.io);
+    kv(&mut b, "I/O", i.io.name());
     let limit = match (i.duration_limit_s, i.requests_limit) {
         (Some(d), Some(n)) => format!("{d}s or {} requests", thousands(n)),
         (Some(d), None) => format!("{d}s"),
@@ -335,7 +335,7 @@ pub fn report(r: &Report) -> String {
     kv(&mut b, "limit", &limit);
     kv(&mut b, "warm-up", &format!("{}s", i.warmup_s));
     kv(&mut b, "timeout", &format!("{}s", i.timeout_s));
-    kv(&mut b, "stopped by", &r.stopped_by);
+    kv(&mut b, "stopped by", r.stopped_by.name());
     kv(&mut b, "started", &when);
     if !r.merged_from.is_empty() {
         kv(&mut b, "merged from", &r.merged_from.join(", "));

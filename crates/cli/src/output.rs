@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use pelt_engine::Config;
-use pelt_stats::{ErrorKind, LatencySummary, Report, RunInfo};
+use pelt_stats::{Arrival, ErrorKind, LatencyFrom, LatencySummary, Report, RunInfo};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
@@ -122,7 +122,7 @@ pub fn summary(r: &Report) -> String {
             s,
             "open loop: {}/s, {} arrivals, up to {} connections",
             rate_plain(rate),
-            i.arrival.as_deref().unwrap_or("constant"),
+            i.arrival.unwrap_or(Arrival::Constant),
             i.max_connections.unwrap_or(i.connections)
         );
     }
@@ -310,7 +310,7 @@ pub fn hdr_log(r: &Report) -> Result<Vec<u8>> {
             env!("CARGO_PKG_VERSION"),
             r.info.method,
             r.info.target.replace('\n', " "),
-            if r.latency_from == "due" {
+            if r.latency_from == LatencyFrom::Due {
                 "each request's due time"
             } else {
                 "each request's first byte written"

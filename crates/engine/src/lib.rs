@@ -44,7 +44,8 @@ use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 pub use backend::IoBackend;
-pub use schedule::{Arrival, Rate};
+pub use pelt_stats::{Arrival, StopReason};
+pub use schedule::Rate;
 
 /// Connections when none are asked for (as oha and hey).
 pub const DEFAULT_CONNECTIONS: usize = 50;
@@ -164,27 +165,6 @@ impl Config {
     /// Worker threads that will actually run.
     pub fn effective_threads(&self) -> usize {
         self.threads.clamp(1, self.connections.max(1))
-    }
-}
-
-/// What ended a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum StopReason {
-    /// Every request of the request-count limit ended.
-    Requests,
-    /// The duration elapsed.
-    Duration,
-    /// The caller's stop flag was set (Ctrl-C).
-    Signal,
-}
-
-impl StopReason {
-    pub fn name(self) -> &'static str {
-        match self {
-            StopReason::Requests => "requests",
-            StopReason::Duration => "duration",
-            StopReason::Signal => "signal",
-        }
     }
 }
 

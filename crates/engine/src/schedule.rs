@@ -11,23 +11,7 @@
 const MILLI: u128 = 1000;
 const NANOS: u128 = 1_000_000_000;
 
-/// How requests arrive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrival {
-    /// Evenly spaced: request i is due at i / rate.
-    Constant,
-    /// A Poisson process of the same mean rate (exponential gaps, seeded, reproducible).
-    Poisson,
-}
-
-impl Arrival {
-    pub fn name(self) -> &'static str {
-        match self {
-            Arrival::Constant => "constant",
-            Arrival::Poisson => "poisson",
-        }
-    }
-}
+pub use pelt_stats::Arrival;
 
 /// A global rate: requests per second, held exactly as requests per 1000 s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

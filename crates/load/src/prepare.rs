@@ -6,7 +6,7 @@
 use crate::spec::{Body, IoChoice, LoadSpec};
 use crate::{target, tls, values};
 use pelt_engine::{self as engine, Config};
-use pelt_stats::RunInfo;
+use pelt_stats::{Http, Io, LoadModel, RunInfo};
 
 /// Bad input: the spec cannot run. The message is one line that names the problem (and the
 /// CLI flag it came from).
@@ -163,9 +163,16 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         connections: config.connections,
         threads: config.effective_threads(),
         keep_alive: config.keep_alive,
-        io: config.io.name().to_string(),
+        io: match config.io {
+            engine::IoBackend::Uring => Io::Uring,
+            engine::IoBackend::Epoll => Io::Epoll,
+        },
         pipeline: config.pipeline,
-        http: if http2.is_some() { "2" } else { "1.1" }.to_string(),
+        http: if http2.is_some() {
+            Http::Http2
+        } else {
+            Http::Http1
+        },
         streams: http2.as_ref().map(|h| h.streams),
         connect_rate: config.connect_rate,
         tls: https.then(|| pelt_stats::TlsInfo {
@@ -175,9 +182,13 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             version: t.version.map(|v| v.name().to_string()),
             sni: t.sni.clone(),
         }),
-        load_model: if open { "open" } else { "closed" }.to_string(),
+        load_model: if open {
+            LoadModel::Open
+        } else {
+            LoadModel::Closed
+        },
         rate: config.rate.map(|r| r.as_f64()),
-        arrival: open.then(|| config.arrival.name().to_string()),
+        arrival: open.then_some(config.arrival),
         max_connections: open.then_some(max_connections),
         warmup_s: config.warmup.as_secs_f64(),
         grace_s: config.grace.as_secs_f64(),

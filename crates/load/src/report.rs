@@ -3,7 +3,7 @@
 use crate::fmt;
 use crate::prepare::Prepared;
 use pelt_engine::RunResult;
-use pelt_stats::{OpenLoopReport, Report, WarmupReport, LATE_THRESHOLD_US};
+use pelt_stats::{LatencyFrom, OpenLoopReport, Report, WarmupReport, LATE_THRESHOLD_US};
 
 impl Prepared {
     /// The result document of this run's `result`: the figures, the histograms, the notes a
@@ -15,7 +15,7 @@ impl Prepared {
             p.info.clone(),
             &result.stats,
             result.measured.as_secs_f64(),
-            result.stopped_by.name(),
+            result.stopped_by,
         );
         report.timeline = result.timeline.clone();
         report.started_unix_ms = result
@@ -37,7 +37,7 @@ impl Prepared {
             .as_ref()
             .map(|w| WarmupReport::new(w, p.config.warmup.as_secs_f64()));
         if p.config.rate.is_some() {
-            report.latency_from = "due".into();
+            report.latency_from = LatencyFrom::Due;
             let open = OpenLoopReport::new(&result.stats, result.backlog_at_end);
             if open.lag_us.p99_us > LATE_THRESHOLD_US {
                 report.notes.push(format!(

@@ -23,12 +23,14 @@
 
 mod errors;
 mod histogram;
+mod kinds;
 mod merge;
 mod report;
 mod timeline;
 
 pub use errors::{ErrorCounts, ErrorKind};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
+pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
 pub use merge::{check_mergeable, merge};
 pub use report::{
     BytesReport, HandshakesReport, Histograms, OpenLoopReport, Report, RequestsReport, RunInfo,

@@ -7,8 +7,8 @@
 
 use crate::report::Histograms;
 use crate::{
-    BytesReport, HandshakesReport, LatencyHistogram, OpenLoopReport, Report, RequestsReport,
-    TimelinePoint, WarmupReport,
+    BytesReport, HandshakesReport, LatencyHistogram, LoadModel, OpenLoopReport, Report,
+    RequestsReport, RunInfo, StopReason, TimelinePoint, WarmupReport,
 };
 use std::collections::BTreeMap;
 
@@ -92,30 +92,9 @@ struct Second {
 
 /// Merges `reports` (at least one; each passing [`check_mergeable`]) into one result.
 pub fn merge(reports: &[Report]) -> Result<Report, String> {
-    let first = reports.first().ok_or("no results to merge")?;
-    for r in reports {
-        check_mergeable(r)?;
-        if r.latency_from != first.latency_from {
-            return Err(format!(
-                "cannot merge a {} loop result with a {} loop one: their latencies are measured \
-                 from different points",
-                first.load_model(),
-                r.load_model()
-            ));
-        }
-    }
+    let first = check_compatible(reports)?;
     let started = reports.iter().map(|r| r.started_unix_ms).min().unwrap_or(0);
-    // The measured part of each run, in ms since the epoch: after its warm-up, for its duration.
-    let spans: Vec<(f64, f64)> = reports
-        .iter()
-        .map(|r| {
-            let begin = r.started_unix_ms as f64 + r.info.warmup_s * 1000.0;
-            (begin, begin + r.duration_s * 1000.0)
-        })
-        .collect();
-    let begin = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
-    let end = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
-    let duration_s = ((end - begin) / 1000.0).max(0.0);
+    let duration_s = measured_span_s(reports);
     let per_s = |n: u64| {
         if duration_s > 0.0 {
             n as f64 / duration_s
@@ -123,195 +102,49 @@ pub fn merge(reports: &[Report]) -> Result<Report, String> {
             0.0
         }
     };
-
-    let mut info = first.info.clone();
-    info.target = distinct(reports.iter().map(|r| r.info.target.clone()));
-    info.method = distinct(reports.iter().map(|r| r.info.method.clone()));
-    info.io = distinct(reports.iter().map(|r| r.info.io.clone()));
-    info.connections = reports.iter().map(|r| r.info.connections).sum();
-    info.threads = reports.iter().map(|r| r.info.threads).sum();
-    info.max_connections = sum_opt(reports.iter().map(|r| r.info.max_connections));
-    info.rate = sum_opt(reports.iter().map(|r| r.info.rate));
-    info.connect_rate = sum_opt(reports.iter().map(|r| r.info.connect_rate));
-    info.requests_limit = sum_opt(reports.iter().map(|r| r.info.requests_limit));
-    info.duration_limit_s = reports
-        .iter()
-        .filter_map(|r| r.info.duration_limit_s)
-        .reduce(f64::max);
-
     let latency = merged_hist(reports, |h| Some(&h.latency_us)).unwrap_or_default();
+    let service = merged_hist(reports, |h| h.service_time_us.as_ref());
+    let lag = merged_hist(reports, |h| h.lag_us.as_ref());
+    let handshake = merged_hist(reports, |h| h.handshake_us.as_ref());
+    let warm_latency = merged_hist(reports, |h| h.warmup_latency_us.as_ref());
     let requests = requests_sum(reports.iter().map(|r| &r.requests));
-    let mut status = BTreeMap::new();
-    let mut errors = BTreeMap::new();
-    let mut connection_errors = BTreeMap::new();
-    let mut error_examples = BTreeMap::new();
-    let mut error_hints = BTreeMap::new();
-    let mut notes: Vec<String> = Vec::new();
-    for r in reports {
-        add_maps(&mut status, &r.status);
-        add_maps(&mut errors, &r.errors);
-        add_maps(&mut connection_errors, &r.connection_errors);
-        for (k, v) in &r.error_examples {
-            error_examples.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-        for (k, v) in &r.error_hints {
-            error_hints.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-        for n in &r.notes {
-            if !notes.contains(n) && !n.starts_with("merged from ") {
-                notes.push(n.clone());
-            }
-        }
-    }
-    notes.push(format!(
-        "merged from {} results: counts are sums, latency percentiles come from the merged \
-         histograms, and rates are over the {:.1}s from the first run's start to the last one's \
-         end",
-        reports.len(),
-        duration_s
-    ));
+    let outcomes = Outcomes::of(reports);
     let bytes = BytesReport {
         sent: reports.iter().map(|r| r.bytes.sent).sum(),
         received: reports.iter().map(|r| r.bytes.received).sum(),
     };
-
-    let service = merged_hist(reports, |h| h.service_time_us.as_ref());
-    let lag = merged_hist(reports, |h| h.lag_us.as_ref());
-    let open: Vec<&OpenLoopReport> = reports
-        .iter()
-        .filter_map(|r| r.open_loop.as_ref())
-        .collect();
-    let open_loop = (!open.is_empty()).then(|| OpenLoopReport {
-        service_time_us: service.clone().unwrap_or_default().summary(),
-        lag_us: lag.clone().unwrap_or_default().summary(),
-        late_requests: open.iter().map(|o| o.late_requests).sum(),
-        late_threshold_us: open[0].late_threshold_us,
-        backlog_at_end: open.iter().map(|o| o.backlog_at_end).sum(),
-    });
-
-    let warm_latency = merged_hist(reports, |h| h.warmup_latency_us.as_ref());
-    let warm: Vec<&WarmupReport> = reports.iter().filter_map(|r| r.warmup.as_ref()).collect();
-    let warmup = (!warm.is_empty()).then(|| {
-        let mut status = BTreeMap::new();
-        let mut errors = BTreeMap::new();
-        for w in &warm {
-            add_maps(&mut status, &w.status);
-            add_maps(&mut errors, &w.errors);
-        }
-        WarmupReport {
-            duration_s: warm.iter().map(|w| w.duration_s).fold(0.0, f64::max),
-            requests: requests_sum(warm.iter().map(|w| &w.requests)),
-            status,
-            errors,
-            latency_us: warm_latency.clone().unwrap_or_default().summary(),
-        }
-    });
-
-    let handshake = merged_hist(reports, |h| h.handshake_us.as_ref());
-    let hs: Vec<&HandshakesReport> = reports
-        .iter()
-        .filter_map(|r| r.tls_handshakes.as_ref())
-        .collect();
-    let tls_handshakes = (!hs.is_empty()).then(|| HandshakesReport {
-        full: hs.iter().map(|h| h.full).sum(),
-        resumed: hs.iter().map(|h| h.resumed).sum(),
-        time_us: handshake.clone().unwrap_or_default().summary(),
-    });
-
-    // Timelines: second k of a run that started d seconds after the first one is second d + k.
-    let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
-    for r in reports {
-        let offset = ((r.started_unix_ms - started) as f64 / 1000.0).round() as u64;
-        for p in &r.timeline {
-            let h = LatencyHistogram::decode(p.histogram.as_deref().unwrap_or_default())?;
-            let s = seconds
-                .entry(offset.saturating_add(p.second))
-                .or_insert_with(|| Second {
-                    length_s: 0.0,
-                    warmup: true,
-                    sent: 0,
-                    completed: 0,
-                    errors: 0,
-                    classes: BTreeMap::new(),
-                    latency: LatencyHistogram::new(),
-                });
-            s.length_s = s.length_s.max(p.length_s);
-            s.warmup &= p.warmup;
-            s.sent += p.sent;
-            s.completed += p.completed;
-            s.errors += p.errors;
-            add_maps(&mut s.classes, &p.status_classes);
-            s.latency.merge(&h);
-        }
-    }
-    let timeline = seconds
-        .into_iter()
-        .map(|(second, s)| {
-            let l = s.latency.summary();
-            TimelinePoint {
-                second,
-                length_s: s.length_s,
-                warmup: s.warmup,
-                sent: s.sent,
-                completed: s.completed,
-                errors: s.errors,
-                rps: if s.length_s > 0.0 {
-                    s.completed as f64 / s.length_s
-                } else {
-                    0.0
-                },
-                status_classes: s.classes,
-                latency_us: crate::PointLatency {
-                    p50: l.p50_us,
-                    p90: l.p90_us,
-                    p99: l.p99_us,
-                    max: l.max_us,
-                },
-                histogram: Some(s.latency.encode()),
-            }
-        })
-        .collect();
-
-    // The most significant reason any run stopped for.
-    let rank = |s: &str| match s {
-        "signal" => 2,
-        "duration" => 1,
-        _ => 0,
-    };
-    let stopped_by = reports
-        .iter()
-        .map(|r| r.stopped_by.as_str())
-        .max_by_key(|s| rank(s))
-        .unwrap_or("requests")
-        .to_string();
-
     Ok(Report {
         pelt_version: env!("CARGO_PKG_VERSION").to_string(),
-        info,
+        info: merged_info(reports),
         duration_s,
         interrupted: reports.iter().any(|r| r.interrupted),
-        stopped_by,
+        // The most significant reason any run stopped for (the enum's order).
+        stopped_by: reports
+            .iter()
+            .map(|r| r.stopped_by)
+            .max()
+            .unwrap_or(StopReason::Requests),
         rps: per_s(requests.completed),
         requests,
-        status,
-        errors,
-        error_examples,
-        error_hints,
-        connection_errors,
+        status: outcomes.status,
+        errors: outcomes.errors,
+        error_examples: outcomes.error_examples,
+        error_hints: outcomes.error_hints,
+        connection_errors: outcomes.connection_errors,
         latency_us: latency.summary(),
-        latency_from: first.latency_from.clone(),
-        open_loop,
-        warmup,
-        timeline,
+        latency_from: first.latency_from,
+        open_loop: merged_open_loop(reports, service.as_ref(), lag.as_ref()),
+        warmup: merged_warmup(reports, warm_latency.as_ref()),
+        timeline: merged_timeline(reports, started)?,
         thresholds: Vec::new(),
-        notes,
+        notes: merged_notes(reports, duration_s),
         throughput_bytes_per_s: BytesReport {
             sent: per_s(bytes.sent) as u64,
             received: per_s(bytes.received) as u64,
         },
         bytes,
         connections_opened: reports.iter().map(|r| r.connections_opened).sum(),
-        tls_handshakes,
+        tls_handshakes: merged_handshakes(reports, handshake.as_ref()),
         started_unix_ms: started,
         histograms: Some(Histograms {
             latency_us: latency,
@@ -324,15 +157,245 @@ pub fn merge(reports: &[Report]) -> Result<Report, String> {
     })
 }
 
+/// The first report, once every one is mergeable and measures latency from the same point.
+fn check_compatible(reports: &[Report]) -> Result<&Report, String> {
+    let first = reports.first().ok_or("no results to merge")?;
+    for r in reports {
+        check_mergeable(r)?;
+        if r.latency_from != first.latency_from {
+            return Err(format!(
+                "cannot merge a {} loop result with a {} loop one: their latencies are measured \
+                 from different points",
+                first.load_model(),
+                r.load_model()
+            ));
+        }
+    }
+    Ok(first)
+}
+
+/// Seconds from the earliest measured start (after each run's warm-up) to the latest end.
+fn measured_span_s(reports: &[Report]) -> f64 {
+    // The measured part of each run, in ms since the epoch: after its warm-up, for its duration.
+    let spans: Vec<(f64, f64)> = reports
+        .iter()
+        .map(|r| {
+            let begin = r.started_unix_ms as f64 + r.info.warmup_s * 1000.0;
+            (begin, begin + r.duration_s * 1000.0)
+        })
+        .collect();
+    let begin = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
+    let end = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+    ((end - begin) / 1000.0).max(0.0)
+}
+
+/// The settings: connections, threads, rates and limits add; targets and methods that differ
+/// are listed; the rest is the first run's.
+fn merged_info(reports: &[Report]) -> RunInfo {
+    let mut info = reports[0].info.clone();
+    info.target = distinct(reports.iter().map(|r| r.info.target.clone()));
+    info.method = distinct(reports.iter().map(|r| r.info.method.clone()));
+    info.connections = reports.iter().map(|r| r.info.connections).sum();
+    info.threads = reports.iter().map(|r| r.info.threads).sum();
+    info.max_connections = sum_opt(reports.iter().map(|r| r.info.max_connections));
+    info.rate = sum_opt(reports.iter().map(|r| r.info.rate));
+    info.connect_rate = sum_opt(reports.iter().map(|r| r.info.connect_rate));
+    info.requests_limit = sum_opt(reports.iter().map(|r| r.info.requests_limit));
+    info.duration_limit_s = reports
+        .iter()
+        .filter_map(|r| r.info.duration_limit_s)
+        .reduce(f64::max);
+    info
+}
+
+/// Status and error counts added; the first example and hint of each error kind.
+struct Outcomes {
+    status: BTreeMap<String, u64>,
+    errors: BTreeMap<String, u64>,
+    connection_errors: BTreeMap<String, u64>,
+    error_examples: BTreeMap<String, String>,
+    error_hints: BTreeMap<String, String>,
+}
+
+impl Outcomes {
+    fn of(reports: &[Report]) -> Outcomes {
+        let mut o = Outcomes {
+            status: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            connection_errors: BTreeMap::new(),
+            error_examples: BTreeMap::new(),
+            error_hints: BTreeMap::new(),
+        };
+        for r in reports {
+            add_maps(&mut o.status, &r.status);
+            add_maps(&mut o.errors, &r.errors);
+            add_maps(&mut o.connection_errors, &r.connection_errors);
+            for (k, v) in &r.error_examples {
+                o.error_examples
+                    .entry(k.clone())
+                    .or_insert_with(|| v.clone());
+            }
+            for (k, v) in &r.error_hints {
+                o.error_hints.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        o
+    }
+}
+
+/// Every run's notes once (earlier merges' own notes dropped), a note when the runs used
+/// different I/O backends (`io` names the first), and how the merge was done.
+fn merged_notes(reports: &[Report], duration_s: f64) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for n in reports.iter().flat_map(|r| &r.notes) {
+        if !notes.contains(n) && !n.starts_with("merged from ") {
+            notes.push(n.clone());
+        }
+    }
+    let backends = distinct(reports.iter().map(|r| r.info.io.name().to_string()));
+    if backends.contains(", ") {
+        notes.push(format!(
+            "the merged runs used different I/O backends ({backends}); `io` names the first"
+        ));
+    }
+    notes.push(format!(
+        "merged from {} results: counts are sums, latency percentiles come from the merged \
+         histograms, and rates are over the {:.1}s from the first run's start to the last one's \
+         end",
+        reports.len(),
+        duration_s
+    ));
+    notes
+}
+
+/// Open loop: service time and lag from the merged histograms, late starts and backlog added.
+fn merged_open_loop(
+    reports: &[Report],
+    service: Option<&LatencyHistogram>,
+    lag: Option<&LatencyHistogram>,
+) -> Option<OpenLoopReport> {
+    let open: Vec<&OpenLoopReport> = reports
+        .iter()
+        .filter_map(|r| r.open_loop.as_ref())
+        .collect();
+    (!open.is_empty()).then(|| OpenLoopReport {
+        service_time_us: service.cloned().unwrap_or_default().summary(),
+        lag_us: lag.cloned().unwrap_or_default().summary(),
+        late_requests: open.iter().map(|o| o.late_requests).sum(),
+        late_threshold_us: open[0].late_threshold_us,
+        backlog_at_end: open.iter().map(|o| o.backlog_at_end).sum(),
+    })
+}
+
+/// The warm-ups' figures, added; its latency from the merged warm-up histogram.
+fn merged_warmup(reports: &[Report], latency: Option<&LatencyHistogram>) -> Option<WarmupReport> {
+    let warm: Vec<&WarmupReport> = reports.iter().filter_map(|r| r.warmup.as_ref()).collect();
+    (!warm.is_empty()).then(|| {
+        let mut status = BTreeMap::new();
+        let mut errors = BTreeMap::new();
+        for w in &warm {
+            add_maps(&mut status, &w.status);
+            add_maps(&mut errors, &w.errors);
+        }
+        WarmupReport {
+            duration_s: warm.iter().map(|w| w.duration_s).fold(0.0, f64::max),
+            requests: requests_sum(warm.iter().map(|w| &w.requests)),
+            status,
+            errors,
+            latency_us: latency.cloned().unwrap_or_default().summary(),
+        }
+    })
+}
+
+/// TLS handshakes added; their time from the merged histogram.
+fn merged_handshakes(
+    reports: &[Report],
+    time: Option<&LatencyHistogram>,
+) -> Option<HandshakesReport> {
+    let hs: Vec<&HandshakesReport> = reports
+        .iter()
+        .filter_map(|r| r.tls_handshakes.as_ref())
+        .collect();
+    (!hs.is_empty()).then(|| HandshakesReport {
+        full: hs.iter().map(|h| h.full).sum(),
+        resumed: hs.iter().map(|h| h.resumed).sum(),
+        time_us: time.cloned().unwrap_or_default().summary(),
+    })
+}
+
+/// Timelines aligned by wall-clock second: second k of a run that started d seconds after the
+/// first one is second d + k; the seconds that coincide are merged.
+fn merged_timeline(reports: &[Report], started: u64) -> Result<Vec<TimelinePoint>, String> {
+    let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
+    for r in reports {
+        let offset = ((r.started_unix_ms - started) as f64 / 1000.0).round() as u64;
+        for p in &r.timeline {
+            let h = LatencyHistogram::decode(p.histogram.as_deref().unwrap_or_default())?;
+            let s = seconds
+                .entry(offset.saturating_add(p.second))
+                .or_insert_with(Second::new);
+            s.length_s = s.length_s.max(p.length_s);
+            s.warmup &= p.warmup;
+            s.sent += p.sent;
+            s.completed += p.completed;
+            s.errors += p.errors;
+            add_maps(&mut s.classes, &p.status_classes);
+            s.latency.merge(&h);
+        }
+    }
+    Ok(seconds.into_iter().map(|(n, s)| s.point(n)).collect())
+}
+
+impl Second {
+    fn new() -> Second {
+        Second {
+            length_s: 0.0,
+            warmup: true,
+            sent: 0,
+            completed: 0,
+            errors: 0,
+            classes: BTreeMap::new(),
+            latency: LatencyHistogram::new(),
+        }
+    }
+
+    /// The merged second as timeline point `second`.
+    fn point(self, second: u64) -> TimelinePoint {
+        let l = self.latency.summary();
+        TimelinePoint {
+            second,
+            length_s: self.length_s,
+            warmup: self.warmup,
+            sent: self.sent,
+            completed: self.completed,
+            errors: self.errors,
+            rps: if self.length_s > 0.0 {
+                self.completed as f64 / self.length_s
+            } else {
+                0.0
+            },
+            status_classes: self.classes,
+            latency_us: crate::PointLatency {
+                p50: l.p50_us,
+                p90: l.p90_us,
+                p99: l.p99_us,
+                max: l.max_us,
+            },
+            histogram: Some(self.latency.encode()),
+        }
+    }
+}
+
 impl Report {
-    fn load_model(&self) -> &str {
-        &self.info.load_model
+    fn load_model(&self) -> LoadModel {
+        self.info.load_model
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Http, Io, LatencyFrom};
     use crate::{Interval, RunInfo, WorkerStats};
     use proptest::prelude::*;
 
@@ -343,13 +406,13 @@ mod tests {
             connections: 2,
             threads: 1,
             keep_alive: true,
-            io: "epoll".into(),
+            io: Io::Epoll,
             pipeline: 1,
-            http: "1.1".into(),
+            http: Http::Http1,
             streams: None,
             connect_rate: None,
             tls: None,
-            load_model: "closed".into(),
+            load_model: LoadModel::Closed,
             rate: None,
             arrival: None,
             max_connections: None,
@@ -372,7 +435,7 @@ mod tests {
             iv.sent += 1;
             iv.record_response(status, lat);
         }
-        let mut r = Report::new(info(), &stats, 2.0, "duration");
+        let mut r = Report::new(info(), &stats, 2.0, StopReason::Duration);
         r.started_unix_ms = started_unix_ms;
         r.timeline = seconds.values().map(|iv| iv.point(1.0, false)).collect();
         let json = serde_json::to_string(&r).unwrap();
@@ -450,9 +513,27 @@ mod tests {
             .contains("no embedded histograms"));
         let closed = result(&[(200, 1, 0)], 0);
         let mut open = result(&[(200, 1, 0)], 0);
-        open.latency_from = "due".into();
-        open.info.load_model = "open".into();
+        open.latency_from = LatencyFrom::Due;
+        open.info.load_model = LoadModel::Open;
         assert!(merge(&[closed, open]).unwrap_err().contains("closed loop"));
         assert!(merge(&[]).is_err());
+    }
+
+    #[test]
+    fn runs_on_different_backends_keep_one_io_and_say_so() {
+        let epoll = result(&[(200, 1, 0)], 0);
+        let mut uring = result(&[(200, 2, 0)], 0);
+        uring.info.io = Io::Uring;
+        uring.stopped_by = StopReason::Signal;
+        let merged = merge(&[epoll.clone(), uring]).unwrap();
+        assert_eq!(merged.info.io, Io::Epoll);
+        assert_eq!(merged.stopped_by, StopReason::Signal);
+        assert!(
+            merged.notes.iter().any(|n| n.contains("(epoll, io_uring)")),
+            "{:?}",
+            merged.notes
+        );
+        let same = merge(&[epoll.clone(), epoll]).unwrap();
+        assert!(!same.notes.iter().any(|n| n.contains("I/O backends")));
     }
 }

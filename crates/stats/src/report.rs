@@ -1,6 +1,9 @@
 //! The result document: what `--json` writes and the summary prints (docs/result-schema.json).
 
-use crate::{LatencyHistogram, LatencySummary, TimelinePoint, WorkerStats, LATE_THRESHOLD_US};
+use crate::{
+    Arrival, Http, Io, LatencyFrom, LatencyHistogram, LatencySummary, LoadModel, StopReason,
+    TimelinePoint, WorkerStats, LATE_THRESHOLD_US,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -14,11 +17,11 @@ pub struct RunInfo {
     pub threads: usize,
     pub keep_alive: bool,
     /// Which I/O backend ran (`io_uring` or `epoll`).
-    pub io: String,
+    pub io: Io,
     /// Requests in flight per connection (`--pipeline`; 1: no pipelining).
     pub pipeline: usize,
     /// The HTTP version spoken: `1.1` or `2`.
-    pub http: String,
+    pub http: Http,
     /// HTTP/2: concurrent streams per connection asked for (`--streams`; `null` for 1.1).
     pub streams: Option<usize>,
     /// New connections per second at the start (`--connect-rate`; `null`: unlimited).
@@ -27,11 +30,11 @@ pub struct RunInfo {
     pub tls: Option<TlsInfo>,
     /// `closed` (each connection sends its next request when a response completes) or `open`
     /// (requests are due on a fixed schedule, `--rate`).
-    pub load_model: String,
+    pub load_model: LoadModel,
     /// Open loop: requests per second asked for.
     pub rate: Option<f64>,
     /// Open loop: `constant` or `poisson` arrivals.
-    pub arrival: Option<String>,
+    pub arrival: Option<Arrival>,
     /// Open loop: the most connections pelt may open (`--max-connections`).
     pub max_connections: Option<usize>,
     /// Warm-up before the measured part, seconds (0: none).
@@ -179,7 +182,7 @@ pub struct Report {
     /// Wall time from the first connection attempt to the stop, seconds.
     pub duration_s: f64,
     /// What ended the run: `duration`, `requests`, or `signal`.
-    pub stopped_by: String,
+    pub stopped_by: StopReason,
     /// The run was stopped by Ctrl-C or SIGTERM (the figures cover what ran).
     pub interrupted: bool,
     pub requests: RequestsReport,
@@ -197,7 +200,7 @@ pub struct Report {
     pub connection_errors: BTreeMap<String, u64>,
     pub latency_us: LatencySummary,
     /// Where latency is measured from: `send` (closed loop) or `due` (open loop).
-    pub latency_from: String,
+    pub latency_from: LatencyFrom,
     /// Open loop only: service time, lag, late starts and the backlog.
     pub open_loop: Option<OpenLoopReport>,
     /// The warm-up's own figures, or null without --warmup.
@@ -248,7 +251,12 @@ pub struct Histograms {
 
 impl Report {
     /// Builds the document from merged stats.
-    pub fn new(info: RunInfo, stats: &WorkerStats, duration_s: f64, stopped_by: &str) -> Report {
+    pub fn new(
+        info: RunInfo,
+        stats: &WorkerStats,
+        duration_s: f64,
+        stopped_by: StopReason,
+    ) -> Report {
         let completed = stats.completed();
         let per_s = |n: u64| {
             if duration_s > 0.0 {
@@ -261,8 +269,8 @@ impl Report {
             pelt_version: env!("CARGO_PKG_VERSION").to_string(),
             info,
             duration_s,
-            stopped_by: stopped_by.to_string(),
-            interrupted: stopped_by == "signal",
+            stopped_by,
+            interrupted: stopped_by == StopReason::Signal,
             requests: RequestsReport::new(stats),
             rps: per_s(completed),
             status: status_map(stats),
@@ -283,7 +291,7 @@ impl Report {
                 .map(|(k, n, _)| (k.name().to_string(), n))
                 .collect(),
             latency_us: stats.latency.summary(),
-            latency_from: "send".to_string(),
+            latency_from: LatencyFrom::Send,
             open_loop: None,
             warmup: None,
             timeline: Vec::new(),
