@@ -15,7 +15,6 @@ use anyhow::{anyhow, Result};
 use clap::{CommandFactory, Parser};
 use pelt_stats::Report;
 use serde::Serialize;
-use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::fmt::Write;
 use std::process::ExitCode;
@@ -115,17 +114,123 @@ impl Cell {
         }
     }
 
-    fn median(&self) -> Value {
+    fn median(&self) -> Median {
         let m = |f: fn(&RunFigures) -> f64| median(self.runs.iter().map(f).collect());
-        json!({
-            "rps": m(|r| r.rps),
-            "p50_us": m(|r| r.p50_us as f64),
-            "p99_us": m(|r| r.p99_us as f64),
-            "errors_pct": m(RunFigures::errors_pct),
-            "non_2xx_pct": m(RunFigures::non_2xx_pct),
-            "rps_min": self.runs.iter().map(|r| r.rps).fold(f64::INFINITY, f64::min),
-            "rps_max": self.runs.iter().map(|r| r.rps).fold(0.0, f64::max),
-        })
+        Median {
+            rps: m(|r| r.rps),
+            p50_us: m(|r| r.p50_us as f64),
+            p99_us: m(|r| r.p99_us as f64),
+            errors_pct: m(RunFigures::errors_pct),
+            non_2xx_pct: m(RunFigures::non_2xx_pct),
+            rps_min: self
+                .runs
+                .iter()
+                .map(|r| r.rps)
+                .fold(f64::INFINITY, f64::min),
+            rps_max: self.runs.iter().map(|r| r.rps).fold(0.0, f64::max),
+        }
+    }
+
+    fn row(&self) -> Row {
+        Row {
+            target: self.target.clone(),
+            url: self.url.clone(),
+            settings: Settings(self.settings.clone()),
+            median: self.median(),
+            runs: self.runs.clone(),
+        }
+    }
+}
+
+/// The document `pelt compare` writes with --json, and renders as the table, CSV and HTML.
+#[derive(Debug, Serialize)]
+pub struct CompareDoc {
+    pub pelt_version: &'static str,
+    pub repeat: usize,
+    /// Runs done (all of them unless interrupted).
+    pub runs: usize,
+    pub interrupted: bool,
+    pub targets: Vec<NamedTarget>,
+    pub vary: Vec<Vary>,
+    /// The settings every cell shares.
+    pub run: SharedSettings,
+    /// One per target x combination of settings, in the order they ran.
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NamedTarget {
+    pub name: String,
+    pub url: String,
+}
+
+/// A setting that varies, and its values.
+#[derive(Debug, Serialize)]
+pub struct Vary {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SharedSettings {
+    pub duration_s: Option<f64>,
+    pub requests: Option<u64>,
+    pub warmup_s: f64,
+    pub load_model: pelt_stats::LoadModel,
+    pub method: String,
+}
+
+/// A target under one combination of settings.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub target: String,
+    pub url: String,
+    pub settings: Settings,
+    pub median: Median,
+    pub runs: Vec<RunFigures>,
+}
+
+/// A row's settings (key, value), in the order of `--vary`; written as a JSON object.
+#[derive(Debug)]
+pub struct Settings(pub Vec<(String, String)>);
+
+impl Settings {
+    /// The value of `key` ("" when the row has none).
+    pub fn get(&self, key: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or("", |(_, v)| v.as_str())
+    }
+}
+
+impl Serialize for Settings {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// Medians over a row's runs, and the range of its requests/s.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Median {
+    pub rps: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub errors_pct: f64,
+    pub non_2xx_pct: f64,
+    pub rps_min: f64,
+    pub rps_max: f64,
+}
+
+impl CompareDoc {
+    /// The keys that vary, in order: the table's setting columns.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.vary.iter().map(|v| v.key.as_str())
     }
 }
 
@@ -450,46 +555,48 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
             cell.runs.push(f);
         }
     }
-    let keys: Vec<String> = vary.iter().map(|(k, _)| k.clone()).collect();
-    let doc = json!({
-        "pelt_version": env!("CARGO_PKG_VERSION"),
-        "repeat": a.repeat,
-        "runs": done,
-        "interrupted": stop.load(Ordering::Relaxed),
-        "targets": targets.iter().map(|(n, u)| json!({"name": n, "url": u})).collect::<Vec<_>>(),
-        "vary": vary.iter().map(|(k, v)| json!({"key": k, "values": v})).collect::<Vec<_>>(),
-        "run": {
-            "duration_s": cells[0].prepared.run.info.duration_limit_s,
-            "requests": cells[0].prepared.run.info.requests_limit,
-            "warmup_s": cells[0].prepared.run.info.warmup_s,
-            "load_model": cells[0].prepared.run.info.load_model,
-            "method": cells[0].prepared.run.info.method,
+    let info = &cells[0].prepared.run.info;
+    let doc = CompareDoc {
+        pelt_version: env!("CARGO_PKG_VERSION"),
+        repeat: a.repeat,
+        runs: done,
+        interrupted: stop.load(Ordering::Relaxed),
+        targets: targets
+            .iter()
+            .map(|(name, url)| NamedTarget {
+                name: name.clone(),
+                url: url.clone(),
+            })
+            .collect(),
+        vary: vary
+            .iter()
+            .map(|(key, values)| Vary {
+                key: key.clone(),
+                values: values.clone(),
+            })
+            .collect(),
+        run: SharedSettings {
+            duration_s: info.duration_limit_s,
+            requests: info.requests_limit,
+            warmup_s: info.warmup_s,
+            load_model: info.load_model,
+            method: info.method.clone(),
         },
-        "rows": cells.iter().map(|c| json!({
-            "target": c.target,
-            "url": c.url,
-            "settings": c.settings.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect::<serde_json::Map<_, _>>(),
-            "median": c.median(),
-            "runs": c.runs,
-        })).collect::<Vec<_>>(),
-    });
-    let table = markdown(&doc, &keys);
+        rows: cells.iter().map(Cell::row).collect(),
+    };
+    let table = markdown(&doc);
     crate::files::write_study(
         &load.out,
         &doc,
         &table,
-        || csv(&doc, &keys),
-        || html::compare(&doc, &keys, &table),
+        || csv(&doc),
+        || html::compare(&doc, &table),
     )?;
     Ok(if stop.load(Ordering::Relaxed) {
         ExitCode::from(crate::EXIT_INTERRUPTED)
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(0.0)
 }
 
 fn pct_text(v: f64) -> String {
@@ -503,14 +610,15 @@ fn pct_text(v: f64) -> String {
 }
 
 /// The table: rows target x setting; columns krps, p50, p99, errors, non-2xx (medians).
-pub fn markdown(doc: &Value, keys: &[String]) -> String {
-    let repeat = doc["repeat"].as_u64().unwrap_or(1);
+pub fn markdown(doc: &CompareDoc) -> String {
+    let repeat = doc.repeat;
+    let keys: Vec<&str> = doc.keys().collect();
     let mut s = String::new();
-    let mut header = vec!["target".to_string()];
-    header.extend(keys.iter().cloned());
-    header.extend(["krps", "p50", "p99", "errors", "non-2xx"].map(String::from));
+    let mut header = vec!["target"];
+    header.extend(&keys);
+    header.extend(["krps", "p50", "p99", "errors", "non-2xx"]);
     if repeat > 1 {
-        header.push("krps range".into());
+        header.push("krps range");
     }
     let _ = writeln!(s, "| {} |", header.join(" | "));
     let align: Vec<&str> = header
@@ -519,22 +627,20 @@ pub fn markdown(doc: &Value, keys: &[String]) -> String {
         .map(|(i, _)| if i <= keys.len() { "---" } else { "---:" })
         .collect();
     let _ = writeln!(s, "|{}|", align.join("|"));
-    for row in doc["rows"].as_array().into_iter().flatten() {
-        let m = &row["median"];
-        let mut cells = vec![row["target"].as_str().unwrap_or("").to_string()];
-        for k in keys {
-            cells.push(row["settings"][k].as_str().unwrap_or("").to_string());
-        }
-        cells.push(format!("{:.1}", f(&m["rps"]) / 1000.0));
-        cells.push(latency(f(&m["p50_us"])));
-        cells.push(latency(f(&m["p99_us"])));
-        cells.push(pct_text(f(&m["errors_pct"])));
-        cells.push(pct_text(f(&m["non_2xx_pct"])));
+    for row in &doc.rows {
+        let m = &row.median;
+        let mut cells = vec![row.target.clone()];
+        cells.extend(keys.iter().map(|k| row.settings.get(k).to_string()));
+        cells.push(format!("{:.1}", m.rps / 1000.0));
+        cells.push(latency(m.p50_us));
+        cells.push(latency(m.p99_us));
+        cells.push(pct_text(m.errors_pct));
+        cells.push(pct_text(m.non_2xx_pct));
         if repeat > 1 {
             cells.push(format!(
                 "{:.1}-{:.1}",
-                f(&m["rps_min"]) / 1000.0,
-                f(&m["rps_max"]) / 1000.0
+                m.rps_min / 1000.0,
+                m.rps_max / 1000.0
             ));
         }
         let _ = writeln!(s, "| {} |", cells.join(" | "));
@@ -544,8 +650,8 @@ pub fn markdown(doc: &Value, keys: &[String]) -> String {
         "\n{} of {} run{}; {}errors: requests that failed (per cent of those sent); non-2xx: \
          complete responses outside 2xx.",
         if repeat > 1 { "medians" } else { "figures" },
-        doc["runs"],
-        if doc["runs"] == 1 { "" } else { "s" },
+        doc.runs,
+        if doc.runs == 1 { "" } else { "s" },
         if repeat > 1 {
             "krps range: lowest and highest run; "
         } else {
@@ -556,9 +662,9 @@ pub fn markdown(doc: &Value, keys: &[String]) -> String {
 }
 
 /// `--csv` for a comparison: one row per target x setting, medians, then every run's req/s.
-fn csv(doc: &Value, keys: &[String]) -> String {
+fn csv(doc: &CompareDoc) -> String {
     let mut s = String::from("target,url");
-    for k in keys {
+    for k in doc.keys() {
         let _ = write!(s, ",{k}");
     }
     s.push_str(",rps,p50_us,p99_us,errors_pct,non_2xx_pct,rps_min,rps_max,runs\n");
@@ -569,28 +675,23 @@ fn csv(doc: &Value, keys: &[String]) -> String {
             v.to_string()
         }
     };
-    for row in doc["rows"].as_array().into_iter().flatten() {
-        let m = &row["median"];
-        let _ = write!(
-            s,
-            "{},{}",
-            field(row["target"].as_str().unwrap_or("")),
-            field(row["url"].as_str().unwrap_or(""))
-        );
-        for k in keys {
-            let _ = write!(s, ",{}", field(row["settings"][k].as_str().unwrap_or("")));
+    for row in &doc.rows {
+        let m = &row.median;
+        let _ = write!(s, "{},{}", field(&row.target), field(&row.url));
+        for k in doc.keys() {
+            let _ = write!(s, ",{}", field(row.settings.get(k)));
         }
         let _ = writeln!(
             s,
             ",{:.1},{},{},{:.4},{:.4},{:.1},{:.1},{}",
-            f(&m["rps"]),
-            f(&m["p50_us"]),
-            f(&m["p99_us"]),
-            f(&m["errors_pct"]),
-            f(&m["non_2xx_pct"]),
-            f(&m["rps_min"]),
-            f(&m["rps_max"]),
-            row["runs"].as_array().map_or(0, Vec::len)
+            m.rps,
+            m.p50_us,
+            m.p99_us,
+            m.errors_pct,
+            m.non_2xx_pct,
+            m.rps_min,
+            m.rps_max,
+            row.runs.len()
         );
     }
     s

@@ -51,7 +51,7 @@ pub fn check_study_outputs(load: &LoadArgs, instead: &str) -> Result<()> {
 /// table unless the JSON goes to stdout.
 pub fn write_study(
     o: &Outputs,
-    doc: &serde_json::Value,
+    doc: &impl serde::Serialize,
     table: &str,
     csv: impl FnOnce() -> String,
     html: impl FnOnce() -> String,

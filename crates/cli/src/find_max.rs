@@ -17,11 +17,41 @@ use pelt_engine as engine;
 use pelt_load::expect::Expectation;
 use pelt_stats::{Report, Threshold};
 use serde::Serialize;
-use serde_json::json;
 use std::fmt::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// The document `pelt find-max` writes with --json, and renders as the table, CSV and HTML.
+#[derive(Debug, Serialize)]
+pub struct FindMaxDoc {
+    pub pelt_version: &'static str,
+    pub target: String,
+    pub method: String,
+    /// The objectives, as given.
+    pub slo: Vec<String>,
+    /// The share of the rate asked for that a step must complete ([`RATE_HELD`]).
+    pub rate_held: f64,
+    pub precision: f64,
+    pub step_duration_s: f64,
+    pub warmup_s: f64,
+    pub connections: usize,
+    pub max_connections: usize,
+    pub interrupted: bool,
+    pub steps: Vec<Step>,
+    /// The highest rate that passed (`null`: none did).
+    pub answer: Option<Answer>,
+}
+
+/// The step that gave the answer.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Answer {
+    pub rate: f64,
+    pub step: usize,
+    pub achieved_rps: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+}
 
 /// A step holds the rate when at least this share of the requests due completed.
 pub const RATE_HELD: f64 = 0.95;
@@ -297,35 +327,40 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
     }
     let interrupted = stop.load(Ordering::Relaxed);
     let best = answer.and_then(|r| steps.iter().find(|s| s.rate == Some(r) && s.passed));
-    let doc = json!({
-        "pelt_version": env!("CARGO_PKG_VERSION"),
-        "target": target,
-        "method": probe.run.info.method,
-        "slo": a.slo.iter().map(Expectation::text).collect::<Vec<_>>(),
-        "rate_held": RATE_HELD,
-        "precision": a.precision,
-        "step_duration_s": step_s,
-        "warmup_s": base.warmup.unwrap_or_default().as_secs_f64(),
-        "connections": probe.run.info.connections,
-        "max_connections": load.max_connections.unwrap_or(load.connections),
-        "interrupted": interrupted,
-        "steps": steps,
-        "answer": best.map(|s| json!({
-            "rate": s.rate, "step": s.step, "achieved_rps": s.achieved_rps,
-            "p50_us": s.p50_us, "p99_us": s.p99_us,
-        })),
+    let answer: Option<Answer> = best.map(|s| Answer {
+        rate: s.rate.unwrap_or_default(),
+        step: s.step,
+        achieved_rps: s.achieved_rps,
+        p50_us: s.p50_us,
+        p99_us: s.p99_us,
     });
-    let table = markdown(&doc, &steps);
+    let doc = FindMaxDoc {
+        pelt_version: env!("CARGO_PKG_VERSION"),
+        target,
+        method: probe.run.info.method.clone(),
+        slo: a.slo.iter().map(|e| e.text().to_string()).collect(),
+        rate_held: RATE_HELD,
+        precision: a.precision,
+        step_duration_s: step_s,
+        warmup_s: base.warmup.unwrap_or_default().as_secs_f64(),
+        connections: probe.run.info.connections,
+        max_connections: load.max_connections.unwrap_or(load.connections),
+        interrupted,
+        steps,
+        answer,
+    };
+    let found = doc.answer.is_some();
+    let table = markdown(&doc);
     crate::files::write_study(
         &load.out,
         &doc,
         &table,
-        || csv(&steps),
-        || html::find_max(&doc, &steps, table.lines().last().unwrap_or("")),
+        || csv(&doc.steps),
+        || html::find_max(&doc, table.lines().last().unwrap_or("")),
     )?;
     Ok(if interrupted {
         ExitCode::from(crate::EXIT_INTERRUPTED)
-    } else if best.is_none() {
+    } else if !found {
         ExitCode::from(crate::EXIT_THRESHOLD)
     } else {
         ExitCode::SUCCESS
@@ -347,41 +382,34 @@ pub fn cells(st: &Step) -> Vec<String> {
 }
 
 /// The steps as a table, then the answer.
-pub fn markdown(doc: &serde_json::Value, steps: &[Step]) -> String {
+pub fn markdown(doc: &FindMaxDoc) -> String {
     let mut s = String::from(
         "| step | phase | rate/s | done/s | p50 | p99 | errors | result |\n\
          |---:|---|---:|---:|---:|---:|---:|---|\n",
     );
-    for st in steps {
+    for st in &doc.steps {
         let _ = writeln!(s, "| {} |", cells(st).join(" | "));
     }
-    let slo: Vec<&str> = doc["slo"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str())
-        .collect();
+    let slo = doc.slo.join(" and ");
     let _ = writeln!(s);
-    match doc["answer"].as_object() {
+    match &doc.answer {
         Some(a) => {
             let _ = writeln!(
                 s,
-                "max rate meeting {}: {}/s (step {}: p50 {}, p99 {}; {} s per step, within {}%)",
-                slo.join(" and "),
-                rate_text(a["rate"].as_f64().unwrap_or(0.0)),
-                a["step"],
-                latency(a["p50_us"].as_f64().unwrap_or(0.0)),
-                latency(a["p99_us"].as_f64().unwrap_or(0.0)),
-                doc["step_duration_s"],
-                trim(doc["precision"].as_f64().unwrap_or(0.0) * 100.0)
+                "max rate meeting {slo}: {}/s (step {}: p50 {}, p99 {}; {:?} s per step, within {}%)",
+                rate_text(a.rate),
+                a.step,
+                latency(a.p50_us as f64),
+                latency(a.p99_us as f64),
+                doc.step_duration_s,
+                trim(doc.precision * 100.0)
             );
         }
         None => {
             let _ = writeln!(
                 s,
-                "no rate tried met {}{}",
-                slo.join(" and "),
-                if doc["interrupted"] == true {
+                "no rate tried met {slo}{}",
+                if doc.interrupted {
                     " (interrupted)"
                 } else {
                     ""

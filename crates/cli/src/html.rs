@@ -6,6 +6,8 @@
 //! tooltips, log axes and grouped bars in one well-kept file of 210 KB, and the browser does
 //! the layout for any screen.
 
+use crate::compare::CompareDoc;
+use crate::find_max::FindMaxDoc;
 use crate::output::{latency, rate, thousands};
 use pelt_stats::{Arrival, LatencyFrom, LatencySummary, Report};
 use serde_json::{json, Value};
@@ -381,11 +383,11 @@ pub fn report(r: &Report) -> String {
 const COMPARE_JS: &str = include_str!("../assets/compare.js");
 
 /// The HTML page of `pelt compare`: the table and grouped bar charts.
-pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
+pub fn compare(doc: &CompareDoc, table_text: &str) -> String {
     let mut b = String::new();
     let _ = writeln!(b, "<h1>pelt compare</h1>");
-    let run = &doc["run"];
-    let limit = match (run["duration_s"].as_f64(), run["requests"].as_u64()) {
+    let run = &doc.run;
+    let limit = match (run.duration_s, run.requests) {
         (Some(d), _) => format!("{d}s per run"),
         (None, Some(n)) => format!("{} requests per run", thousands(n)),
         _ => String::new(),
@@ -393,43 +395,34 @@ pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
     let _ = writeln!(
         b,
         "<p class=\"sub\">{} &middot; {} &middot; {} loop &middot; {} run(s), {} repeat(s), interleaved</p>",
-        esc(run["method"].as_str().unwrap_or("")),
+        esc(&run.method),
         esc(&limit),
-        esc(run["load_model"].as_str().unwrap_or("")),
-        doc["runs"],
-        doc["repeat"]
+        run.load_model,
+        doc.runs,
+        doc.repeat
     );
     b.push_str("<section class=\"box\" style=\"margin-bottom:14px\"><h2>Results</h2><table>\n<tr><th>target</th>");
-    for k in keys {
+    for k in doc.keys() {
         let _ = write!(b, "<th>{}</th>", esc(k));
     }
     b.push_str("<th class=\"n\">krps</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">errors</th><th class=\"n\">non-2xx</th><th class=\"n\">krps range</th><th>url</th></tr>\n");
-    let num = |v: &Value| v.as_f64().unwrap_or(0.0);
-    for row in doc["rows"].as_array().into_iter().flatten() {
-        let m = &row["median"];
-        let _ = write!(
-            b,
-            "<tr><td>{}</td>",
-            esc(row["target"].as_str().unwrap_or(""))
-        );
-        for k in keys {
-            let _ = write!(
-                b,
-                "<td>{}</td>",
-                esc(row["settings"][k].as_str().unwrap_or(""))
-            );
+    for row in &doc.rows {
+        let m = &row.median;
+        let _ = write!(b, "<tr><td>{}</td>", esc(&row.target));
+        for k in doc.keys() {
+            let _ = write!(b, "<td>{}</td>", esc(row.settings.get(k)));
         }
         let _ = writeln!(
             b,
             "<td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.2}%</td><td class=\"n\">{:.2}%</td><td class=\"n\">{:.1}-{:.1}</td><td>{}</td></tr>",
-            num(&m["rps"]) / 1000.0,
-            latency(num(&m["p50_us"])),
-            latency(num(&m["p99_us"])),
-            num(&m["errors_pct"]),
-            num(&m["non_2xx_pct"]),
-            num(&m["rps_min"]) / 1000.0,
-            num(&m["rps_max"]) / 1000.0,
-            esc(row["url"].as_str().unwrap_or(""))
+            m.rps / 1000.0,
+            latency(m.p50_us),
+            latency(m.p99_us),
+            m.errors_pct,
+            m.non_2xx_pct,
+            m.rps_min / 1000.0,
+            m.rps_max / 1000.0,
+            esc(&row.url)
         );
     }
     let _ = writeln!(
@@ -449,7 +442,8 @@ pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
         ],
     );
     b.push_str("</div>\n");
-    let data = json!({ "rows": doc["rows"], "keys": keys });
+    let keys: Vec<&str> = doc.keys().collect();
+    let data = json!({ "rows": doc.rows, "keys": keys });
     page("pelt compare", &b, &data, COMPARE_JS)
 }
 
@@ -458,55 +452,34 @@ pub fn compare(doc: &Value, keys: &[String], table_text: &str) -> String {
 const FIND_MAX_JS: &str = include_str!("../assets/find_max.js");
 
 /// The HTML page of `pelt find-max`: the answer, the steps and two charts.
-pub fn find_max(doc: &Value, steps: &[crate::find_max::Step], answer: &str) -> String {
+pub fn find_max(doc: &FindMaxDoc, answer: &str) -> String {
     let mut b = String::new();
     let _ = writeln!(b, "<h1>pelt find-max</h1>");
-    let slo: Vec<&str> = doc["slo"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
     let _ = writeln!(
         b,
-        "<p class=\"sub\">{} {} &middot; objectives {} &middot; {}s steps after a {}s warm-up, \
+        "<p class=\"sub\">{} {} &middot; objectives {} &middot; {:?}s steps after a {:?}s warm-up, \
          {} connections at most</p>",
-        esc(doc["method"].as_str().unwrap_or("")),
-        esc(doc["target"].as_str().unwrap_or("")),
-        esc(&slo.join(" and ")),
-        doc["step_duration_s"],
-        doc["warmup_s"],
-        doc["max_connections"]
+        esc(&doc.method),
+        esc(&doc.target),
+        esc(&doc.slo.join(" and ")),
+        doc.step_duration_s,
+        doc.warmup_s,
+        doc.max_connections
     );
     b.push_str("<div class=\"cards\">");
-    match doc["answer"].as_object() {
+    match &doc.answer {
         Some(a) => {
             card(
                 &mut b,
                 "max rate",
-                &format!(
-                    "{}/s",
-                    thousands(a["rate"].as_f64().unwrap_or(0.0).round() as u64)
-                ),
+                &format!("{}/s", thousands(a.rate.round() as u64)),
             );
-            card(
-                &mut b,
-                "p50 there",
-                &latency(a["p50_us"].as_f64().unwrap_or(0.0)),
-            );
-            card(
-                &mut b,
-                "p99 there",
-                &latency(a["p99_us"].as_f64().unwrap_or(0.0)),
-            );
+            card(&mut b, "p50 there", &latency(a.p50_us as f64));
+            card(&mut b, "p99 there", &latency(a.p99_us as f64));
         }
         None => card(&mut b, "max rate", "none met the objectives"),
     }
-    card(
-        &mut b,
-        "steps",
-        &doc["steps"].as_array().map_or(0, Vec::len).to_string(),
-    );
+    card(&mut b, "steps", &doc.steps.len().to_string());
     b.push_str("</div>\n<div class=\"grid\">\n");
     chart_boxes(
         &mut b,
@@ -516,7 +489,7 @@ pub fn find_max(doc: &Value, steps: &[crate::find_max::Step], answer: &str) -> S
         ],
     );
     b.push_str("</div>\n<section class=\"box\"><h2>Steps</h2><table>\n<tr><th class=\"n\">step</th><th>phase</th><th class=\"n\">rate/s</th><th class=\"n\">done/s</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">errors</th><th>result</th></tr>\n");
-    for st in steps {
+    for st in &doc.steps {
         let cells = crate::find_max::cells(st);
         b.push_str("<tr>");
         for (i, c) in cells.iter().enumerate() {
@@ -538,7 +511,7 @@ pub fn find_max(doc: &Value, steps: &[crate::find_max::Step], answer: &str) -> S
          request's due time.</p></section>",
         esc(answer)
     );
-    let data = json!({ "steps": doc["steps"], "answer": doc["answer"] });
+    let data = json!({ "steps": doc.steps, "answer": doc.answer });
     page("pelt find-max", &b, &data, FIND_MAX_JS)
 }
 
