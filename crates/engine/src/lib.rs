@@ -29,6 +29,8 @@
 mod backend;
 mod conn;
 mod epoll;
+#[cfg(test)]
+mod fake;
 mod ledger;
 mod model;
 mod schedule;

@@ -1,0 +1,455 @@
+//! A scripted in-memory [`Io`] for table tests of the worker: no sockets, no kernel. Each
+//! connect takes the next [`Socket`] script; what the worker sends on a socket is handed to
+//! its server closure, whose replies come back as completion events (`Received`, as io_uring
+//! reports them). The worker's clock is the real one, so deadlines are short and bounded.
+//!
+//! The table at the bottom drives the worker through the transitions that otherwise only the
+//! binary's end-to-end tests reach: a close with pipelined requests outstanding, a GOAWAY with
+//! streams above its last id, a connect failure and its back-off, a send failure (ENOBUFS),
+//! the whole-request deadline, and bytes on an idle connection.
+
+use crate::backend::{Connect, Event, EventKind, Io, Read};
+use rustix::io::Errno;
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the server sends back after one of the worker's sends.
+pub(crate) enum Reply {
+    Bytes(Vec<u8>),
+    /// The server closes the connection.
+    Eof,
+    /// The read fails with this error (a reset, say).
+    Fail(Errno),
+}
+
+/// One socket's server: called with the bytes of each send, in order.
+pub(crate) type Server = Box<dyn FnMut(&[u8]) -> Vec<Reply> + Send>;
+
+/// What the next connect finds.
+pub(crate) enum Socket {
+    /// The connect fails at once with this error.
+    Refuse(Errno),
+    /// Connected; this server answers.
+    Accept(Server),
+    /// Connected, but every send fails with this error.
+    SendFails(Errno),
+}
+
+struct FakeConn {
+    generation: u32,
+    server: Option<Server>,
+    send_error: Option<Errno>,
+}
+
+pub(crate) struct FakeIo {
+    /// Scripts for the coming connects, in order; when empty, connects are refused.
+    sockets: VecDeque<Socket>,
+    conns: Vec<FakeConn>,
+    pending: VecDeque<Event>,
+    reads: HashMap<u64, Reply>,
+    next_token: u64,
+    /// Connects attempted (shared, so a test can read it after the worker dropped the fake).
+    pub connects: Arc<AtomicUsize>,
+}
+
+impl FakeIo {
+    pub fn new(sockets: Vec<Socket>) -> FakeIo {
+        FakeIo {
+            sockets: sockets.into(),
+            conns: Vec::new(),
+            pending: VecDeque::new(),
+            reads: HashMap::new(),
+            next_token: 1,
+            connects: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn conn(&mut self, conn: usize) -> &mut FakeConn {
+        while self.conns.len() <= conn {
+            self.conns.push(FakeConn {
+                generation: 0,
+                server: None,
+                send_error: None,
+            });
+        }
+        &mut self.conns[conn]
+    }
+}
+
+impl Io for FakeIo {
+    fn connect(&mut self, conn: usize, _addr: &SocketAddr) -> Result<Connect, Errno> {
+        self.connects.fetch_add(1, Ordering::Relaxed);
+        let script = self
+            .sockets
+            .pop_front()
+            .unwrap_or(Socket::Refuse(Errno::CONNREFUSED));
+        let c = self.conn(conn);
+        c.generation += 1;
+        match script {
+            Socket::Refuse(e) => return Err(e),
+            Socket::Accept(server) => {
+                c.server = Some(server);
+                c.send_error = None;
+            }
+            Socket::SendFails(e) => {
+                c.server = None;
+                c.send_error = Some(e);
+            }
+        }
+        Ok(Connect::Done)
+    }
+
+    fn finish_connect(&mut self, _conn: usize) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    fn send(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno> {
+        let c = self.conn(conn);
+        if let Some(e) = c.send_error {
+            return Err(e);
+        }
+        let generation = c.generation;
+        let replies = c.server.as_mut().map_or_else(Vec::new, |s| s(bytes));
+        for reply in replies {
+            let token = self.next_token;
+            self.next_token += 1;
+            self.reads.insert(token, reply);
+            self.pending.push_back(Event {
+                conn,
+                generation,
+                kind: EventKind::Received(token),
+            });
+        }
+        Ok(bytes.len())
+    }
+
+    fn read(&mut self, _conn: usize, token: u64) -> Read<'_> {
+        match self.reads.get(&token) {
+            Some(Reply::Bytes(b)) => Read::Data(b),
+            Some(Reply::Eof) => Read::Eof,
+            Some(Reply::Fail(e)) => Read::Failed(*e),
+            None => Read::Again,
+        }
+    }
+
+    fn release(&mut self, token: u64) {
+        self.reads.remove(&token);
+    }
+
+    fn close(&mut self, conn: usize) {
+        let c = self.conn(conn);
+        c.server = None;
+        c.send_error = None;
+        c.generation += 1;
+        // A closed socket reports nothing more.
+        let reads = &mut self.reads;
+        self.pending.retain(|e| {
+            let keep = e.conn != conn;
+            if let (false, EventKind::Received(token)) = (keep, e.kind) {
+                reads.remove(&token);
+            }
+            keep
+        });
+    }
+
+    fn generation(&self, conn: usize) -> u32 {
+        self.conns.get(conn).map_or(0, |c| c.generation)
+    }
+
+    fn wait(&mut self, timeout: Duration, due: Option<Duration>, events: &mut Vec<Event>) {
+        if self.pending.is_empty() {
+            // Nothing will happen but time passing: let it pass (bounded by the caller).
+            std::thread::sleep(due.map_or(timeout, |d| d.min(timeout)));
+            return;
+        }
+        events.extend(self.pending.drain(..));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Http2, WorkerPlan};
+    use pelt_stats::{ErrorKind, WorkerStats};
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK";
+    const OK_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK";
+
+    /// How many whole HTTP/1.1 requests (heads without bodies) `bytes` holds.
+    fn requests_in(bytes: &[u8]) -> usize {
+        bytes.windows(4).filter(|w| w == b"\r\n\r\n").count()
+    }
+
+    /// A server answering each request with `response`.
+    fn answers(response: &'static [u8]) -> Socket {
+        Socket::Accept(Box::new(move |sent| {
+            vec![Reply::Bytes(response.repeat(requests_in(sent)))]
+        }))
+    }
+
+    fn config(requests: u64) -> Config {
+        let addr = "127.0.0.1:9".parse().unwrap();
+        let request = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n".to_vec();
+        let mut c = Config::new(addr, request);
+        c.requests = Some(requests);
+        c.duration = Some(Duration::from_secs(5));
+        c.connections = 1;
+        c.threads = 1;
+        c
+    }
+
+    /// Runs one worker on `io` with `config`; returns its measured stats and how many
+    /// connects it made.
+    fn run(config: &Config, io: FakeIo) -> (WorkerStats, usize) {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let start = Instant::now();
+        let plan = WorkerPlan {
+            worker: 0,
+            workers: 1,
+            connections: config.connections,
+            max_connections: config.max_connections.max(config.connections),
+            budget: config.requests,
+            start,
+            end: config.duration.map(|d| start + d),
+            connect_rate: None,
+            tx,
+        };
+        let batch = config.request.repeat(config.pipeline.max(1));
+        let connects = io.connects.clone();
+        let outcome = crate::worker::run(config, &batch, plan, &AtomicBool::new(false), Ok(io));
+        let s = outcome.main;
+        assert_eq!(
+            s.sent,
+            s.completed() + s.errors.total() + s.in_flight,
+            "accounting"
+        );
+        (s, connects.load(Ordering::Relaxed))
+    }
+
+    /// An HTTP/2 frame.
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len() as u32;
+        let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// The HEADERS frames' stream ids in `bytes` (whole frames after the preface).
+    fn streams_opened(bytes: &[u8]) -> Vec<u32> {
+        let mut b = bytes.strip_prefix(pelt_codec::h2::PREFACE).unwrap_or(bytes);
+        let mut ids = vec![];
+        while b.len() >= 9 {
+            let len = (b[0] as usize) << 16 | (b[1] as usize) << 8 | b[2] as usize;
+            if b[3] == pelt_codec::h2::kind::HEADERS {
+                ids.push(u32::from_be_bytes([b[5], b[6], b[7], b[8]]) & 0x7fff_ffff);
+            }
+            b = &b[(9 + len).min(b.len())..];
+        }
+        ids
+    }
+
+    /// An HTTP/2 server: SETTINGS first; then each stream id it is sent is answered `:status
+    /// 200` with END_STREAM, except that after `goaway_after` streams it sends GOAWAY with that
+    /// last id, answers nothing above it, and closes once the rest are answered.
+    fn h2_server(goaway_after: Option<u32>) -> Socket {
+        let mut settings_sent = false;
+        Socket::Accept(Box::new(move |sent| {
+            let mut out = vec![];
+            if !settings_sent {
+                settings_sent = true;
+                out.extend(frame(pelt_codec::h2::kind::SETTINGS, 0, 0, &[]));
+            }
+            let mut close = false;
+            for id in streams_opened(sent) {
+                match goaway_after {
+                    Some(last) if id > last => {
+                        // Never processed: the client retries it elsewhere.
+                        close = true;
+                    }
+                    _ => out.extend(frame(pelt_codec::h2::kind::HEADERS, 0x5, id, &[0x88])),
+                }
+                if goaway_after == Some(id) {
+                    let mut payload = id.to_be_bytes().to_vec();
+                    payload.extend(0u32.to_be_bytes());
+                    out.extend(frame(pelt_codec::h2::kind::GOAWAY, 0, 0, &payload));
+                }
+            }
+            let mut replies = vec![Reply::Bytes(out)];
+            if close {
+                replies.push(Reply::Eof);
+            }
+            replies
+        }))
+    }
+
+    fn h2_config(requests: u64, streams: usize) -> Config {
+        let mut c = config(requests);
+        c.http2 = Some(Http2 {
+            header_block: pelt_codec::h2::encode_headers("GET", "http", "t", "/", &[], 0),
+            body: vec![],
+            streams,
+        });
+        c
+    }
+
+    /// One row: a name, the run, the sockets its connects find, and what must come of it.
+    struct Case {
+        name: &'static str,
+        config: Config,
+        sockets: Vec<Socket>,
+        completed: u64,
+        errors: &'static [(ErrorKind, u64)],
+        connection_errors: &'static [(ErrorKind, u64)],
+        connects: usize,
+    }
+
+    #[test]
+    fn transitions() {
+        let pipelined = || {
+            let mut c = config(4);
+            c.pipeline = 4;
+            c
+        };
+        let timeout = || {
+            let mut c = config(1);
+            c.timeout = Duration::from_millis(50);
+            c
+        };
+        let cases = vec![
+            Case {
+                name: "keep-alive: one connection answers every request",
+                config: config(20),
+                sockets: vec![answers(OK)],
+                completed: 20,
+                errors: &[],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
+                name: "Connection: close on each response: a new connection per request",
+                config: config(3),
+                sockets: vec![answers(OK_CLOSE), answers(OK_CLOSE), answers(OK_CLOSE)],
+                completed: 3,
+                errors: &[],
+                connection_errors: &[],
+                connects: 3,
+            },
+            Case {
+                name: "close with pipelined requests outstanding: the rest are closed",
+                config: pipelined(),
+                sockets: vec![Socket::Accept(Box::new(|_| {
+                    vec![Reply::Bytes(OK_CLOSE.to_vec()), Reply::Eof]
+                }))],
+                completed: 1,
+                errors: &[(ErrorKind::Closed, 3)],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
+                name: "EOF before any answer: closed, and the next request reconnects",
+                config: config(2),
+                sockets: vec![Socket::Accept(Box::new(|_| vec![Reply::Eof])), answers(OK)],
+                completed: 1,
+                errors: &[(ErrorKind::Closed, 1)],
+                connection_errors: &[],
+                connects: 2,
+            },
+            Case {
+                name: "reset mid-response",
+                config: config(1),
+                sockets: vec![Socket::Accept(Box::new(|_| {
+                    vec![
+                        Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nOK".to_vec()),
+                        Reply::Fail(Errno::CONNRESET),
+                    ]
+                }))],
+                completed: 0,
+                errors: &[(ErrorKind::Reset, 1)],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
+                name: "connect refused: one error per request, a back-off between tries",
+                config: config(3),
+                sockets: vec![],
+                completed: 0,
+                errors: &[(ErrorKind::Refused, 3)],
+                connection_errors: &[],
+                connects: 3,
+            },
+            Case {
+                name: "a send fails (ENOBUFS): an io error, the next request on a new socket",
+                config: config(2),
+                sockets: vec![Socket::SendFails(Errno::NOBUFS), answers(OK)],
+                completed: 1,
+                errors: &[(ErrorKind::Io, 1)],
+                connection_errors: &[],
+                connects: 2,
+            },
+            Case {
+                name: "no answer within --timeout: a timeout",
+                config: timeout(),
+                sockets: vec![Socket::Accept(Box::new(|_| vec![]))],
+                completed: 0,
+                errors: &[(ErrorKind::Timeout, 1)],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
+                name: "bytes after the response on an idle connection: a connection error",
+                config: config(1),
+                sockets: vec![Socket::Accept(Box::new(|_| {
+                    vec![Reply::Bytes([OK, b"junk".as_slice()].concat())]
+                }))],
+                completed: 1,
+                errors: &[],
+                connection_errors: &[(ErrorKind::Protocol, 1)],
+                connects: 1,
+            },
+            Case {
+                name: "HTTP/2: every stream answered on one connection",
+                config: h2_config(30, 4),
+                sockets: vec![h2_server(None)],
+                completed: 30,
+                errors: &[],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
+                name: "HTTP/2 GOAWAY: streams above its last id go again on a new connection",
+                config: h2_config(10, 4),
+                sockets: vec![h2_server(Some(3)), h2_server(None)],
+                completed: 10,
+                errors: &[],
+                connection_errors: &[],
+                connects: 2,
+            },
+        ];
+        for case in cases {
+            let started = Instant::now();
+            let (s, connects) = run(&case.config, FakeIo::new(case.sockets));
+            let name = case.name;
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{name}: ran too long"
+            );
+            assert_eq!(s.completed(), case.completed, "{name}: completed");
+            for &(kind, n) in case.errors {
+                assert_eq!(s.errors.count(kind), n, "{name}: {kind:?}");
+            }
+            let errors: u64 = case.errors.iter().map(|e| e.1).sum();
+            assert_eq!(s.errors.total(), errors, "{name}: errors");
+            for &(kind, n) in case.connection_errors {
+                assert_eq!(s.connection_errors.count(kind), n, "{name}: {kind:?}");
+            }
+            assert_eq!(s.in_flight, 0, "{name}: in flight");
+            assert_eq!(connects, case.connects, "{name}: connects");
+        }
+    }
+}
