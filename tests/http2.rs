@@ -70,7 +70,14 @@ fn open_loop_takes_free_streams() {
     assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
     assert!(completed >= 1900, "{v}");
     assert_eq!(v["streams"], 100, "open loop's default: {v}");
-    assert_eq!(server.stop(), completed);
+    // A duration run does not drain: the server may have answered requests still in flight
+    // for pelt at the stop, never more.
+    let served = server.stop();
+    let in_flight = count(&v, &["requests", "in_flight"]);
+    assert!(
+        (completed..=completed + in_flight).contains(&served),
+        "served {served}: {v}"
+    );
 }
 
 #[test]
