@@ -1,6 +1,6 @@
 //! The seam between the engine and its I/O backends.
 //!
-//! The worker loop and the connection state machine (`worker.rs`) are written once; a backend
+//! The worker loop and the connection state machine (`worker/`) are written once; a backend
 //! implements [`Io`]: it owns the sockets and the syscalls and reports what happened as
 //! [`Event`]s. epoll is readiness-based (`Ready`, then the worker calls `read`); io_uring is
 //! completion-based (`Received` carries the bytes' buffer, `Connected` a finished connect).

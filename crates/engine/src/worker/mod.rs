@@ -1,11 +1,27 @@
 //! The one worker loop and connection state machine, shared by every I/O backend.
 //!
-//! A backend (`epoll.rs`, `uring.rs`) implements [`Io`]: it owns the sockets and the
-//! syscalls and reports what happened as [`Event`]s. Everything else is here, once: which
-//! request a connection takes and when (the load model), pipelining slots, response parsing,
-//! error kinds, deadlines, warm-up and the stop. The loop is: reap I/O events -> advance the
-//! connections -> let the model fill free slots -> submit I/O -> wait for the next event or
-//! deadline.
+//! A backend (`epoll.rs`, `uring.rs`, and `fake.rs` in tests) implements [`Io`]: it owns the
+//! sockets and the syscalls and reports what happened as [`Event`]s. Everything else is here,
+//! once: which request a connection takes and when (the load model), slots, deadlines,
+//! warm-up and the stop. The loop (`Worker::run`, each pass one `turn`) is: reap I/O events
+//! -> advance the connections -> let the model fill free slots -> submit I/O -> wait for the
+//! next event or deadline.
+//!
+//! Where each concern lives:
+//! - this file: the loop, `Conn` and its slots, `refill` (the model gives a connection
+//!   requests), connecting, reading (`on_readable`), failures, closes and deadlines;
+//! - `http1.rs`: HTTP/1.1 writes (a batch of pipelined requests), the response parser's
+//!   results (`parse`), and what an EOF means;
+//! - `http2.rs`: the HTTP/2 session, streams, frames flushed once per batch, GOAWAY, resets;
+//! - `tls.rs`: the handshake, decrypting each read, and the handshake's end.
+
+mod http1;
+mod http2;
+mod tls;
+
+use http1::parse;
+use http2::{receive_h2, start_h2_session, H2};
+use tls::decrypt_and_parse;
 
 use crate::backend::{Connect, Event, EventKind, Io, Read};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
@@ -177,15 +193,6 @@ struct Conn {
     tls_started: Instant,
     /// HTTP/2: the session on the current socket.
     h2: Option<Box<H2>>,
-}
-
-/// One HTTP/2 connection's protocol state.
-struct H2 {
-    session: Session,
-    /// Frames not handed to TLS or the socket yet.
-    out: Vec<u8>,
-    /// In the worker's list of connections to flush after this batch of events.
-    deferred: bool,
 }
 
 impl Conn {
@@ -407,19 +414,7 @@ impl<I: Io> Worker<'_, I> {
             }
             let wait = wake.saturating_duration_since(now);
             let due = self.due_wake().map(|d| d.saturating_duration_since(now));
-            let mut events = std::mem::take(&mut self.events);
-            events.clear();
-            self.io.wait(wait, due, &mut events);
-            now = Instant::now();
-            self.defer = self.h2.is_some();
-            for &ev in &events {
-                self.on_event(ev, &mut now);
-            }
-            self.flush_deferred(now);
-            self.events = events;
-            if now >= self.ledger.next_tick() {
-                self.ledger.tick(now);
-            }
+            self.turn(wait, due, &mut now);
             if now >= next_scan {
                 self.scan_deadlines(now);
                 next_scan = now + DEADLINE_SCAN;
@@ -450,20 +445,28 @@ impl<I: Io> Worker<'_, I> {
                 break;
             }
             let due = (start + gap.mul_f64(next as f64)).saturating_duration_since(*now);
-            let mut events = std::mem::take(&mut self.events);
-            events.clear();
-            self.io.wait(due.min(DEADLINE_SCAN), Some(due), &mut events);
-            *now = Instant::now();
-            self.defer = self.h2.is_some();
-            for &ev in &events {
-                self.on_event(ev, now);
-            }
-            self.flush_deferred(*now);
-            self.events = events;
-            if *now >= self.ledger.next_tick() {
-                self.ledger.tick(*now);
-            }
+            self.turn(due.min(DEADLINE_SCAN), Some(due), now);
             self.scan_deadlines(*now);
+        }
+    }
+
+    /// One turn of the loop: submit and wait (up to `wait`, or `due` when sooner), handle
+    /// what happened, flush what the batch queued (HTTP/2 frames go out once per batch), and
+    /// hand the second's figures over when a second has passed.
+    #[inline]
+    fn turn(&mut self, wait: Duration, due: Option<Duration>, now: &mut Instant) {
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        self.io.wait(wait, due, &mut events);
+        *now = Instant::now();
+        self.defer = self.h2.is_some();
+        for &ev in &events {
+            self.on_event(ev, now);
+        }
+        self.flush_deferred(*now);
+        self.events = events;
+        if *now >= self.ledger.next_tick() {
+            self.ledger.tick(*now);
         }
     }
 
@@ -648,191 +651,6 @@ impl<I: Io> Worker<'_, I> {
         }
     }
 
-    /// HTTPS: begins the handshake on a fresh connection; the requests wait for its end.
-    fn start_tls(&mut self, i: usize, tls: &crate::TlsClient, now: Instant) {
-        match rustls::ClientConnection::new(tls.config.clone(), tls.server_name.clone()) {
-            Ok(mut session) => {
-                // Requests are encrypted as written; never refuse one for buffer space.
-                session.set_buffer_limit(None);
-                let conn = &mut self.conns[i];
-                conn.tls = Some(Box::new(session));
-                conn.tls_started = now;
-                conn.phase = Phase::Handshaking {
-                    deadline: now + self.config.connect_timeout,
-                };
-                self.flush_tls(i, now);
-            }
-            Err(e) => self.fail(i, ErrorKind::Tls, now, || format!("TLS: {e}")),
-        }
-    }
-
-    /// HTTPS: hands the ciphertext TLS has ready to the socket (what it does not take waits
-    /// for the socket to be writable).
-    fn flush_tls(&mut self, i: usize, now: Instant) {
-        let conn = &mut self.conns[i];
-        let Some(session) = conn.tls.as_mut() else {
-            return;
-        };
-        while session.wants_write() {
-            if session.write_tls(&mut conn.tls_out).is_err() {
-                break;
-            }
-        }
-        if let Err(e) = send_from(&mut self.io, &mut self.ledger, i, &mut conn.tls_out) {
-            self.fail(i, errno_kind(e, false), now, || format!("write: {e}"));
-        }
-    }
-
-    /// HTTP/2 with prior knowledge (h2c): sends the preface on a fresh connection; the
-    /// requests wait for the server's SETTINGS. (Over TLS, `tls_established` starts it.)
-    fn start_h2(&mut self, i: usize, now: Instant) {
-        start_h2_session(&mut self.conns[i], now + self.config.connect_timeout);
-        self.flush_h2(i, now);
-    }
-
-    /// HTTP/2: hands the frames queued to TLS or to the socket, or while a batch of events is
-    /// handled, once at its end: every stream a batch's reads completed restarts in one write.
-    fn flush_h2(&mut self, i: usize, now: Instant) {
-        if self.defer {
-            if let Some(h2) = self.conns[i].h2.as_mut().filter(|h| !h.deferred) {
-                h2.deferred = true;
-                self.deferred.push(i);
-            }
-            return;
-        }
-        self.flush_h2_now(i, now);
-    }
-
-    /// Flushes the connections whose frames waited for the end of the batch.
-    fn flush_deferred(&mut self, now: Instant) {
-        self.defer = false;
-        let mut list = std::mem::take(&mut self.deferred);
-        for &i in &list {
-            // A connection closed (and maybe reopened) since has nothing of the batch's left.
-            if let Some(h2) = self.conns[i].h2.as_mut().filter(|h| h.deferred) {
-                h2.deferred = false;
-                self.flush_h2_now(i, now);
-            }
-        }
-        list.clear();
-        self.deferred = list;
-    }
-
-    /// HTTP/2: hands the frames queued to TLS or to the socket (what the socket does not
-    /// take waits for it to be writable).
-    fn flush_h2_now(&mut self, i: usize, now: Instant) {
-        let conn = &mut self.conns[i];
-        let Some(h2) = conn.h2.as_mut() else {
-            return;
-        };
-        if let Some(session) = conn.tls.as_mut() {
-            if !h2.out.is_empty() {
-                use std::io::Write as _;
-                // Unbounded buffer: takes everything.
-                let _ = session.writer().write_all(&h2.out);
-                h2.out.clear();
-            }
-            return self.flush_tls(i, now);
-        }
-        if let Err(e) = send_from(&mut self.io, &mut self.ledger, i, &mut h2.out) {
-            self.fail(i, errno_kind(e, false), now, || format!("write: {e}"));
-        }
-    }
-
-    /// HTTP/2: opens a stream for each request not written yet, as far as the server's
-    /// stream limit allows, with its HEADERS and as much of its body as the windows allow.
-    fn open_streams(&mut self, i: usize, http2: &Http2, now: Instant) {
-        let conn = &mut self.conns[i];
-        let Some(h2) = conn.h2.as_mut() else {
-            return;
-        };
-        let limit = if h2.session.can_open() {
-            h2.session.max_streams() as usize
-        } else {
-            0
-        };
-        let written = conn.slots.len - conn.unwritten;
-        let n = conn.unwritten.min(limit.saturating_sub(written));
-        let window = h2.session.initial_window() as i64;
-        let end_stream = http2.body.is_empty();
-        for k in written..written + n {
-            let stream = h2.session.open_stream();
-            let slot = conn.slots.get_mut(k);
-            *slot = Slot {
-                stream,
-                send_window: window,
-                ..Slot::new(slot.due, now, slot.warm)
-            };
-            h2.session
-                .headers(&mut h2.out, stream, &http2.header_block, end_stream);
-            if !end_stream {
-                h2.session.data(
-                    &mut h2.out,
-                    stream,
-                    &http2.body,
-                    &mut slot.body_sent,
-                    &mut slot.send_window,
-                );
-            }
-        }
-        conn.unwritten -= n;
-        self.flush_h2(i, now);
-    }
-
-    /// Writes the requests not written yet, together.
-    fn start_write(&mut self, i: usize, now: Instant) {
-        if let Some(http2) = self.h2 {
-            return self.open_streams(i, http2, now);
-        }
-        let len = self.config.request.len();
-        let conn = &mut self.conns[i];
-        let n = conn.unwritten;
-        conn.slots.mark_sent(n, now);
-        conn.unwritten = 0;
-        conn.write_pos = 0;
-        conn.write_end = n * len;
-        self.write(i, now);
-    }
-
-    /// Hands what is left of the write under way to the socket.
-    fn write(&mut self, i: usize, now: Instant) {
-        if self.h2.is_some() {
-            self.flush_h2(i, now);
-            if !self.conns[i].writing() && self.model.is_open() {
-                self.refill(i, now);
-            }
-            return;
-        }
-        let conn = &mut self.conns[i];
-        if let Some(session) = conn.tls.as_mut() {
-            if conn.write_pos < conn.write_end {
-                use std::io::Write as _;
-                // Unbounded buffer: takes everything.
-                let _ = session
-                    .writer()
-                    .write_all(&self.batch[conn.write_pos..conn.write_end]);
-                conn.write_pos = conn.write_end;
-            }
-            self.flush_tls(i, now);
-            if !self.conns[i].writing() && self.model.is_open() {
-                self.refill(i, now);
-            }
-            return;
-        }
-        let bytes = &self.batch[conn.write_pos..conn.write_end];
-        match self.io.send(i, bytes) {
-            Ok(n) => {
-                self.ledger.current().bytes_sent += n as u64;
-                conn.write_pos += n;
-                if !conn.writing() && self.model.is_open() {
-                    // Slots left free while the write was under way may take due requests.
-                    self.refill(i, now);
-                }
-            }
-            Err(e) => self.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
-        }
-    }
-
     fn on_readable(&mut self, i: usize, token: u64, now: &mut Instant) {
         let after = match self.io.read(i, token) {
             Read::Again => return,
@@ -881,172 +699,6 @@ impl<I: Io> Worker<'_, I> {
                 self.refill(i, *now);
             }
             AfterRead::Fail(kind, message) => self.fail(i, kind, *now, || message),
-        }
-    }
-
-    /// HTTPS: after a read, writes the requests that waited for a handshake the read ended
-    /// (HTTP/1.1; HTTP/2 opens its streams once the server's SETTINGS are in), and sends
-    /// what TLS has to say.
-    fn after_tls_read(&mut self, i: usize, now: Instant) {
-        let conn = &self.conns[i];
-        let Some(session) = conn.tls.as_ref() else {
-            return;
-        };
-        // An open HTTP/1.1 connection writes its requests as it takes them: unwritten ones
-        // waited for the handshake.
-        if matches!(conn.phase, Phase::Open) && conn.h2.is_none() && conn.unwritten > 0 {
-            return self.start_write(i, now);
-        }
-        if session.wants_write() {
-            self.flush_tls(i, now);
-        }
-    }
-
-    /// HTTP/2: after a read, opens the connection when the server's SETTINGS arrived, sends
-    /// the request bodies the windows now let through, acts on a GOAWAY, and sends the frames
-    /// owed to the server.
-    fn after_h2_read(&mut self, i: usize, now: Instant) {
-        let Some(http2) = self.h2 else {
-            return;
-        };
-        let conn = &mut self.conns[i];
-        let Some(h2) = conn.h2.as_mut() else {
-            return;
-        };
-        if matches!(conn.phase, Phase::Handshaking { .. }) {
-            let tls_busy = conn.tls.as_ref().is_some_and(|t| t.is_handshaking());
-            if !h2.session.settled() || tls_busy {
-                return self.flush_h2(i, now);
-            }
-            conn.phase = Phase::Open;
-            return self.open_streams(i, http2, now);
-        }
-        if !http2.body.is_empty() {
-            for k in 0..conn.slots.len - conn.unwritten {
-                let slot = conn.slots.get_mut(k);
-                if slot.body_sent < http2.body.len() {
-                    h2.session.data(
-                        &mut h2.out,
-                        slot.stream,
-                        &http2.body,
-                        &mut slot.body_sent,
-                        &mut slot.send_window,
-                    );
-                }
-            }
-        }
-        if let Some(last) = h2.session.goaway() {
-            // Streams above `last` were never processed: they go again, on a new connection,
-            // once the ones the server will finish have finished. They are at the back of
-            // the written ones (streams are numbered in order).
-            let written = conn.slots.len - conn.unwritten;
-            let mut retry = 0;
-            for k in 0..written {
-                let slot = conn.slots.get_mut(k);
-                if slot.stream > last {
-                    slot.stream = 0;
-                    retry += 1;
-                }
-            }
-            conn.unwritten += retry;
-            if conn.written() == 0 {
-                self.flush_h2(i, now);
-                self.close(i);
-                return if self.conns[i].unwritten > 0 {
-                    self.connect(i, now)
-                } else {
-                    self.refill(i, now)
-                };
-            }
-        }
-        self.flush_h2(i, now);
-    }
-
-    /// HTTP/2: the streams on connection `i` older than --timeout end as timeouts (each
-    /// reset with CANCEL); the connection and its other streams go on.
-    fn expire_streams(&mut self, i: usize, now: Instant) {
-        let timeout = self.config.timeout;
-        let conn = &mut self.conns[i];
-        let Some(h2) = conn.h2.as_mut() else {
-            return;
-        };
-        while let Some(slot) = conn.slots.front().copied() {
-            if now < slot.sent + timeout {
-                break;
-            }
-            conn.slots.pop();
-            if slot.stream == 0 {
-                // Never written: the server's stream limit left no room within the timeout.
-                conn.unwritten -= 1;
-            } else {
-                h2::rst_stream(&mut h2.out, slot.stream, h2::code::CANCEL);
-            }
-            self.ledger.error(slot.warm, ErrorKind::Timeout, || {
-                format!("no complete response within {timeout:?}")
-            });
-        }
-        self.flush_h2(i, now);
-        self.refill(i, now);
-    }
-
-    /// HTTP/2: the server closed the connection. The open streams end as `closed`; the
-    /// requests not written yet (after a GOAWAY, or over the stream limit) go on a new one.
-    fn on_h2_eof(&mut self, i: usize, now: Instant) {
-        if matches!(self.conns[i].phase, Phase::Handshaking { .. }) {
-            return self.fail(i, ErrorKind::Closed, now, || {
-                "the server closed the connection before its HTTP/2 SETTINGS (does it speak \
-                 HTTP/2 with prior knowledge, h2c, on this port?)"
-                    .to_string()
-            });
-        }
-        for _ in 0..self.conns[i].written() {
-            let slot = self.conns[i].slots.pop().expect("a request is in flight");
-            self.ledger.error(slot.warm, ErrorKind::Closed, || {
-                "the server closed the HTTP/2 connection with the stream open".to_string()
-            });
-        }
-        self.close(i);
-        if self.conns[i].unwritten > 0 {
-            self.connect(i, now);
-        } else {
-            self.refill(i, now);
-        }
-    }
-
-    /// The peer closed the connection.
-    fn on_eof(&mut self, i: usize, now: Instant) {
-        if self.h2.is_some() {
-            return self.on_h2_eof(i, now);
-        }
-        let conn = &self.conns[i];
-        if conn.tls.is_some() && !conn.tls_closed && conn.slots.len > 0 {
-            // Without close_notify a close proves nothing: a close-delimited body may be cut.
-            let kind = match read_eof(&mut self.conns[i].parser) {
-                Ok(_) | Err((ErrorKind::Incomplete, _)) => ErrorKind::Incomplete,
-                Err((kind, _)) => kind,
-            };
-            return self.fail(i, kind, now, || {
-                "the server closed the TLS connection without close_notify".to_string()
-            });
-        }
-        if self.conns[i].slots.len == 0 {
-            // An idle connection closed by the server: fine, the next request reconnects.
-            self.close(i);
-            return self.refill(i, now);
-        }
-        match read_eof(&mut self.conns[i].parser) {
-            Ok(response) => {
-                let slot = self.conns[i].slots.pop().expect("a request is in flight");
-                self.ledger
-                    .response(slot.warm, response.status, slot.due, slot.sent, now);
-                self.fail_all(i, ErrorKind::Closed, || {
-                    "the server closed the connection with pipelined requests unanswered"
-                        .to_string()
-                });
-                self.close(i);
-                self.refill(i, now);
-            }
-            Err((kind, message)) => self.fail(i, kind, now, || message),
         }
     }
 
@@ -1162,112 +814,6 @@ fn send_from<I: Io>(
     Ok(())
 }
 
-/// HTTPS: feeds one read's ciphertext to `session` and parses the plaintext it yields.
-///
-/// When the read ends the handshake, the connection is set up for its protocol before any
-/// plaintext is parsed: a server may send application data in the same segment as its last
-/// handshake message (nginx on TLS 1.2 writes its HTTP/2 SETTINGS right behind its
-/// Finished; a TLS 1.3 server may send them as 0.5-RTT data), and those bytes must be read
-/// as HTTP/2, not as an HTTP/1.1 response.
-fn decrypt_and_parse(
-    conn: &mut Conn,
-    session: &mut rustls::ClientConnection,
-    ledger: &mut Ledger,
-    config: &Config,
-    data: &[u8],
-    plain: &mut [u8],
-    now: &mut Instant,
-) -> AfterRead {
-    use std::io::Read as _;
-    let mut rest = data;
-    while !rest.is_empty() {
-        if let Err(e) = session.read_tls(&mut rest) {
-            return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}"));
-        }
-        if let Err(e) = session.process_new_packets() {
-            return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}"));
-        }
-        // With HTTP/2 the phase stays Handshaking after TLS, until the server's SETTINGS;
-        // the session's existence says TLS is done.
-        let ended = matches!(conn.phase, Phase::Handshaking { .. })
-            && conn.h2.is_none()
-            && !session.is_handshaking();
-        if ended {
-            if let Err(failed) = tls_established(conn, session, ledger, config, *now) {
-                return failed;
-            }
-        }
-        loop {
-            match session.reader().read(plain) {
-                // close_notify: the server ends the stream cleanly.
-                Ok(0) => {
-                    conn.tls_closed = true;
-                    break;
-                }
-                Ok(n) => match consume(conn, ledger, config.keep_alive, &plain[..n], now) {
-                    AfterRead::Keep => {}
-                    other => return other,
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}")),
-            }
-        }
-    }
-    AfterRead::Keep
-}
-
-/// HTTPS: the handshake on `conn` has just ended. Counts it (full or resumed, and its time)
-/// and opens the connection: HTTP/1.1 is open at once (its waiting requests are written after
-/// the read); HTTP/2 needs ALPN `h2`, and starts its session with the preface queued, so the
-/// frames that follow in the same read are read as HTTP/2 (the preface goes out after the
-/// read, and the connection opens when the server's SETTINGS are in).
-fn tls_established(
-    conn: &mut Conn,
-    session: &rustls::ClientConnection,
-    ledger: &mut Ledger,
-    config: &Config,
-    now: Instant,
-) -> Result<(), AfterRead> {
-    let took = now.saturating_duration_since(conn.tls_started).as_micros() as u64;
-    let stats = ledger.current();
-    stats.handshake.record(took);
-    if matches!(
-        session.handshake_kind(),
-        Some(rustls::HandshakeKind::Resumed)
-    ) {
-        stats.handshakes_resumed += 1;
-    } else {
-        stats.handshakes_full += 1;
-    }
-    if config.http2.is_none() {
-        conn.phase = Phase::Open;
-        return Ok(());
-    }
-    if session.alpn_protocol() != Some(b"h2") {
-        return Err(AfterRead::Fail(
-            ErrorKind::Protocol,
-            "the server did not choose HTTP/2 (h2) in the TLS handshake's ALPN; \
-             it speaks HTTP/1.1 only, so drop --http2"
-                .to_string(),
-        ));
-    }
-    start_h2_session(conn, now + config.connect_timeout);
-    Ok(())
-}
-
-/// HTTP/2: a fresh connection's session (after TLS, if any), with the preface queued; the
-/// connection waits for the server's SETTINGS until `deadline`.
-fn start_h2_session(conn: &mut Conn, deadline: Instant) {
-    let mut out = Vec::with_capacity(4096);
-    h2::client_preface(&mut out);
-    conn.h2 = Some(Box::new(H2 {
-        session: Session::new(),
-        out,
-        deferred: false,
-    }));
-    conn.phase = Phase::Handshaking { deadline };
-}
-
 /// Reads one read's (plain) bytes on `conn` as HTTP/2 frames or HTTP/1.1 responses.
 #[inline]
 fn consume(
@@ -1282,151 +828,6 @@ fn consume(
     } else {
         parse(conn, ledger, keep_alive, data, now)
     }
-}
-
-/// HTTP/2: reads one read's frames, and books each response that completes (at its
-/// END_STREAM) or stream the server reset.
-fn receive_h2(conn: &mut Conn, ledger: &mut Ledger, data: &[u8], now: &mut Instant) -> AfterRead {
-    let Conn { h2, slots, .. } = conn;
-    let Some(h2) = h2.as_mut() else {
-        return AfterRead::Keep;
-    };
-    let H2 { session, out, .. } = &mut **h2;
-    let mut stamped = false;
-    let mut finish = |slots: &mut Slots, k: usize, ledger: &mut Ledger| {
-        let slot = slots.remove(k);
-        if slot.status == 0 {
-            ledger.error(slot.warm, ErrorKind::Protocol, || {
-                format!("stream {} ended without a final :status", slot.stream)
-            });
-            return;
-        }
-        if !stamped {
-            *now = Instant::now();
-            stamped = true;
-        }
-        ledger.response(slot.warm, slot.status, slot.due, slot.sent, *now);
-    };
-    let result = session.receive(data, out, &mut |event| match event {
-        h2::Event::Headers {
-            stream,
-            status,
-            end_stream,
-        } => {
-            // A stream pelt gave up on (timed out) is not found: its frames are dropped.
-            let Some(k) = slots.position(stream) else {
-                return 0;
-            };
-            let slot = slots.get_mut(k);
-            // 1xx heads come first and trailers last; the first final status is the one.
-            if slot.status == 0 {
-                slot.status = status.filter(|&s| s >= 200).unwrap_or(0);
-            }
-            if end_stream {
-                finish(slots, k, ledger);
-            }
-            0
-        }
-        h2::Event::Data {
-            stream,
-            len,
-            end_stream,
-        } => {
-            let Some(k) = slots.position(stream) else {
-                return 0;
-            };
-            if end_stream {
-                finish(slots, k, ledger);
-                return 0;
-            }
-            let slot = slots.get_mut(k);
-            slot.unacked += len;
-            if slot.unacked < h2::WINDOW / 2 {
-                return 0;
-            }
-            std::mem::take(&mut slot.unacked)
-        }
-        h2::Event::Reset { stream, code } => {
-            if let Some(k) = slots.position(stream) {
-                let slot = slots.remove(k);
-                ledger.error(slot.warm, ErrorKind::StreamReset, || {
-                    format!("the server reset stream {stream}: {}", h2::code_name(code))
-                });
-            }
-            0
-        }
-        h2::Event::WindowUpdate { stream, increment } => {
-            if let Some(k) = (stream != 0).then(|| slots.position(stream)).flatten() {
-                slots.get_mut(k).send_window += increment as i64;
-            }
-            0
-        }
-        h2::Event::Settings { window_delta } => {
-            for k in 0..slots.len {
-                let slot = slots.get_mut(k);
-                if slot.stream != 0 {
-                    slot.send_window += window_delta;
-                }
-            }
-            0
-        }
-        // After the read, the worker acts on the session's GOAWAY.
-        h2::Event::GoAway { .. } => 0,
-    });
-    match result {
-        Ok(()) => AfterRead::Keep,
-        Err(e) => AfterRead::Fail(ErrorKind::Protocol, e.to_string()),
-    }
-}
-
-/// Parses one read's bytes as the responses to the requests on `conn`, back to back, and
-/// books each one that completes.
-#[inline]
-fn parse(
-    conn: &mut Conn,
-    ledger: &mut Ledger,
-    keep_alive: bool,
-    data: &[u8],
-    now: &mut Instant,
-) -> AfterRead {
-    let mut pos = 0;
-    let mut completed = false;
-    while pos < data.len() {
-        if conn.slots.len == 0 {
-            // Bytes nobody asked for: never attributed to the next request.
-            let stray = data.len() - pos;
-            let what = if completed {
-                "after a complete response"
-            } else {
-                "on an idle connection"
-            };
-            ledger.connection_error(ErrorKind::Protocol, || {
-                format!("{stray} bytes arrived {what}")
-            });
-            return AfterRead::Close;
-        }
-        match conn.parser.parse(&data[pos..]) {
-            Ok((_, Parsed::Partial)) => return AfterRead::Keep,
-            Ok((n, Parsed::Complete(response))) => {
-                pos += n;
-                if !completed {
-                    *now = Instant::now();
-                    completed = true;
-                }
-                let slot = conn.slots.pop().expect("a request is in flight");
-                ledger.response(slot.warm, response.status, slot.due, slot.sent, *now);
-                if !(response.keep_alive && keep_alive) {
-                    return AfterRead::Close;
-                }
-            }
-            Err(e) => return AfterRead::Fail(parse_error_kind(&e), e.to_string()),
-        }
-    }
-    // A response to a request not yet fully written: the server did not read it all.
-    if completed && conn.slots.len == 0 && conn.writing() {
-        return AfterRead::Close;
-    }
-    AfterRead::Keep
 }
 
 #[cfg(test)]
