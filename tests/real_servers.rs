@@ -41,14 +41,6 @@ fn find_server(what: &str, package: &str, candidates: &[&str]) -> Option<PathBuf
     found
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A real server process in its own directory (configuration, logs, certificate).
 struct RealServer {
     name: &'static str,
@@ -73,7 +65,8 @@ impl RealServer {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         for attempt in 0..3 {
-            let ports: Vec<u16> = (0..listeners).map(|_| free_port()).collect();
+            // A port free a moment ago (util's closed_port: bound to 0 and released).
+            let ports: Vec<u16> = (0..listeners).map(|_| closed_port()).collect();
             let mut child = command(&dir, &ports)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
