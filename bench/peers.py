@@ -24,7 +24,9 @@ per tool at 64 connections.
 Usage: bench/peers.py [--pelt target/release/pelt] [--conns 1,16,64,256,1024]
                       [--pipeline 1,16] [--duration 5] [--runs 3] [--tools pelt-uring,wrk,...]
                       [--server-cpu 0] [--client-cpu 1] [--syscalls] [--no-equal]
-                      [--server nginx|fixed]
+                      [--server nginx|fixed] [--baseline OTHER_PELT]
+With --baseline, a second pelt build runs beside --pelt as base-uring and base-epoll, run by
+run, so a change's before and after are measured under the same conditions.
 Needs: nginx and wrk on PATH (Debian: apt-get install nginx-light wrk); python3 stdlib only.
 Traffic stays on 127.0.0.1.
 """
@@ -128,12 +130,14 @@ class Tool:
 
 
 class Pelt(Tool):
-    def __init__(self, io):
-        super().__init__(f"pelt-{io}", True)
+    def __init__(self, io, binary=None, name="pelt"):
+        super().__init__(f"{name}-{io}", True)
         self.io = io
+        # None: --pelt; else another build (--baseline), to compare before and after a change.
+        self.binary = binary
 
     def command(self, ctx, url, conns, depth, secs, rate=None):
-        cmd = [ctx.pelt, url, "-c", str(conns), "-t", "1", "-d", f"{secs}s", "--json", "-",
+        cmd = [self.binary or ctx.pelt, url, "-c", str(conns), "-t", "1", "-d", f"{secs}s", "--json", "-",
                "-q", "--io", self.io, "--pipeline", str(depth)]
         if getattr(ctx, "cacert", None):
             cmd += ["--cacert", ctx.cacert]
@@ -262,6 +266,9 @@ def main():
     ap.add_argument("--pipeline", default="1,16")
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline", default=None,
+                    help="another pelt build (say, main's), run as base-uring and base-epoll "
+                         "beside --pelt, alternating run by run: before and after a change")
     ap.add_argument("--tools", default="", help="comma-separated subset (default: all found)")
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
@@ -281,8 +288,13 @@ def main():
         sys.exit(f"{args.pelt} not found: cargo build --release")
     wanted = set(filter(None, args.tools.split(",")))
     tools = []
-    for t in all_tools():
-        binary = "pelt" if t.name.startswith("pelt") else t.name
+    candidates = all_tools()
+    if args.baseline:
+        if not os.path.exists(args.baseline):
+            sys.exit(f"{args.baseline} not found")
+        candidates[2:2] = [Pelt("uring", args.baseline, "base"), Pelt("epoll", args.baseline, "base")]
+    for t in candidates:
+        binary = "pelt" if isinstance(t, Pelt) else t.name
         if wanted and t.name not in wanted:
             continue
         if binary != "pelt" and not shutil.which(binary):
@@ -302,7 +314,7 @@ def main():
             scheme = "https"
             server_cmd = [args.pelt, "serve", "--tls", "--threads", "1", "--port", str(port)]
             tools = [t for t in tools
-                     if t.name in ("pelt-uring", "pelt-epoll", "wrk", "h2load", "oha")]
+                     if isinstance(t, Pelt) or t.name in ("wrk", "h2load", "oha")]
         elif args.server == "nginx":
             conf = os.path.join(d, "nginx.conf")
             with open(conf, "w") as f:

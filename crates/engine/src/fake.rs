@@ -6,7 +6,8 @@
 //! The table at the bottom drives the worker through the transitions that otherwise only the
 //! binary's end-to-end tests reach: a close with pipelined requests outstanding, a GOAWAY with
 //! streams above its last id, a connect failure and its back-off, a send failure (ENOBUFS),
-//! the whole-request deadline, and bytes on an idle connection.
+//! the whole-request deadline, bytes on an idle connection, and a TLS close with and without
+//! close_notify (a real rustls server session runs inside the scripted socket).
 
 use crate::backend::{Connect, Event, EventKind, Io, Read};
 use rustix::io::Errno;
@@ -288,6 +289,69 @@ mod tests {
         }))
     }
 
+    /// A TLS server (rustls, in memory) that answers the first request with a close-delimited
+    /// response and closes, with close_notify first or without it.
+    fn tls_server(close_notify: bool) -> (Socket, crate::TlsClient) {
+        use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+        use std::io::{Read as _, Write as _};
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let cert = key.cert.der().clone();
+        let pkcs8 = PrivatePkcs8KeyDer::from(key.signing_key.serialize_der());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.clone()], PrivateKeyDer::Pkcs8(pkcs8))
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut session = rustls::ServerConnection::new(Arc::new(server)).unwrap();
+        let mut plain = Vec::new();
+        let socket = Socket::Accept(Box::new(move |mut sent| {
+            session.read_tls(&mut sent).unwrap();
+            session.process_new_packets().unwrap();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = session.reader().read(&mut buf) {
+                plain.extend_from_slice(&buf[..n]);
+            }
+            let answer = requests_in(&plain) > 0;
+            if answer {
+                plain.clear();
+                let response = b"HTTP/1.1 200 OK\r\n\r\nthe body runs to the close";
+                session.writer().write_all(response).unwrap();
+                if close_notify {
+                    session.send_close_notify();
+                }
+            }
+            let mut out = Vec::new();
+            while session.wants_write() {
+                session.write_tls(&mut out).unwrap();
+            }
+            let mut replies = vec![Reply::Bytes(out)];
+            if answer {
+                replies.push(Reply::Eof);
+            }
+            replies
+        }));
+        let tls = crate::TlsClient {
+            config: Arc::new(client),
+            server_name: "localhost".try_into().unwrap(),
+        };
+        (socket, tls)
+    }
+
+    fn tls_config(tls: crate::TlsClient) -> Config {
+        let mut c = config(1);
+        c.tls = Some(tls);
+        c
+    }
+
     fn h2_config(requests: u64, streams: usize) -> Config {
         let mut c = config(requests);
         c.http2 = Some(Http2 {
@@ -321,6 +385,8 @@ mod tests {
             c.timeout = Duration::from_millis(50);
             c
         };
+        let (clean_close, clean_tls) = tls_server(true);
+        let (cut_close, cut_tls) = tls_server(false);
         let cases = vec![
             Case {
                 name: "keep-alive: one connection answers every request",
@@ -429,6 +495,24 @@ mod tests {
                 errors: &[],
                 connection_errors: &[],
                 connects: 2,
+            },
+            Case {
+                name: "TLS: close_notify, then EOF: a close-delimited body is complete",
+                config: tls_config(clean_tls),
+                sockets: vec![clean_close],
+                completed: 1,
+                errors: &[],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
+                name: "TLS: EOF without close_notify: the close-delimited body may be cut",
+                config: tls_config(cut_tls),
+                sockets: vec![cut_close],
+                completed: 0,
+                errors: &[(ErrorKind::Incomplete, 1)],
+                connection_errors: &[],
+                connects: 1,
             },
         ];
         for case in cases {

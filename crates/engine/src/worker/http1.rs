@@ -2,146 +2,201 @@
 //! bytes repeated), responses parsed back to back as they come, and what a close means.
 
 use super::*;
+use pelt_codec::{Parsed, ParserOptions, ResponseParser};
 
-impl<I: Io> Worker<'_, I> {
-    /// Writes the requests not written yet, together.
-    pub(super) fn start_write(&mut self, i: usize, now: Instant) {
-        if let Some(http2) = self.h2 {
-            return self.open_streams(i, http2, now);
+pub(super) struct Http1;
+
+/// One HTTP/1.1 connection's state.
+pub(super) struct H1Conn {
+    parser: ResponseParser,
+    /// The write under way: bytes `write_pos..write_end` of the batch are still to be sent.
+    write_pos: usize,
+    write_end: usize,
+}
+
+impl Protocol for Http1 {
+    type Stream = ();
+    type Conn = H1Conn;
+    const MULTIPLEXED: bool = false;
+
+    fn depth(config: &Config) -> usize {
+        config.pipeline.max(1)
+    }
+
+    fn new_conn(config: &Config) -> H1Conn {
+        let mut parser = ResponseParser::new(ParserOptions::default());
+        parser.set_head_request(config.head_request);
+        H1Conn {
+            parser,
+            write_pos: 0,
+            write_end: 0,
         }
-        let len = self.config.request.len();
-        let conn = &mut self.conns[i];
+    }
+
+    fn reset(conn: &mut H1Conn) {
+        conn.parser.reset();
+        conn.write_pos = 0;
+        conn.write_end = 0;
+    }
+
+    #[inline]
+    fn writing(conn: &H1Conn) -> bool {
+        conn.write_pos < conn.write_end
+    }
+
+    #[inline]
+    fn room<I: Io, T: Transport>(w: &Worker<'_, I, Self, T>, i: usize) -> usize {
+        w.conns[i].slots.free()
+    }
+
+    fn start<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+        if w.conns[i].unwritten > 0 {
+            Self::start_write(w, i, now);
+        } else {
+            w.refill(i, now);
+        }
+    }
+
+    fn established(
+        conn: &mut Conn<Self>,
+        _alpn: Option<&[u8]>,
+        _config: &Config,
+        _now: Instant,
+    ) -> Result<(), AfterRead> {
+        // Open at once; the requests that waited are written after the read (`after_read`).
+        conn.phase = Phase::Open;
+        Ok(())
+    }
+
+    /// Writes the requests not written yet, together.
+    #[inline]
+    fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+        let len = w.config.request.len();
+        let conn = &mut w.conns[i];
         let n = conn.unwritten;
         conn.slots.mark_sent(n, now);
         conn.unwritten = 0;
-        conn.write_pos = 0;
-        conn.write_end = n * len;
-        self.write(i, now);
+        conn.proto.write_pos = 0;
+        conn.proto.write_end = n * len;
+        Self::write(w, i, now);
     }
 
-    /// Hands what is left of the write under way to the socket.
-    pub(super) fn write(&mut self, i: usize, now: Instant) {
-        if self.h2.is_some() {
-            self.flush_h2(i, now);
-            if !self.conns[i].writing() && self.model.is_open() {
-                self.refill(i, now);
-            }
-            return;
-        }
-        let conn = &mut self.conns[i];
-        if let Some(session) = conn.tls.as_mut() {
-            if conn.write_pos < conn.write_end {
-                use std::io::Write as _;
-                // Unbounded buffer: takes everything.
-                let _ = session
-                    .writer()
-                    .write_all(&self.batch[conn.write_pos..conn.write_end]);
-                conn.write_pos = conn.write_end;
-            }
-            self.flush_tls(i, now);
-            if !self.conns[i].writing() && self.model.is_open() {
-                self.refill(i, now);
-            }
-            return;
-        }
-        let bytes = &self.batch[conn.write_pos..conn.write_end];
-        match self.io.send(i, bytes) {
+    /// Hands what is left of the write under way to the transport.
+    #[inline]
+    fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+        let h1 = &mut w.conns[i].proto;
+        let bytes = &w.batch[h1.write_pos..h1.write_end];
+        match w.transport.send(&mut w.io, &mut w.ledger, i, bytes) {
             Ok(n) => {
-                self.ledger.current().bytes_sent += n as u64;
-                conn.write_pos += n;
-                if !conn.writing() && self.model.is_open() {
+                h1.write_pos += n;
+                if !w.writing(i) && w.model.is_open() {
                     // Slots left free while the write was under way may take due requests.
-                    self.refill(i, now);
+                    w.refill(i, now);
                 }
             }
-            Err(e) => self.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
+            Err(e) => w.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
         }
     }
 
-    /// The peer closed the connection.
-    pub(super) fn on_eof(&mut self, i: usize, now: Instant) {
-        if self.h2.is_some() {
-            return self.on_h2_eof(i, now);
+    /// Parses one read's bytes as the responses to the requests on `conn`, back to back, and
+    /// books each one that completes.
+    #[inline]
+    fn receive(
+        conn: &mut Conn<Self>,
+        ledger: &mut Ledger,
+        config: &Config,
+        data: &[u8],
+        now: &mut Instant,
+        sending: bool,
+    ) -> AfterRead {
+        let mut pos = 0;
+        let mut completed = false;
+        while pos < data.len() {
+            if conn.slots.len == 0 {
+                // Bytes nobody asked for: never attributed to the next request.
+                let stray = data.len() - pos;
+                let what = if completed {
+                    "after a complete response"
+                } else {
+                    "on an idle connection"
+                };
+                ledger.connection_error(ErrorKind::Protocol, || {
+                    format!("{stray} bytes arrived {what}")
+                });
+                return AfterRead::Close;
+            }
+            match conn.proto.parser.parse(&data[pos..]) {
+                Ok((_, Parsed::Partial)) => return AfterRead::Keep,
+                Ok((n, Parsed::Complete(response))) => {
+                    pos += n;
+                    if !completed {
+                        *now = Instant::now();
+                        completed = true;
+                    }
+                    let slot = conn.slots.pop().expect("a request is in flight");
+                    ledger.response(slot.warm, response.status, slot.due, slot.sent, *now);
+                    if !(response.keep_alive && config.keep_alive) {
+                        return AfterRead::Close;
+                    }
+                }
+                Err(e) => return AfterRead::Fail(parse_error_kind(&e), e.to_string()),
+            }
         }
-        let conn = &self.conns[i];
-        if conn.tls.is_some() && !conn.tls_closed && conn.slots.len > 0 {
+        // A response to a request not yet fully written: the server did not read it all.
+        if completed && conn.slots.len == 0 && (sending || Self::writing(&conn.proto)) {
+            return AfterRead::Close;
+        }
+        AfterRead::Keep
+    }
+
+    /// Over TLS, requests taken during the handshake waited for its end, which this read
+    /// brought: they go now. (An open plain connection writes its requests as it takes them.)
+    #[inline]
+    fn after_read<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+        let conn = &w.conns[i];
+        if matches!(conn.phase, Phase::Open) && conn.unwritten > 0 {
+            Self::start_write(w, i, now);
+        }
+    }
+
+    fn on_eof<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+        if !w.transport.clean_close(i) && w.conns[i].slots.len > 0 {
             // Without close_notify a close proves nothing: a close-delimited body may be cut.
-            let kind = match read_eof(&mut self.conns[i].parser) {
+            let kind = match read_eof(&mut w.conns[i].proto.parser) {
                 Ok(_) | Err((ErrorKind::Incomplete, _)) => ErrorKind::Incomplete,
                 Err((kind, _)) => kind,
             };
-            return self.fail(i, kind, now, || {
+            return w.fail(i, kind, now, || {
                 "the server closed the TLS connection without close_notify".to_string()
             });
         }
-        if self.conns[i].slots.len == 0 {
+        if w.conns[i].slots.len == 0 {
             // An idle connection closed by the server: fine, the next request reconnects.
-            self.close(i);
-            return self.refill(i, now);
+            w.close(i);
+            return w.refill(i, now);
         }
-        match read_eof(&mut self.conns[i].parser) {
+        match read_eof(&mut w.conns[i].proto.parser) {
             Ok(response) => {
-                let slot = self.conns[i].slots.pop().expect("a request is in flight");
-                self.ledger
+                let slot = w.conns[i].slots.pop().expect("a request is in flight");
+                w.ledger
                     .response(slot.warm, response.status, slot.due, slot.sent, now);
-                self.fail_all(i, ErrorKind::Closed, || {
+                w.fail_all(i, ErrorKind::Closed, || {
                     "the server closed the connection with pipelined requests unanswered"
                         .to_string()
                 });
-                self.close(i);
-                self.refill(i, now);
+                w.close(i);
+                w.refill(i, now);
             }
-            Err((kind, message)) => self.fail(i, kind, now, || message),
+            Err((kind, message)) => w.fail(i, kind, now, || message),
         }
     }
-}
 
-/// Parses one read's bytes as the responses to the requests on `conn`, back to back, and
-/// books each one that completes.
-#[inline]
-pub(super) fn parse(
-    conn: &mut Conn,
-    ledger: &mut Ledger,
-    keep_alive: bool,
-    data: &[u8],
-    now: &mut Instant,
-) -> AfterRead {
-    let mut pos = 0;
-    let mut completed = false;
-    while pos < data.len() {
-        if conn.slots.len == 0 {
-            // Bytes nobody asked for: never attributed to the next request.
-            let stray = data.len() - pos;
-            let what = if completed {
-                "after a complete response"
-            } else {
-                "on an idle connection"
-            };
-            ledger.connection_error(ErrorKind::Protocol, || {
-                format!("{stray} bytes arrived {what}")
-            });
-            return AfterRead::Close;
-        }
-        match conn.parser.parse(&data[pos..]) {
-            Ok((_, Parsed::Partial)) => return AfterRead::Keep,
-            Ok((n, Parsed::Complete(response))) => {
-                pos += n;
-                if !completed {
-                    *now = Instant::now();
-                    completed = true;
-                }
-                let slot = conn.slots.pop().expect("a request is in flight");
-                ledger.response(slot.warm, response.status, slot.due, slot.sent, *now);
-                if !(response.keep_alive && keep_alive) {
-                    return AfterRead::Close;
-                }
-            }
-            Err(e) => return AfterRead::Fail(parse_error_kind(&e), e.to_string()),
-        }
+    /// The oldest request went unanswered: it and the rest on the connection time out (an
+    /// HTTP/1.1 response cannot be skipped), and the connection is dropped.
+    fn expire<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+        let t = w.config.timeout;
+        w.fail(i, ErrorKind::Timeout, now, || {
+            format!("no complete response within {t:?}")
+        })
     }
-    // A response to a request not yet fully written: the server did not read it all.
-    if completed && conn.slots.len == 0 && conn.writing() {
-        return AfterRead::Close;
-    }
-    AfterRead::Keep
 }

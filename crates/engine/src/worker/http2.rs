@@ -3,257 +3,402 @@
 //! END_STREAM, GOAWAY and RST_STREAM, and streams past the timeout reset.
 
 use super::*;
+use crate::Http2 as Request;
+use pelt_codec::h2::{self as h2, Session};
 
-/// One HTTP/2 connection's protocol state.
-pub(super) struct H2 {
-    pub(super) session: Session,
-    /// Frames not handed to TLS or the socket yet.
-    pub(super) out: Vec<u8>,
-    /// In the worker's list of connections to flush after this batch of events.
-    pub(super) deferred: bool,
+/// The HTTP/2 protocol: the request, and the batching of each connection's frames.
+pub(super) struct Http2<'a> {
+    request: &'a Request,
+    /// A batch of events is being handled; flushes wait for its end.
+    defer: bool,
+    /// The connections with frames waiting for the batch's end.
+    deferred: Vec<usize>,
 }
 
-impl<I: Io> Worker<'_, I> {
-    /// HTTP/2 with prior knowledge (h2c): sends the preface on a fresh connection; the
-    /// requests wait for the server's SETTINGS. (Over TLS, `tls_established` starts it.)
-    pub(super) fn start_h2(&mut self, i: usize, now: Instant) {
-        start_h2_session(&mut self.conns[i], now + self.config.connect_timeout);
-        self.flush_h2(i, now);
-    }
-
-    /// HTTP/2: hands the frames queued to TLS or to the socket, or while a batch of events is
-    /// handled, once at its end: every stream a batch's reads completed restarts in one write.
-    pub(super) fn flush_h2(&mut self, i: usize, now: Instant) {
-        if self.defer {
-            if let Some(h2) = self.conns[i].h2.as_mut().filter(|h| !h.deferred) {
-                h2.deferred = true;
-                self.deferred.push(i);
-            }
-            return;
+impl<'a> Http2<'a> {
+    pub(super) fn new(request: &'a Request) -> Http2<'a> {
+        Http2 {
+            request,
+            defer: false,
+            deferred: Vec::new(),
         }
-        self.flush_h2_now(i, now);
+    }
+}
+
+/// One HTTP/2 connection's protocol state (from the preface on; `None` before).
+pub(super) struct H2 {
+    session: Session,
+    /// Frames not handed to the transport yet.
+    out: Vec<u8>,
+    /// In the list of connections to flush after this batch of events.
+    deferred: bool,
+}
+
+/// One request's stream.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Stream {
+    /// Its id (0: not written yet).
+    id: u32,
+    /// The final status its response has so far (0: none yet).
+    status: u16,
+    /// Response bytes taken since its receive window was last opened.
+    unacked: u32,
+    /// Request body bytes sent, and the stream's send window.
+    body_sent: usize,
+    send_window: i64,
+}
+
+impl Slots<Stream> {
+    /// Where the request on stream `id` is.
+    #[inline]
+    fn position(&self, id: u32) -> Option<usize> {
+        (0..self.len).find(|&k| self.ring[(self.head + k) % self.ring.len()].stream.id == id)
+    }
+}
+
+type W<'w, 'a, I, T> = Worker<'w, I, Http2<'a>, T>;
+
+impl<'a> Protocol for Http2<'a> {
+    type Stream = Stream;
+    type Conn = Option<Box<H2>>;
+    const MULTIPLEXED: bool = true;
+
+    fn depth(config: &Config) -> usize {
+        config.http2.as_ref().map_or(1, |h| h.streams.max(1))
     }
 
-    /// Flushes the connections whose frames waited for the end of the batch.
-    pub(super) fn flush_deferred(&mut self, now: Instant) {
-        self.defer = false;
-        let mut list = std::mem::take(&mut self.deferred);
+    fn new_conn(_config: &Config) -> Option<Box<H2>> {
+        None
+    }
+
+    fn reset(conn: &mut Option<Box<H2>>) {
+        *conn = None;
+    }
+
+    #[inline]
+    fn writing(conn: &Option<Box<H2>>) -> bool {
+        conn.as_ref().is_some_and(|h| !h.out.is_empty())
+    }
+
+    /// The streams the server allows (none after its GOAWAY), up to the slots. Before its
+    /// SETTINGS say how many, closed loop takes one (to connect) and open loop queues up to
+    /// --streams.
+    #[inline]
+    fn room<I: Io, T: Transport>(w: &W<'_, 'a, I, T>, i: usize) -> usize {
+        let c = &w.conns[i];
+        let limit = match c.proto.as_ref() {
+            Some(h) if h.session.settled() => {
+                if h.session.can_open() {
+                    (h.session.max_streams() as usize).min(c.slots.ring.len())
+                } else {
+                    0
+                }
+            }
+            _ if w.model.is_open() => c.slots.ring.len(),
+            _ => 1,
+        };
+        limit.saturating_sub(c.slots.len)
+    }
+
+    /// With prior knowledge (h2c): sends the preface on a fresh connection; the requests
+    /// wait for the server's SETTINGS.
+    fn start<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+        start_session(&mut w.conns[i], now + w.config.connect_timeout);
+        flush(w, i, now);
+    }
+
+    /// Over TLS: needs ALPN `h2`, and starts the session with the preface queued, so the
+    /// frames that follow in the same read are read as HTTP/2 (the preface goes out after
+    /// the read, and the connection opens when the server's SETTINGS are in).
+    fn established(
+        conn: &mut Conn<Self>,
+        alpn: Option<&[u8]>,
+        config: &Config,
+        now: Instant,
+    ) -> Result<(), AfterRead> {
+        if alpn != Some(b"h2") {
+            return Err(AfterRead::Fail(
+                ErrorKind::Protocol,
+                "the server did not choose HTTP/2 (h2) in the TLS handshake's ALPN; \
+                 it speaks HTTP/1.1 only, so drop --http2"
+                    .to_string(),
+            ));
+        }
+        start_session(conn, now + config.connect_timeout);
+        Ok(())
+    }
+
+    fn start_write<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+        open_streams(w, i, now);
+    }
+
+    fn write<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+        flush(w, i, now);
+        if !w.writing(i) && w.model.is_open() {
+            w.refill(i, now);
+        }
+    }
+
+    #[inline]
+    fn receive(
+        conn: &mut Conn<Self>,
+        ledger: &mut Ledger,
+        _config: &Config,
+        data: &[u8],
+        now: &mut Instant,
+        _sending: bool,
+    ) -> AfterRead {
+        receive(conn, ledger, data, now)
+    }
+
+    fn after_read<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+        after_read(w, i, now);
+    }
+
+    fn on_eof<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+        on_eof(w, i, now);
+    }
+
+    fn expire<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+        expire_streams(w, i, now);
+    }
+
+    fn begin_batch<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>) {
+        w.proto.defer = true;
+    }
+
+    /// Flushes the connections whose frames waited for the end of the batch: every stream a
+    /// batch's reads completed restarts in one write.
+    fn end_batch<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, now: Instant) {
+        w.proto.defer = false;
+        let mut list = std::mem::take(&mut w.proto.deferred);
         for &i in &list {
             // A connection closed (and maybe reopened) since has nothing of the batch's left.
-            if let Some(h2) = self.conns[i].h2.as_mut().filter(|h| h.deferred) {
+            if let Some(h2) = w.conns[i].proto.as_mut().filter(|h| h.deferred) {
                 h2.deferred = false;
-                self.flush_h2_now(i, now);
+                flush_now(w, i, now);
             }
         }
         list.clear();
-        self.deferred = list;
-    }
-
-    /// HTTP/2: hands the frames queued to TLS or to the socket (what the socket does not
-    /// take waits for it to be writable).
-    pub(super) fn flush_h2_now(&mut self, i: usize, now: Instant) {
-        let conn = &mut self.conns[i];
-        let Some(h2) = conn.h2.as_mut() else {
-            return;
-        };
-        if let Some(session) = conn.tls.as_mut() {
-            if !h2.out.is_empty() {
-                use std::io::Write as _;
-                // Unbounded buffer: takes everything.
-                let _ = session.writer().write_all(&h2.out);
-                h2.out.clear();
-            }
-            return self.flush_tls(i, now);
-        }
-        if let Err(e) = send_from(&mut self.io, &mut self.ledger, i, &mut h2.out) {
-            self.fail(i, errno_kind(e, false), now, || format!("write: {e}"));
-        }
-    }
-
-    /// HTTP/2: opens a stream for each request not written yet, as far as the server's
-    /// stream limit allows, with its HEADERS and as much of its body as the windows allow.
-    pub(super) fn open_streams(&mut self, i: usize, http2: &Http2, now: Instant) {
-        let conn = &mut self.conns[i];
-        let Some(h2) = conn.h2.as_mut() else {
-            return;
-        };
-        let limit = if h2.session.can_open() {
-            h2.session.max_streams() as usize
-        } else {
-            0
-        };
-        let written = conn.slots.len - conn.unwritten;
-        let n = conn.unwritten.min(limit.saturating_sub(written));
-        let window = h2.session.initial_window() as i64;
-        let end_stream = http2.body.is_empty();
-        for k in written..written + n {
-            let stream = h2.session.open_stream();
-            let slot = conn.slots.get_mut(k);
-            *slot = Slot {
-                stream,
-                send_window: window,
-                ..Slot::new(slot.due, now, slot.warm)
-            };
-            h2.session
-                .headers(&mut h2.out, stream, &http2.header_block, end_stream);
-            if !end_stream {
-                h2.session.data(
-                    &mut h2.out,
-                    stream,
-                    &http2.body,
-                    &mut slot.body_sent,
-                    &mut slot.send_window,
-                );
-            }
-        }
-        conn.unwritten -= n;
-        self.flush_h2(i, now);
-    }
-
-    /// HTTP/2: after a read, opens the connection when the server's SETTINGS arrived, sends
-    /// the request bodies the windows now let through, acts on a GOAWAY, and sends the frames
-    /// owed to the server.
-    pub(super) fn after_h2_read(&mut self, i: usize, now: Instant) {
-        let Some(http2) = self.h2 else {
-            return;
-        };
-        let conn = &mut self.conns[i];
-        let Some(h2) = conn.h2.as_mut() else {
-            return;
-        };
-        if matches!(conn.phase, Phase::Handshaking { .. }) {
-            let tls_busy = conn.tls.as_ref().is_some_and(|t| t.is_handshaking());
-            if !h2.session.settled() || tls_busy {
-                return self.flush_h2(i, now);
-            }
-            conn.phase = Phase::Open;
-            return self.open_streams(i, http2, now);
-        }
-        if !http2.body.is_empty() {
-            for k in 0..conn.slots.len - conn.unwritten {
-                let slot = conn.slots.get_mut(k);
-                if slot.body_sent < http2.body.len() {
-                    h2.session.data(
-                        &mut h2.out,
-                        slot.stream,
-                        &http2.body,
-                        &mut slot.body_sent,
-                        &mut slot.send_window,
-                    );
-                }
-            }
-        }
-        if let Some(last) = h2.session.goaway() {
-            // Streams above `last` were never processed: they go again, on a new connection,
-            // once the ones the server will finish have finished. They are at the back of
-            // the written ones (streams are numbered in order).
-            let written = conn.slots.len - conn.unwritten;
-            let mut retry = 0;
-            for k in 0..written {
-                let slot = conn.slots.get_mut(k);
-                if slot.stream > last {
-                    slot.stream = 0;
-                    retry += 1;
-                }
-            }
-            conn.unwritten += retry;
-            if conn.written() == 0 {
-                self.flush_h2(i, now);
-                self.close(i);
-                return if self.conns[i].unwritten > 0 {
-                    self.connect(i, now)
-                } else {
-                    self.refill(i, now)
-                };
-            }
-        }
-        self.flush_h2(i, now);
-    }
-
-    /// HTTP/2: the streams on connection `i` older than --timeout end as timeouts (each
-    /// reset with CANCEL); the connection and its other streams go on.
-    pub(super) fn expire_streams(&mut self, i: usize, now: Instant) {
-        let timeout = self.config.timeout;
-        let conn = &mut self.conns[i];
-        let Some(h2) = conn.h2.as_mut() else {
-            return;
-        };
-        while let Some(slot) = conn.slots.front().copied() {
-            if now < slot.sent + timeout {
-                break;
-            }
-            conn.slots.pop();
-            if slot.stream == 0 {
-                // Never written: the server's stream limit left no room within the timeout.
-                conn.unwritten -= 1;
-            } else {
-                h2::rst_stream(&mut h2.out, slot.stream, h2::code::CANCEL);
-            }
-            self.ledger.error(slot.warm, ErrorKind::Timeout, || {
-                format!("no complete response within {timeout:?}")
-            });
-        }
-        self.flush_h2(i, now);
-        self.refill(i, now);
-    }
-
-    /// HTTP/2: the server closed the connection. The open streams end as `closed`; the
-    /// requests not written yet (after a GOAWAY, or over the stream limit) go on a new one.
-    pub(super) fn on_h2_eof(&mut self, i: usize, now: Instant) {
-        if matches!(self.conns[i].phase, Phase::Handshaking { .. }) {
-            return self.fail(i, ErrorKind::Closed, now, || {
-                "the server closed the connection before its HTTP/2 SETTINGS (does it speak \
-                 HTTP/2 with prior knowledge, h2c, on this port?)"
-                    .to_string()
-            });
-        }
-        for _ in 0..self.conns[i].written() {
-            let slot = self.conns[i].slots.pop().expect("a request is in flight");
-            self.ledger.error(slot.warm, ErrorKind::Closed, || {
-                "the server closed the HTTP/2 connection with the stream open".to_string()
-            });
-        }
-        self.close(i);
-        if self.conns[i].unwritten > 0 {
-            self.connect(i, now);
-        } else {
-            self.refill(i, now);
-        }
+        w.proto.deferred = list;
     }
 }
 
-/// HTTP/2: a fresh connection's session (after TLS, if any), with the preface queued; the
-/// connection waits for the server's SETTINGS until `deadline`.
-pub(super) fn start_h2_session(conn: &mut Conn, deadline: Instant) {
+/// Hands the frames queued on connection `i` to the transport, or while a batch of events is
+/// handled, once at its end.
+fn flush<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+    if w.proto.defer {
+        if let Some(h2) = w.conns[i].proto.as_mut().filter(|h| !h.deferred) {
+            h2.deferred = true;
+            w.proto.deferred.push(i);
+        }
+        return;
+    }
+    flush_now(w, i, now);
+}
+
+/// Hands the frames queued on connection `i` to the transport (what the socket does not take
+/// waits for it to be writable).
+fn flush_now<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+    let Some(h2) = w.conns[i].proto.as_mut() else {
+        return;
+    };
+    if let Err(e) = w
+        .transport
+        .send_buf(&mut w.io, &mut w.ledger, i, &mut h2.out)
+    {
+        w.fail(i, errno_kind(e, false), now, || format!("write: {e}"));
+    }
+}
+
+/// Opens a stream for each request not written yet on connection `i`, as far as the server's
+/// stream limit allows, with its HEADERS and as much of its body as the windows allow.
+fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+    let request = w.proto.request;
+    let conn = &mut w.conns[i];
+    let Some(h2) = conn.proto.as_mut() else {
+        return;
+    };
+    let limit = if h2.session.can_open() {
+        h2.session.max_streams() as usize
+    } else {
+        0
+    };
+    let written = conn.slots.len - conn.unwritten;
+    let n = conn.unwritten.min(limit.saturating_sub(written));
+    let window = h2.session.initial_window() as i64;
+    let end_stream = request.body.is_empty();
+    for k in written..written + n {
+        let id = h2.session.open_stream();
+        let slot = conn.slots.get_mut(k);
+        *slot = Slot {
+            stream: Stream {
+                id,
+                send_window: window,
+                ..Stream::default()
+            },
+            ..Slot::new(slot.due, now, slot.warm)
+        };
+        h2.session
+            .headers(&mut h2.out, id, &request.header_block, end_stream);
+        if !end_stream {
+            let s = &mut slot.stream;
+            h2.session.data(
+                &mut h2.out,
+                id,
+                &request.body,
+                &mut s.body_sent,
+                &mut s.send_window,
+            );
+        }
+    }
+    conn.unwritten -= n;
+    flush(w, i, now);
+}
+
+/// After a read: opens the connection when the server's SETTINGS arrived, sends the request
+/// bodies the windows now let through, acts on a GOAWAY, and sends the frames owed to the
+/// server.
+fn after_read<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+    let request = w.proto.request;
+    let conn = &mut w.conns[i];
+    let Some(h2) = conn.proto.as_mut() else {
+        return;
+    };
+    if matches!(conn.phase, Phase::Handshaking { .. }) {
+        if !h2.session.settled() {
+            return flush(w, i, now);
+        }
+        conn.phase = Phase::Open;
+        return open_streams(w, i, now);
+    }
+    let written = conn.slots.len - conn.unwritten;
+    if !request.body.is_empty() {
+        for k in 0..written {
+            let s = &mut conn.slots.get_mut(k).stream;
+            if s.body_sent < request.body.len() {
+                h2.session.data(
+                    &mut h2.out,
+                    s.id,
+                    &request.body,
+                    &mut s.body_sent,
+                    &mut s.send_window,
+                );
+            }
+        }
+    }
+    if let Some(last) = h2.session.goaway() {
+        // Streams above `last` were never processed: they go again, on a new connection, once
+        // the ones the server will finish have finished. They are at the back of the written
+        // ones (streams are numbered in order).
+        let mut retry = 0;
+        for k in 0..written {
+            let s = &mut conn.slots.get_mut(k).stream;
+            if s.id > last {
+                s.id = 0;
+                retry += 1;
+            }
+        }
+        conn.unwritten += retry;
+        if conn.written() == 0 {
+            flush(w, i, now);
+            w.close(i);
+            return if w.conns[i].unwritten > 0 {
+                w.connect(i, now)
+            } else {
+                w.refill(i, now)
+            };
+        }
+    }
+    flush(w, i, now);
+}
+
+/// The streams on connection `i` older than --timeout end as timeouts (each reset with
+/// CANCEL); the connection and its other streams go on.
+fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+    let timeout = w.config.timeout;
+    let conn = &mut w.conns[i];
+    let Some(h2) = conn.proto.as_mut() else {
+        return;
+    };
+    while let Some(slot) = conn.slots.front().copied() {
+        if now < slot.sent + timeout {
+            break;
+        }
+        conn.slots.pop();
+        if slot.stream.id == 0 {
+            // Never written: the server's stream limit left no room within the timeout.
+            conn.unwritten -= 1;
+        } else {
+            h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
+        }
+        w.ledger.error(slot.warm, ErrorKind::Timeout, || {
+            format!("no complete response within {timeout:?}")
+        });
+    }
+    flush(w, i, now);
+    w.refill(i, now);
+}
+
+/// The server closed the connection. The open streams end as `closed`; the requests not
+/// written yet (after a GOAWAY, or over the stream limit) go on a new one.
+fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+    if matches!(w.conns[i].phase, Phase::Handshaking { .. }) {
+        return w.fail(i, ErrorKind::Closed, now, || {
+            "the server closed the connection before its HTTP/2 SETTINGS (does it speak \
+             HTTP/2 with prior knowledge, h2c, on this port?)"
+                .to_string()
+        });
+    }
+    for _ in 0..w.conns[i].written() {
+        let slot = w.conns[i].slots.pop().expect("a request is in flight");
+        w.ledger.error(slot.warm, ErrorKind::Closed, || {
+            "the server closed the HTTP/2 connection with the stream open".to_string()
+        });
+    }
+    w.close(i);
+    if w.conns[i].unwritten > 0 {
+        w.connect(i, now);
+    } else {
+        w.refill(i, now);
+    }
+}
+
+/// A fresh connection's session (after TLS, if any), with the preface queued; the connection
+/// waits for the server's SETTINGS until `deadline`.
+fn start_session(conn: &mut Conn<Http2<'_>>, deadline: Instant) {
     let mut out = Vec::with_capacity(4096);
     h2::client_preface(&mut out);
-    conn.h2 = Some(Box::new(H2 {
+    conn.proto = Some(Box::new(H2 {
         session: Session::new(),
         out,
         deferred: false,
     }));
-    conn.phase = Phase::Handshaking { deadline };
+    conn.phase = Phase::Handshaking {
+        deadline,
+        awaiting: Awaiting::Settings,
+    };
 }
 
-/// HTTP/2: reads one read's frames, and books each response that completes (at its
-/// END_STREAM) or stream the server reset.
-pub(super) fn receive_h2(
-    conn: &mut Conn,
+/// Reads one read's frames, and books each response that completes (at its END_STREAM) or
+/// stream the server reset.
+fn receive(
+    conn: &mut Conn<Http2<'_>>,
     ledger: &mut Ledger,
     data: &[u8],
     now: &mut Instant,
 ) -> AfterRead {
-    let Conn { h2, slots, .. } = conn;
-    let Some(h2) = h2.as_mut() else {
+    let Conn { proto, slots, .. } = conn;
+    let Some(h2) = proto.as_mut() else {
         return AfterRead::Keep;
     };
     let H2 { session, out, .. } = &mut **h2;
     let mut stamped = false;
-    let mut finish = |slots: &mut Slots, k: usize, ledger: &mut Ledger| {
+    let mut finish = |slots: &mut Slots<Stream>, k: usize, ledger: &mut Ledger| {
         let slot = slots.remove(k);
-        if slot.status == 0 {
+        if slot.stream.status == 0 {
             ledger.error(slot.warm, ErrorKind::Protocol, || {
-                format!("stream {} ended without a final :status", slot.stream)
+                format!("stream {} ended without a final :status", slot.stream.id)
             });
             return;
         }
@@ -261,7 +406,7 @@ pub(super) fn receive_h2(
             *now = Instant::now();
             stamped = true;
         }
-        ledger.response(slot.warm, slot.status, slot.due, slot.sent, *now);
+        ledger.response(slot.warm, slot.stream.status, slot.due, slot.sent, *now);
     };
     let result = session.receive(data, out, &mut |event| match event {
         h2::Event::Headers {
@@ -273,10 +418,10 @@ pub(super) fn receive_h2(
             let Some(k) = slots.position(stream) else {
                 return 0;
             };
-            let slot = slots.get_mut(k);
+            let s = &mut slots.get_mut(k).stream;
             // 1xx heads come first and trailers last; the first final status is the one.
-            if slot.status == 0 {
-                slot.status = status.filter(|&s| s >= 200).unwrap_or(0);
+            if s.status == 0 {
+                s.status = status.filter(|&s| s >= 200).unwrap_or(0);
             }
             if end_stream {
                 finish(slots, k, ledger);
@@ -295,12 +440,12 @@ pub(super) fn receive_h2(
                 finish(slots, k, ledger);
                 return 0;
             }
-            let slot = slots.get_mut(k);
-            slot.unacked += len;
-            if slot.unacked < h2::WINDOW / 2 {
+            let s = &mut slots.get_mut(k).stream;
+            s.unacked += len;
+            if s.unacked < h2::WINDOW / 2 {
                 return 0;
             }
-            std::mem::take(&mut slot.unacked)
+            std::mem::take(&mut s.unacked)
         }
         h2::Event::Reset { stream, code } => {
             if let Some(k) = slots.position(stream) {
@@ -313,15 +458,15 @@ pub(super) fn receive_h2(
         }
         h2::Event::WindowUpdate { stream, increment } => {
             if let Some(k) = (stream != 0).then(|| slots.position(stream)).flatten() {
-                slots.get_mut(k).send_window += increment as i64;
+                slots.get_mut(k).stream.send_window += increment as i64;
             }
             0
         }
         h2::Event::Settings { window_delta } => {
             for k in 0..slots.len {
-                let slot = slots.get_mut(k);
-                if slot.stream != 0 {
-                    slot.send_window += window_delta;
+                let s = &mut slots.get_mut(k).stream;
+                if s.id != 0 {
+                    s.send_window += window_delta;
                 }
             }
             0

@@ -1,36 +1,41 @@
-//! The one worker loop and connection state machine, shared by every I/O backend.
+//! The one worker loop and connection state machine, shared by every I/O backend, protocol
+//! and transport.
 //!
 //! A backend (`epoll.rs`, `uring.rs`, and `fake.rs` in tests) implements [`Io`]: it owns the
-//! sockets and the syscalls and reports what happened as [`Event`]s. Everything else is here,
-//! once: which request a connection takes and when (the load model), slots, deadlines,
-//! warm-up and the stop. The loop (`Worker::run`, each pass one `turn`) is: reap I/O events
-//! -> advance the connections -> let the model fill free slots -> submit I/O -> wait for the
-//! next event or deadline.
+//! sockets and the syscalls and reports what happened as [`Event`]s. The protocol (HTTP/1.1 or
+//! HTTP/2) and the transport (plain or TLS) are chosen once per run, as the worker's type
+//! parameters ([`Protocol`], [`Transport`]), so the loop has no protocol or TLS branches and
+//! each keeps its own state: HTTP/2's per-stream fields ride in the slots only of HTTP/2
+//! connections, TLS sessions live in the TLS transport. The loop (`Worker::run`, each pass one
+//! `turn`) is: reap I/O events -> advance the connections -> let the model fill free slots ->
+//! submit I/O -> wait for the next event or deadline.
 //!
 //! Where each concern lives:
 //! - this file: the loop, `Conn` and its slots, `refill` (the model gives a connection
-//!   requests), connecting, reading (`on_readable`), failures, closes and deadlines;
+//!   requests), connecting, reading (`on_readable`), failures, closes and deadlines, and the
+//!   two traits;
 //! - `http1.rs`: HTTP/1.1 writes (a batch of pipelined requests), the response parser's
 //!   results (`parse`), and what an EOF means;
 //! - `http2.rs`: the HTTP/2 session, streams, frames flushed once per batch, GOAWAY, resets;
+//! - `plain.rs`: bytes straight to and from the socket;
 //! - `tls.rs`: the handshake, decrypting each read, and the handshake's end.
 
 mod http1;
 mod http2;
+mod plain;
 mod tls;
 
-use http1::parse;
-use http2::{receive_h2, start_h2_session, H2};
-use tls::decrypt_and_parse;
+use http1::Http1;
+use http2::Http2;
+use plain::Plain;
+use tls::Tls;
 
 use crate::backend::{Connect, Event, EventKind, Io, Read};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
 use crate::ledger::Ledger;
 use crate::model::Model;
 use crate::schedule::Schedule;
-use crate::{Config, Http2, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
-use pelt_codec::h2::{self as h2, Session};
-use pelt_codec::{Parsed, ParserOptions, ResponseParser};
+use crate::{Config, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
 use pelt_stats::ErrorKind;
 use rustix::io::Errno;
 use std::collections::VecDeque;
@@ -50,55 +55,56 @@ enum Phase {
     Connecting { deadline: Instant },
     /// Connected; the TLS handshake, or HTTP/2's wait for the server's SETTINGS, is under
     /// way; requests in `slots` wait.
-    Handshaking { deadline: Instant },
+    Handshaking {
+        deadline: Instant,
+        awaiting: Awaiting,
+    },
     /// Connected.
     Open,
 }
 
+/// What a handshaking connection waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Awaiting {
+    /// The end of the TLS handshake.
+    Tls,
+    /// The server's HTTP/2 SETTINGS.
+    Settings,
+}
+
 /// One request on a connection.
 #[derive(Debug, Clone, Copy)]
-struct Slot {
+struct Slot<S> {
     /// When it was due (open-loop latency starts here; closed loop: when it started).
     due: Instant,
     /// When its first byte was handed to the socket (service time starts here).
     sent: Instant,
     /// It started during the warm-up.
     warm: bool,
-    /// HTTP/2: its stream (0: not written yet).
-    stream: u32,
-    /// HTTP/2: the final status its response has so far (0: none yet).
-    status: u16,
-    /// HTTP/2: response bytes taken since its receive window was last opened.
-    unacked: u32,
-    /// HTTP/2: request body bytes sent, and the stream's send window.
-    body_sent: usize,
-    send_window: i64,
+    /// What the protocol keeps per request (HTTP/1.1: nothing; HTTP/2: its stream).
+    stream: S,
 }
 
-/// The requests of one connection, oldest first: at most `--pipeline` of them.
-struct Slots {
-    ring: Box<[Slot]>,
+/// The requests of one connection, oldest first: at most `--pipeline` (or `--streams`).
+struct Slots<S> {
+    ring: Box<[Slot<S>]>,
     head: usize,
     len: usize,
 }
 
-impl Slot {
-    fn new(due: Instant, sent: Instant, warm: bool) -> Slot {
+impl<S: Default> Slot<S> {
+    fn new(due: Instant, sent: Instant, warm: bool) -> Slot<S> {
         Slot {
             due,
             sent,
             warm,
-            stream: 0,
-            status: 0,
-            unacked: 0,
-            body_sent: 0,
-            send_window: 0,
+            stream: S::default(),
         }
     }
 }
 
-impl Slots {
-    fn new(depth: usize, now: Instant) -> Slots {
+impl<S: Copy + Default> Slots<S> {
+    fn new(depth: usize, now: Instant) -> Slots<S> {
         let empty = Slot::new(now, now, false);
         Slots {
             ring: vec![empty; depth].into_boxed_slice(),
@@ -113,14 +119,14 @@ impl Slots {
     }
 
     #[inline]
-    fn push(&mut self, slot: Slot) {
+    fn push(&mut self, slot: Slot<S>) {
         let at = (self.head + self.len) % self.ring.len();
         self.ring[at] = slot;
         self.len += 1;
     }
 
     #[inline]
-    fn pop(&mut self) -> Option<Slot> {
+    fn pop(&mut self) -> Option<Slot<S>> {
         if self.len == 0 {
             return None;
         }
@@ -131,26 +137,20 @@ impl Slots {
     }
 
     #[inline]
-    fn front(&self) -> Option<&Slot> {
+    fn front(&self) -> Option<&Slot<S>> {
         (self.len > 0).then(|| &self.ring[self.head])
     }
 
     /// The `k`th request, oldest first.
     #[inline]
-    fn get_mut(&mut self, k: usize) -> &mut Slot {
+    fn get_mut(&mut self, k: usize) -> &mut Slot<S> {
         let at = (self.head + k) % self.ring.len();
         &mut self.ring[at]
     }
 
-    /// HTTP/2: where the request on `stream` is.
-    #[inline]
-    fn position(&self, stream: u32) -> Option<usize> {
-        (0..self.len).find(|&k| self.ring[(self.head + k) % self.ring.len()].stream == stream)
-    }
-
     /// HTTP/2: takes out the `k`th request, keeping the others in order (streams end in any
     /// order; usually the oldest, which is a pop).
-    fn remove(&mut self, k: usize) -> Slot {
+    fn remove(&mut self, k: usize) -> Slot<S> {
         if k == 0 {
             return self.pop().expect("a request is in flight");
         }
@@ -172,54 +172,26 @@ impl Slots {
     }
 }
 
-struct Conn {
+struct Conn<P: Protocol> {
     phase: Phase,
-    parser: ResponseParser,
-    slots: Slots,
+    slots: Slots<P::Stream>,
     /// Requests at the back of `slots` not handed to the socket yet (waiting for a connect).
     unwritten: usize,
-    /// The write under way: bytes `write_pos..write_end` of the batch are still to be sent.
-    write_pos: usize,
-    write_end: usize,
     /// Open loop: in the free queue.
     queued: bool,
-    /// HTTPS: the TLS session on the current socket.
-    tls: Option<Box<rustls::ClientConnection>>,
-    /// HTTPS: ciphertext the socket has not taken yet.
-    tls_out: Vec<u8>,
-    /// HTTPS: the server's close_notify arrived (a close after it cuts nothing short).
-    tls_closed: bool,
-    /// HTTPS: when the handshake began.
-    tls_started: Instant,
-    /// HTTP/2: the session on the current socket.
-    h2: Option<Box<H2>>,
+    /// The protocol's state on the current socket.
+    proto: P::Conn,
 }
 
-impl Conn {
-    fn new(depth: usize, head_request: bool, now: Instant) -> Conn {
-        let mut parser = ResponseParser::new(ParserOptions::default());
-        parser.set_head_request(head_request);
+impl<P: Protocol> Conn<P> {
+    fn new(depth: usize, config: &Config, now: Instant) -> Conn<P> {
         Conn {
             phase: Phase::Closed,
-            parser,
             slots: Slots::new(depth, now),
             unwritten: 0,
-            write_pos: 0,
-            write_end: 0,
             queued: false,
-            tls: None,
-            tls_out: Vec::new(),
-            tls_closed: false,
-            tls_started: now,
-            h2: None,
+            proto: P::new_conn(config),
         }
-    }
-
-    #[inline]
-    fn writing(&self) -> bool {
-        self.write_pos < self.write_end
-            || !self.tls_out.is_empty()
-            || self.h2.as_ref().is_some_and(|h| !h.out.is_empty())
     }
 
     /// Requests handed to the socket (the rest wait at the back).
@@ -239,17 +211,119 @@ enum AfterRead {
     Fail(ErrorKind, String),
 }
 
-struct Worker<'a, I: Io> {
+/// What HTTP/1.1 (`http1.rs`) and HTTP/2 (`http2.rs`) each do on a connection. The worker
+/// calls these at fixed points of the loop; nothing else in it knows the protocol.
+trait Protocol: Sized {
+    /// What the protocol keeps per request, in its slot.
+    type Stream: Copy + Default;
+    /// What the protocol keeps per connection (reset when its socket closes).
+    type Conn;
+    /// Streams (HTTP/2): a connection takes requests while a write is under way (their frames
+    /// queue behind it), requests may wait for a stream, and streams restart one by one.
+    /// Without: a connection takes requests when its write is done, D at a time.
+    const MULTIPLEXED: bool;
+
+    /// Requests one connection may carry at once: `--pipeline` or `--streams`.
+    fn depth(config: &Config) -> usize;
+    fn new_conn(config: &Config) -> Self::Conn;
+    /// The socket closed: forget what belonged to it.
+    fn reset(conn: &mut Self::Conn);
+    /// Output the protocol has not handed to the transport yet.
+    fn writing(conn: &Self::Conn) -> bool;
+    /// How many more requests connection `i` may take now.
+    fn room<I: Io, T: Transport>(w: &Worker<'_, I, Self, T>, i: usize) -> usize;
+    /// A plain connection is up: start the protocol.
+    fn start<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
+    /// The TLS handshake on `conn` ended, inside a read: the bytes after it in the same read
+    /// are this protocol's (`alpn`: what the server chose).
+    fn established(
+        conn: &mut Conn<Self>,
+        alpn: Option<&[u8]>,
+        config: &Config,
+        now: Instant,
+    ) -> Result<(), AfterRead>;
+    /// Writes the requests not written yet.
+    fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
+    /// The socket is writable again: goes on with what waits.
+    fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
+    /// Reads one read's (plain) bytes; `sending`: the transport still holds output.
+    fn receive(
+        conn: &mut Conn<Self>,
+        ledger: &mut Ledger,
+        config: &Config,
+        data: &[u8],
+        now: &mut Instant,
+        sending: bool,
+    ) -> AfterRead;
+    /// After a read the connection keeps: what the read made due.
+    fn after_read<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
+    /// The peer closed the connection.
+    fn on_eof<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
+    /// The oldest request on connection `i` is past `--timeout`.
+    fn expire<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
+    /// A batch of events begins / has been handled.
+    fn begin_batch<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>) {}
+    fn end_batch<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}
+}
+
+/// What plain TCP (`plain.rs`) and TLS (`tls.rs`) each do between the protocol and the
+/// socket. The transport keeps its own per-connection state, indexed like the connections.
+trait Transport: Sized {
+    /// A connection more.
+    fn add(&mut self, now: Instant);
+    /// Connection `i`'s socket closed: forget its session.
+    fn reset(&mut self, i: usize);
+    /// Bytes for connection `i`'s socket wait in the transport.
+    fn writing(&self, i: usize) -> bool;
+    /// A close by the peer cuts nothing short (TLS: close_notify came first).
+    fn clean_close(&self, i: usize) -> bool;
+    /// Connection `i`'s socket connected.
+    fn connected<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
+    /// One read's bytes, through to the protocol.
+    #[allow(clippy::too_many_arguments)]
+    fn receive<P: Protocol>(
+        &mut self,
+        i: usize,
+        conn: &mut Conn<P>,
+        ledger: &mut Ledger,
+        config: &Config,
+        data: &[u8],
+        now: &mut Instant,
+    ) -> AfterRead;
+    /// After a read the connection keeps: sends what the transport has to say.
+    fn after_read<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
+    /// Hands `bytes` (which stay valid until the worker ends: the request batch) towards the
+    /// socket; returns how many were taken.
+    fn send<I: Io>(
+        &mut self,
+        io: &mut I,
+        ledger: &mut Ledger,
+        i: usize,
+        bytes: &[u8],
+    ) -> Result<usize, Errno>;
+    /// Hands the bytes waiting in `buf` (HTTP/2 frames) towards the socket, and drains what
+    /// was taken.
+    fn send_buf<I: Io>(
+        &mut self,
+        io: &mut I,
+        ledger: &mut Ledger,
+        i: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), Errno>;
+}
+
+struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     config: &'a Config,
     io: I,
     /// The request repeated `--pipeline` times: writes of k requests send its first k.
     batch: &'a [u8],
     depth: usize,
     /// Closed loop: a connection with requests outstanding takes more only when this many
-    /// slots are free. The depth: D requests written together, the next D when all are
-    /// answered (wrk's pipelining), so writes stay batched. Open loop never holds back.
+    /// slots are free. HTTP/1.1: the depth: D requests written together, the next D when all
+    /// are answered (wrk's pipelining), so writes stay batched. HTTP/2: 1 (a stream costs no
+    /// write of its own). Open loop never holds back.
     refill_at: usize,
-    conns: Vec<Conn>,
+    conns: Vec<Conn<P>>,
     /// Open loop: connections with a free slot, oldest first (round robin, so every
     /// connection carries load as with wrk2).
     free: VecDeque<usize>,
@@ -258,13 +332,8 @@ struct Worker<'a, I: Io> {
     model: Model,
     ledger: Ledger,
     events: Vec<Event>,
-    /// HTTPS: decrypted bytes, one read's worth (empty for http).
-    plain: Box<[u8]>,
-    /// HTTP/2: the request and streams (`None`: HTTP/1.1).
-    h2: Option<&'a Http2>,
-    /// HTTP/2: a batch of events is being handled; flushes wait for its end.
-    defer: bool,
-    deferred: Vec<usize>,
+    proto: P,
+    transport: T,
 }
 
 /// Runs one worker on the I/O backend `io` until its plan or `stop` ends it.
@@ -304,6 +373,39 @@ pub(crate) fn run<I: Io>(
             };
         }
     };
+    match (&config.http2, &config.tls) {
+        (None, None) => drive(config, batch, plan, stop, io, ledger, Http1, Plain),
+        (None, Some(tls)) => drive(config, batch, plan, stop, io, ledger, Http1, Tls::new(tls)),
+        (Some(h2), None) => drive(config, batch, plan, stop, io, ledger, Http2::new(h2), Plain),
+        (Some(h2), Some(tls)) => {
+            let transport = Tls::new(tls);
+            drive(
+                config,
+                batch,
+                plan,
+                stop,
+                io,
+                ledger,
+                Http2::new(h2),
+                transport,
+            )
+        }
+    }
+}
+
+/// Runs one worker with its protocol and transport.
+#[allow(clippy::too_many_arguments)]
+fn drive<I: Io, P: Protocol, T: Transport>(
+    config: &Config,
+    batch: &[u8],
+    plan: WorkerPlan,
+    stop: &AtomicBool,
+    io: I,
+    ledger: Ledger,
+    proto: P,
+    transport: T,
+) -> WorkerOutcome {
+    let open = config.rate.is_some();
     let model = match config.rate {
         Some(rate) => Model::open(
             Schedule::new(rate, config.arrival, plan.worker, plan.workers),
@@ -316,35 +418,26 @@ pub(crate) fn run<I: Io>(
     } else {
         plan.connections
     };
-    let depth = match &config.http2 {
-        Some(h2) => h2.streams.max(1),
-        None => config.pipeline.max(1),
-    };
-    let now = Instant::now();
-    let mut conns = Vec::with_capacity(max_conns);
-    conns.extend((0..plan.connections).map(|_| Conn::new(depth, config.head_request, now)));
+    let depth = P::depth(config);
     let mut w = Worker {
         config,
         io,
         batch,
         depth,
-        // HTTP/2 streams restart one by one: a stream costs no write of its own.
-        refill_at: if config.http2.is_some() { 1 } else { depth },
-        conns,
+        refill_at: if P::MULTIPLEXED { 1 } else { depth },
+        conns: Vec::with_capacity(max_conns),
         free: VecDeque::with_capacity(max_conns),
         max_conns,
         model,
         ledger,
         events: Vec::with_capacity(1024),
-        plain: if config.tls.is_some() {
-            vec![0u8; 64 * 1024].into_boxed_slice()
-        } else {
-            Box::default()
-        },
-        h2: config.http2.as_ref(),
-        defer: false,
-        deferred: Vec::with_capacity(max_conns),
+        proto,
+        transport,
     };
+    let now = Instant::now();
+    for _ in 0..plan.connections {
+        w.add_conn(now);
+    }
     let reason = w.run(&plan, stop);
     // Requests due in the last moments before the stop are not a backlog: count those due
     // more than the late threshold before it, which waited for a busy connection.
@@ -371,7 +464,20 @@ pub(crate) fn run<I: Io>(
     }
 }
 
-impl<I: Io> Worker<'_, I> {
+impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
+    /// A connection more (open loop opens them as load needs); returns its index.
+    fn add_conn(&mut self, now: Instant) -> usize {
+        self.conns.push(Conn::new(self.depth, self.config, now));
+        self.transport.add(now);
+        self.conns.len() - 1
+    }
+
+    /// Connection `i` has output the socket has not taken yet.
+    #[inline]
+    fn writing(&self, i: usize) -> bool {
+        P::writing(&self.conns[i].proto) || self.transport.writing(i)
+    }
+
     fn in_flight(&self) -> bool {
         self.conns.iter().any(|c| c.slots.len > 0)
     }
@@ -459,11 +565,11 @@ impl<I: Io> Worker<'_, I> {
         events.clear();
         self.io.wait(wait, due, &mut events);
         *now = Instant::now();
-        self.defer = self.h2.is_some();
+        P::begin_batch(self);
         for &ev in &events {
             self.on_event(ev, now);
         }
-        self.flush_deferred(*now);
+        P::end_batch(self, *now);
         self.events = events;
         if *now >= self.ledger.next_tick() {
             self.ledger.tick(*now);
@@ -485,11 +591,7 @@ impl<I: Io> Worker<'_, I> {
         while self.model.next_due_ns().is_some_and(|due| due <= elapsed) {
             let i = match self.free.pop_front() {
                 Some(i) => i,
-                None if self.conns.len() < self.max_conns => {
-                    let conn = Conn::new(self.depth, self.config.head_request, now);
-                    self.conns.push(conn);
-                    self.conns.len() - 1
-                }
+                None if self.conns.len() < self.max_conns => self.add_conn(now),
                 // Every connection is busy: the due requests wait, their latency counting.
                 None => return,
             };
@@ -514,8 +616,8 @@ impl<I: Io> Worker<'_, I> {
                     self.on_connected(conn, result, *now);
                 }
                 Phase::Open | Phase::Handshaking { .. } => {
-                    if writable && self.conns[conn].writing() {
-                        self.write(conn, *now);
+                    if writable && self.writing(conn) {
+                        P::write(self, conn, *now);
                     }
                     // A server may answer (413, say) before it has read the whole request.
                     let phase = self.conns[conn].phase;
@@ -539,7 +641,7 @@ impl<I: Io> Worker<'_, I> {
     fn refill(&mut self, i: usize, now: Instant) {
         let conn = &self.conns[i];
         // HTTP/2 frames queue behind a write under way; HTTP/1.1 requests wait for its end.
-        let busy = conn.writing() && self.h2.is_none();
+        let busy = !P::MULTIPLEXED && self.writing(i);
         if matches!(conn.phase, Phase::Backoff { .. }) || busy {
             return;
         }
@@ -564,43 +666,26 @@ impl<I: Io> Worker<'_, I> {
             taken += 1;
         }
         // HTTP/2: requests may wait for a stream the server's limit had no room for.
-        if taken > 0 || (self.h2.is_some() && self.conns[i].unwritten > 0) {
+        if taken > 0 || (P::MULTIPLEXED && self.conns[i].unwritten > 0) {
             match self.conns[i].phase {
-                Phase::Open => self.start_write(i, now),
+                Phase::Open => P::start_write(self, i, now),
                 Phase::Closed => self.connect(i, now),
                 Phase::Connecting { .. } | Phase::Handshaking { .. } | Phase::Backoff { .. } => {}
             }
         }
         let conn = &self.conns[i];
         let can_take = matches!(conn.phase, Phase::Open | Phase::Closed)
-            && (self.h2.is_some() || !conn.writing());
+            && (P::MULTIPLEXED || !self.writing(i));
         if self.model.is_open() && can_take && !conn.queued && self.room(i) > 0 {
             self.conns[i].queued = true;
             self.free.push_back(i);
         }
     }
 
-    /// How many more requests connection `i` may take now: its free slots, or with HTTP/2
-    /// the streams the server allows (none after its GOAWAY). Before the server's SETTINGS
-    /// say how many, closed loop takes one (to connect) and open loop queues up to --streams.
+    /// How many more requests connection `i` may take now.
     #[inline]
     fn room(&self, i: usize) -> usize {
-        let c = &self.conns[i];
-        if self.h2.is_none() {
-            return c.slots.free();
-        }
-        let limit = match c.h2.as_ref() {
-            Some(h) if h.session.settled() => {
-                if h.session.can_open() {
-                    (h.session.max_streams() as usize).min(c.slots.ring.len())
-                } else {
-                    0
-                }
-            }
-            _ if self.model.is_open() => c.slots.ring.len(),
-            _ => 1,
-        };
-        limit.saturating_sub(c.slots.len)
+        P::room(self, i)
     }
 
     fn connect(&mut self, i: usize, now: Instant) {
@@ -630,17 +715,7 @@ impl<I: Io> Worker<'_, I> {
         match result {
             Ok(()) => {
                 self.ledger.current().connections_opened += 1;
-                if let Some(tls) = &self.config.tls {
-                    return self.start_tls(i, tls, now);
-                }
-                if self.h2.is_some() {
-                    return self.start_h2(i, now);
-                }
-                if self.conns[i].unwritten > 0 {
-                    self.start_write(i, now);
-                } else {
-                    self.refill(i, now);
-                }
+                T::connected(self, i, now);
             }
             Err(e) => {
                 let addr = self.config.addr;
@@ -657,36 +732,20 @@ impl<I: Io> Worker<'_, I> {
             Read::Failed(e) => AfterRead::Fail(errno_kind(e, false), format!("read: {e}")),
             Read::Eof => {
                 self.io.release(token);
-                return self.on_eof(i, *now);
+                return P::on_eof(self, i, *now);
             }
             Read::Data(data) => {
-                let n = data.len();
-                self.ledger.current().bytes_received += n as u64;
+                self.ledger.current().bytes_received += data.len() as u64;
                 let conn = &mut self.conns[i];
-                match conn.tls.take() {
-                    None => consume(conn, &mut self.ledger, self.config.keep_alive, data, now),
-                    Some(mut session) => {
-                        let after = decrypt_and_parse(
-                            conn,
-                            &mut session,
-                            &mut self.ledger,
-                            self.config,
-                            data,
-                            &mut self.plain,
-                            now,
-                        );
-                        conn.tls = Some(session);
-                        after
-                    }
-                }
+                let ledger = &mut self.ledger;
+                self.transport
+                    .receive(i, conn, ledger, self.config, data, now)
             }
         };
         self.io.release(token);
-        if matches!(after, AfterRead::Keep) && self.conns[i].tls.is_some() {
-            self.after_tls_read(i, *now);
-        }
-        if matches!(after, AfterRead::Keep) && self.conns[i].h2.is_some() {
-            self.after_h2_read(i, *now);
+        if matches!(after, AfterRead::Keep) {
+            P::after_read(self, i, *now);
+            T::after_read(self, i, *now);
         }
         match after {
             AfterRead::Keep => self.refill(i, *now),
@@ -735,14 +794,9 @@ impl<I: Io> Worker<'_, I> {
             self.io.close(i);
         }
         let conn = &mut self.conns[i];
-        conn.parser.reset();
         conn.phase = Phase::Closed;
-        conn.write_pos = 0;
-        conn.write_end = 0;
-        conn.tls = None;
-        conn.tls_out.clear();
-        conn.tls_closed = false;
-        conn.h2 = None;
+        P::reset(&mut conn.proto);
+        self.transport.reset(i);
     }
 
     fn scan_deadlines(&mut self, now: Instant) {
@@ -759,26 +813,16 @@ impl<I: Io> Worker<'_, I> {
                         format!("no connection within {t:?}")
                     })
                 }
-                Phase::Handshaking { deadline } if now >= deadline => {
+                Phase::Handshaking { deadline, awaiting } if now >= deadline => {
                     let t = self.config.connect_timeout;
-                    if conn.h2.is_some() {
-                        self.fail(i, ErrorKind::Timeout, now, || {
-                            format!("no HTTP/2 SETTINGS from the server within {t:?}")
-                        })
-                    } else {
-                        self.fail(i, ErrorKind::Tls, now, || {
+                    match awaiting {
+                        Awaiting::Tls => self.fail(i, ErrorKind::Tls, now, || {
                             format!("no TLS handshake within {t:?}")
-                        })
+                        }),
+                        Awaiting::Settings => self.fail(i, ErrorKind::Timeout, now, || {
+                            format!("no HTTP/2 SETTINGS from the server within {t:?}")
+                        }),
                     }
-                }
-                Phase::Open
-                    if conn.h2.is_some()
-                        && conn
-                            .slots
-                            .front()
-                            .is_some_and(|s| now >= s.sent + self.config.timeout) =>
-                {
-                    self.expire_streams(i, now)
                 }
                 Phase::Open
                     if conn
@@ -786,47 +830,11 @@ impl<I: Io> Worker<'_, I> {
                         .front()
                         .is_some_and(|s| now >= s.sent + self.config.timeout) =>
                 {
-                    let t = self.config.timeout;
-                    self.fail(i, ErrorKind::Timeout, now, || {
-                        format!("no complete response within {t:?}")
-                    })
+                    P::expire(self, i, now)
                 }
                 _ => {}
             }
         }
-    }
-}
-
-/// Hands the bytes waiting in `buf` (TLS ciphertext, HTTP/2 frames) to connection `i`'s socket
-/// through `send_copy`; what it takes is counted and drained, the rest waits for the next try.
-fn send_from<I: Io>(
-    io: &mut I,
-    ledger: &mut Ledger,
-    i: usize,
-    buf: &mut Vec<u8>,
-) -> Result<(), Errno> {
-    if buf.is_empty() {
-        return Ok(());
-    }
-    let n = io.send_copy(i, buf)?;
-    ledger.current().bytes_sent += n as u64;
-    buf.drain(..n);
-    Ok(())
-}
-
-/// Reads one read's (plain) bytes on `conn` as HTTP/2 frames or HTTP/1.1 responses.
-#[inline]
-fn consume(
-    conn: &mut Conn,
-    ledger: &mut Ledger,
-    keep_alive: bool,
-    data: &[u8],
-    now: &mut Instant,
-) -> AfterRead {
-    if conn.h2.is_some() {
-        receive_h2(conn, ledger, data, now)
-    } else {
-        parse(conn, ledger, keep_alive, data, now)
     }
 }
 
@@ -837,7 +845,7 @@ mod tests {
     #[test]
     fn slots_are_a_fifo_of_the_pipeline_depth() {
         let t0 = Instant::now();
-        let mut s = Slots::new(3, t0);
+        let mut s: Slots<()> = Slots::new(3, t0);
         assert_eq!(s.free(), 3);
         for k in 0..3u64 {
             s.push(Slot::new(t0 + Duration::from_millis(k), t0, k == 0));
