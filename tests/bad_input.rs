@@ -8,9 +8,32 @@ use util::*;
 /// Runs pelt with `args` (URL placeholder `{url}` replaced by a watched listener's URL) and
 /// checks the bad-input contract; returns the stderr line.
 fn rejected(args: &[&str]) -> String {
+    rejected_with_file("", args)
+}
+
+/// `rejected`, with a file whose contents are `contents` (`{url}` replaced too) named by
+/// `{file}` in `args`.
+fn rejected_with_file(contents: &str, args: &[&str]) -> String {
     let watch = RawServer::start(|_| {});
     let url = watch.url();
-    let args: Vec<String> = args.iter().map(|a| a.replace("{url}", &url)).collect();
+    let dir = std::env::temp_dir().join(format!(
+        "pelt-bad-input-{}-{}",
+        std::process::id(),
+        watch
+            .url()
+            .rsplit(':')
+            .next()
+            .unwrap_or("0")
+            .trim_end_matches('/')
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("input.txt");
+    std::fs::write(&file, contents.replace("{url}", &url)).unwrap();
+    let file = file.display().to_string();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("{url}", &url).replace("{file}", &file))
+        .collect();
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let (out, _) = run(&refs);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
@@ -29,6 +52,7 @@ fn rejected(args: &[&str]) -> String {
         0,
         "traffic sent for {args:?}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
     stderr
 }
 
@@ -99,6 +123,53 @@ fn bad_files() {
             .contains("does not exist")
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--targets` and `--bodies`: every problem names the file (and the line), before traffic.
+#[test]
+fn bad_targets_and_bodies() {
+    let t = |contents: &str| rejected_with_file(contents, &["--targets", "{file}"]);
+    let line = t("GET {url}a\nnot a header\n");
+    assert!(line.contains("input.txt line 2: invalid header"), "{line}");
+    let line = t("GET {url}a HTTP/1.1\n");
+    assert!(
+        line.contains("line 1: expected \"METHOD URL\" or a URL"),
+        "{line}"
+    );
+    let line = t("POST {url}a\n@/nonexistent/pelt-body.json\n");
+    assert!(
+        line.contains("line 2: cannot read body file /nonexistent/pelt-body.json"),
+        "{line}"
+    );
+    assert!(t("# nothing\n\n").contains("no targets in it"));
+    let line = t("GET {url}a\n\nGET http://127.0.0.2:9/b\n");
+    assert!(
+        line.contains("line 3:") && line.contains("share one origin"),
+        "{line}"
+    );
+    let line = t("G@T {url}a\n");
+    assert!(line.contains("line 1: invalid method"), "{line}");
+    let line = t("{\"url\":\"{url}\",\"headerz\":{}}\n");
+    assert!(line.contains("line 1: unknown field `headerz`"), "{line}");
+    let line = t("{\"url\":\"{url}\"}\n{\"url\": 5}\n");
+    assert!(line.contains("line 2:"), "{line}");
+    let line = rejected(&["--targets", "/nonexistent/pelt-targets.txt"]);
+    assert!(
+        line.contains("cannot read --targets /nonexistent/pelt-targets.txt"),
+        "{line}"
+    );
+    // A URL on the command line must be the targets' origin.
+    let line = rejected_with_file(
+        "GET {url}a\n",
+        &["http://127.0.0.2:9/", "--targets", "{file}"],
+    );
+    assert!(line.contains("share one origin"), "{line}");
+    let b = |contents: &str| rejected_with_file(contents, &["{url}", "--bodies", "{file}"]);
+    assert!(b("\n\n").contains("no bodies in it"));
+    assert!(rejected(&["--bodies", "/etc/hostname"]).contains("no target URL"));
+    assert!(rejected(&["{url}", "--bodies", "/nonexistent/b"]).contains("cannot read --bodies"));
+    rejected(&["{url}", "--bodies", "/etc/hostname", "--body", "x"]);
+    rejected(&["{url}", "--targets-format", "json"]);
 }
 
 #[test]

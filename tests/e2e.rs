@@ -335,13 +335,31 @@ fn result_matches_the_documented_schema() {
         "--expect", "5xx<=60%",
     ]);
     assert!(open["open_loop"].is_object() && open["warmup"].is_object());
+    // Many requests, in random order: `request_set` filled in.
+    let dir = std::env::temp_dir().join(format!("pelt-schema-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let targets = dir.join("targets.txt");
+    std::fs::write(&targets, format!("GET {url}a\n\nPOST {url}b\n")).unwrap();
+    let many = run_json(&[
+        "--targets",
+        &targets.display().to_string(),
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--order",
+        "random",
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(many["request_set"]["order"], "random", "{many}");
+    assert!(many["request_set"]["seed"].is_u64(), "{many}");
     let mut broken = ok.clone();
     broken.as_object_mut().unwrap().remove("requests");
     assert!(
         !validator.is_valid(&broken),
         "the schema accepts a result without requests"
     );
-    for v in [ok, refused, open] {
+    for v in [ok, refused, open, many] {
         let errors: Vec<String> = validator
             .iter_errors(&v)
             .map(|e| format!("{e} at {}", e.instance_path))
@@ -405,4 +423,81 @@ fn demo_runs_with_no_setup() {
         "{title}"
     );
     assert_eq!(start, format!("{title}, for 3s"), "{stderr}");
+}
+
+/// `--bodies`: one body per line, sent in turn (request i sends line i mod N): over one
+/// connection the server sees them in order, each exactly k times, with Content-Length right.
+#[test]
+fn bodies_are_sent_in_turn_each_exactly_k_times() {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let record = seen.clone();
+    let server = RawServer::start(move |mut s| {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            // One request: its head, then Content-Length bytes of body.
+            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+                continue;
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            while buf.len() < end + 4 + len {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let body = String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).to_string();
+            record.lock().unwrap().push(body);
+            buf.drain(..end + 4 + len);
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("pelt-bodies-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bodies.jsonl");
+    std::fs::write(&file, "{\"id\":1}\n{\"id\":22}\n\n{\"id\":333}\n").unwrap();
+    let url = server.url();
+    let file_arg = file.display().to_string();
+    for pipeline in ["1", "3"] {
+        seen.lock().unwrap().clear();
+        let v = run_json(&[
+            &url,
+            "--bodies",
+            &file_arg,
+            "-m",
+            "POST",
+            "-n",
+            "12",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--pipeline",
+            pipeline,
+            "-H",
+            "Content-Type: application/json",
+        ]);
+        assert_eq!(count(&v, &["requests", "completed"]), 12, "{v}");
+        assert_eq!(v["request_set"]["entries"], 3, "{v}");
+        assert_eq!(v["request_set"]["from"], "bodies", "{v}");
+        let want: Vec<String> = (0..12)
+            .map(|i| ["{\"id\":1}", "{\"id\":22}", "{\"id\":333}"][i % 3].to_string())
+            .collect();
+        assert_eq!(*seen.lock().unwrap(), want, "pipeline {pipeline}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -114,6 +114,26 @@ impl RealServer {
         format!("{scheme}://127.0.0.1:{}/", self.ports[listener])
     }
 
+    /// The access log from byte `from` on: how many requests each path got (query dropped).
+    fn paths_since(&self, from: usize) -> std::collections::BTreeMap<String, u64> {
+        let log = std::fs::read(&self.access_log).unwrap_or_default();
+        let mut paths = std::collections::BTreeMap::new();
+        for line in String::from_utf8_lossy(&log[from.min(log.len())..]).lines() {
+            // `... "GET /t3?q=3 HTTP/1.1" 200 ...`
+            let Some(request) = line.split('"').nth(1) else {
+                continue;
+            };
+            let target = request.split(' ').nth(1).unwrap_or("");
+            let path = target.split('?').next().unwrap_or("").to_string();
+            *paths.entry(path).or_insert(0) += 1;
+        }
+        paths
+    }
+
+    fn log_len(&self) -> usize {
+        std::fs::metadata(&self.access_log).map_or(0, |m| m.len() as usize)
+    }
+
     fn log_lines(&self) -> u64 {
         std::fs::read(&self.access_log)
             .map(|b| b.iter().filter(|&&c| c == b'\n').count() as u64)
@@ -130,7 +150,10 @@ impl RealServer {
         let n_arg = n.to_string();
         let mut all = vec![url];
         all.extend(flags.split_whitespace());
-        all.extend(["-t", "1", "--io", io, "-n", &n_arg, "--json", "-", "-q"]);
+        if !all.contains(&"-t") {
+            all.extend(["-t", "1"]);
+        }
+        all.extend(["--io", io, "-n", &n_arg, "--json", "-", "-q"]);
         let (out, _) = wait_bounded(spawn_any_backend(&all), CHILD_LIMIT);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -288,6 +311,64 @@ fn nginx_https_and_http2() {
         // h2c, prior knowledge.
         let v = server.exact(io, 20_000, &h2c, "--http2 -c 4 --streams 50");
         assert_eq!(count(&v, &["connections_opened"]), 4, "{io}: {v}");
+    }
+}
+
+/// Many requests (`--targets`): over two threads, with and without pipelining, and over h2c,
+/// every target gets exactly its share, counted by nginx's access log per path. The targets
+/// mix GET with a query and a header, POST with a body file, and HEAD (whose responses have
+/// no body although they say `Content-Length: 2`: the parser must know which request each
+/// response answers).
+#[test]
+fn nginx_counts_exact_shares_per_target() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let server = nginx(&bin);
+    let (url, h2c) = (server.url("http", 0), server.url("http", 2));
+    let body = server.dir.join("body.json");
+    std::fs::write(&body, br#"{"k":1}"#).unwrap();
+    let targets = |base: &str| -> String {
+        (0..7)
+            .map(|t| match t % 3 {
+                0 => format!("GET {base}t{t}?q={t}\nX-Target: {t}\n"),
+                1 => format!(
+                    "POST {base}t{t}\nContent-Type: application/json\n@{}\n",
+                    body.display()
+                ),
+                _ => format!("HEAD {base}t{t}\n"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let http_file = server.dir.join("targets.txt");
+    std::fs::write(&http_file, targets(&url)).unwrap();
+    // The same targets as JSON lines, for the h2c listener.
+    let json_file = server.dir.join("targets.jsonl");
+    let lines: Vec<String> = (0..7)
+        .map(|t| {
+            let method = ["GET", "POST", "HEAD"][t % 3];
+            let body = if t % 3 == 1 { r#","body":"{}""# } else { "" };
+            format!(r#"{{"method":"{method}","url":"{h2c}t{t}"{body}}}"#)
+        })
+        .collect();
+    std::fs::write(&json_file, lines.join("\n")).unwrap();
+    let k = 300;
+    let want: std::collections::BTreeMap<String, u64> =
+        (0..7).map(|t| (format!("/t{t}"), k)).collect();
+    for io in backends() {
+        for (base, file, flags) in [
+            (&url, &http_file, "-c 4 -t 2"),
+            (&url, &http_file, "-c 4 -t 2 --pipeline 4"),
+            (&h2c, &json_file, "--http2 -c 2 --streams 20 -t 2"),
+        ] {
+            let from = server.log_len();
+            let flags = format!("--targets {} {flags}", file.display());
+            let v = server.exact(io, 7 * k, base, &flags);
+            assert_eq!(v["request_set"]["entries"], 7, "{io} {flags}: {v}");
+            assert_eq!(v["method"], "GET,POST,HEAD", "{io} {flags}: {v}");
+            assert_eq!(server.paths_since(from), want, "{io} {flags}");
+        }
     }
 }
 

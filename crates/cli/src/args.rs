@@ -183,6 +183,36 @@ pub struct LoadArgs {
     #[arg(long = "body-file", value_name = "PATH")]
     pub body_file: Option<PathBuf>,
 
+    /// Send many requests: targets from FILE (- for standard input), in vegeta's http format
+    /// (METHOD URL, header lines, @body-file; blank lines between) or JSON lines ({"method",
+    /// "url", "headers", "body" or "body_base64", "name"}). All on one origin; the URL
+    /// argument is then optional. -H, -m and --body apply to every target.
+    #[arg(
+        long = "targets",
+        id = "targets_file",
+        value_name = "FILE",
+        conflicts_with = "bodies"
+    )]
+    pub targets: Option<PathBuf>,
+
+    /// The format of --targets [default: auto: JSON lines when the first line starts with {].
+    #[arg(long = "targets-format", value_name = "FORMAT", value_enum, default_value_t = TargetsFormatArg::Auto, requires = "targets_file")]
+    pub targets_format: TargetsFormatArg,
+
+    /// Send many bodies: one per line of FILE (- for standard input), each a request to the
+    /// URL with -m and -H, in turn.
+    #[arg(long = "bodies", value_name = "FILE", conflicts_with_all = ["body", "body_file"])]
+    pub bodies: Option<PathBuf>,
+
+    /// With --targets or --bodies: sequential (request i of the run sends entry i mod N, so
+    /// -n k*N sends each exactly k times) or random (a reproducible draw with --seed).
+    #[arg(long = "order", value_name = "ORDER", value_enum, default_value_t = OrderArg::Sequential)]
+    pub order: OrderArg,
+
+    /// Seed for random choices (--order random); without it one is chosen and reported.
+    #[arg(long = "seed", value_name = "N")]
+    pub seed: Option<u64>,
+
     /// Open a new connection for every request (sends Connection: close).
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
@@ -376,6 +406,26 @@ pub enum IoArg {
     Uring,
     /// epoll.
     Epoll,
+}
+
+/// `--targets-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TargetsFormatArg {
+    /// JSON lines when the first line that is not blank or a comment starts with {, else http.
+    Auto,
+    /// vegeta's http format.
+    Http,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `--order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OrderArg {
+    /// Request i sends entry i mod N.
+    Sequential,
+    /// A seeded random draw per request.
+    Random,
 }
 
 /// `--arrival`.

@@ -117,6 +117,21 @@ pub fn summary(r: &Report) -> String {
         (None, Some(n)) => format!("limit {} requests", thousands(n)),
         (None, None) => String::new(),
     };
+    if let Some(set) = &i.request_set {
+        let file = set
+            .file
+            .as_deref()
+            .map_or(String::new(), |f| format!(" {f}"));
+        let seed = set.seed.map_or(String::new(), |s| format!(" (--seed {s})"));
+        let _ = writeln!(
+            s,
+            "requests: {} from --{}{file}, {} order{seed}, {} encoded",
+            thousands(set.entries as u64),
+            set.from,
+            set.order,
+            bytes(set.encoded_bytes as f64),
+        );
+    }
     if let Some(rate) = i.rate {
         let _ = writeln!(
             s,

@@ -5,7 +5,9 @@ use crate::args::{self, LoadArgs, Outputs};
 use crate::files::{check_outputs, write_outputs};
 use crate::{bad, live, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use anyhow::{anyhow, Result};
-use pelt_load::{Body, IoChoice, LoadSpec, TlsSpec};
+use pelt_load::{
+    Body, IoChoice, LoadSpec, Requests, TargetOrder, TargetsFormat, TargetsSource, TlsSpec,
+};
 use pelt_stats::Report;
 use std::io::Write;
 use std::path::PathBuf;
@@ -66,6 +68,23 @@ fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
         warmup: a.warmup,
         grace: a.grace,
         expect: a.expect.clone(),
+        requests_from: match (&a.targets, &a.bodies) {
+            (Some(path), _) => Requests::Targets {
+                source: TargetsSource::File(path.clone()),
+                format: match a.targets_format {
+                    args::TargetsFormatArg::Auto => TargetsFormat::Auto,
+                    args::TargetsFormatArg::Http => TargetsFormat::Http,
+                    args::TargetsFormatArg::Json => TargetsFormat::Json,
+                },
+            },
+            (None, Some(path)) => Requests::Bodies(path.clone()),
+            (None, None) => Requests::One,
+        },
+        order: match a.order {
+            args::OrderArg::Sequential => TargetOrder::Sequential,
+            args::OrderArg::Random => TargetOrder::Random,
+        },
+        seed: a.seed,
         ..LoadSpec::new(url)
     }
 }
@@ -73,11 +92,16 @@ fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
 /// The flags checked and prepared by the library, and the output paths checked: every
 /// problem is bad input (exit 2) before any traffic.
 pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
-    let url = a.url.as_deref().ok_or_else(|| {
-        bad(anyhow!(
-            "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
-        ))
-    })?;
+    // With --targets the first target's origin is the run's.
+    let url = match (a.url.as_deref(), &a.targets) {
+        (Some(url), _) => url,
+        (None, Some(_)) => "",
+        (None, None) => {
+            return Err(bad(anyhow!(
+                "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
+            )))
+        }
+    };
     let run = pelt_load::prepare(&spec(a, url)).map_err(bad)?;
     check_outputs(&a.out)?;
     if let Some(p) = a.jsonl.as_ref().filter(|p| p.as_os_str() != "-") {

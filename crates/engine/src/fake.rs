@@ -358,6 +358,7 @@ mod tests {
             header_block: pelt_codec::h2::encode_headers("GET", "http", "t", "/", &[], 0),
             body: vec![],
             streams,
+            targets: vec![],
         });
         c
     }

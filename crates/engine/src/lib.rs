@@ -33,6 +33,7 @@ mod epoll;
 mod fake;
 mod ledger;
 mod model;
+mod requests;
 mod schedule;
 mod uring;
 mod worker;
@@ -47,6 +48,7 @@ use std::time::{Duration, Instant};
 
 pub use backend::IoBackend;
 pub use pelt_stats::{Arrival, StopReason};
+pub use requests::{Order, RequestSet};
 pub use schedule::Rate;
 
 /// Connections when none are asked for (as oha and hey).
@@ -75,8 +77,12 @@ pub fn default_threads() -> usize {
 pub struct Config {
     /// Resolved target address.
     pub addr: SocketAddr,
-    /// The request, encoded once; every connection writes these bytes.
+    /// The request, encoded once; every connection writes these bytes (unless `targets`).
     pub request: Vec<u8>,
+    /// Many requests (`--targets`, `--bodies`), each encoded once; `None`: `request` only.
+    /// Every entry goes to `addr`. With HTTP/2, `Http2::targets` holds them as HTTP/2 sends
+    /// them, in the same order.
+    pub targets: Option<RequestSet>,
     /// The request is a HEAD request (its responses carry no body).
     pub head_request: bool,
     /// Keep connections open between requests (`false`: one request per connection).
@@ -127,6 +133,23 @@ pub struct Http2 {
     /// Concurrent streams per connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS
     /// lowers it). Closed loop: a stream restarts as soon as it completes.
     pub streams: usize,
+    /// With `Config::targets`: each entry's header block and body, in the same order
+    /// (`header_block` and `body` are unused then).
+    pub targets: Vec<H2Request>,
+}
+
+impl Http2 {
+    /// Whether any request has a body (DATA frames may wait for flow control).
+    pub fn has_body(&self) -> bool {
+        !self.body.is_empty() || self.targets.iter().any(|t| !t.body.is_empty())
+    }
+}
+
+/// One request as HTTP/2 sends it.
+#[derive(Debug, Clone)]
+pub struct H2Request {
+    pub header_block: Vec<u8>,
+    pub body: Vec<u8>,
 }
 
 /// What a worker needs to speak TLS: the rustls config (roots, resumption, ALPN) and the
@@ -143,6 +166,7 @@ impl Config {
         Config {
             addr,
             request,
+            targets: None,
             head_request: false,
             keep_alive: true,
             connections: DEFAULT_CONNECTIONS,
@@ -239,8 +263,16 @@ pub fn run(
     let (tx, rx) = mpsc::channel();
     // Every write of k pipelined requests sends the first k of these; built once, and alive
     // until every worker has ended (the io_uring backend sends from it asynchronously).
-    let batch = config.request.repeat(config.pipeline.max(1));
-    let batch = &batch[..];
+    // With many requests, the entries back to back: a write sends one entry from there, or
+    // several copied together.
+    let repeated;
+    let batch = match &config.targets {
+        Some(set) => set.bytes(),
+        None => {
+            repeated = config.request.repeat(config.pipeline.max(1));
+            &repeated[..]
+        }
+    };
     let mut timeline = TimelineBuilder::new(threads, config.warmup);
     let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)

@@ -36,6 +36,7 @@ mod prepare;
 #[cfg(test)]
 mod props;
 mod report;
+pub mod sources;
 mod spec;
 pub mod target;
 pub mod tls;
@@ -44,7 +45,8 @@ pub mod values;
 pub use pelt_engine::{Arrival, IoBackend, Rate};
 pub use pelt_stats::{Report, TimelinePoint};
 pub use prepare::{prepare, Prepared, SpecError};
-pub use spec::{Body, IoChoice, LoadSpec, TlsSpec, TlsVersion};
+pub use sources::{TargetEntry, TargetsFormat, TargetsSource};
+pub use spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder, TlsSpec, TlsVersion};
 
 use std::sync::atomic::AtomicBool;
 

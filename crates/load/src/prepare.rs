@@ -3,10 +3,11 @@
 //! report's `RunInfo`. Every problem is a [`SpecError`] whose message is the one line the CLI
 //! prints, before any traffic.
 
-use crate::spec::{Body, IoChoice, LoadSpec};
+use crate::sources::{self, TargetEntry, TargetsSource};
+use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder};
 use crate::{target, tls, values};
 use pelt_engine::{self as engine, Config};
-use pelt_stats::{Http, Io, LoadModel, RunInfo};
+use pelt_stats::{Http, Io, LoadModel, RequestSetInfo, RunInfo};
 
 /// Bad input: the spec cannot run. The message is one line that names the problem (and the
 /// CLI flag it came from).
@@ -74,7 +75,12 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             spec.connections
         )));
     }
-    let target = target::resolve(&spec.url).map_err(bad)?;
+    let entries = entries(spec)?;
+    let url = match (&entries, spec.url.is_empty()) {
+        (Some((list, _)), true) => list[0].url.as_str(),
+        _ => spec.url.as_str(),
+    };
+    let target = target::resolve(url).map_err(bad)?;
     let request = pelt_codec::RequestSpec {
         method: &spec.method,
         path: &target.path,
@@ -106,7 +112,34 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         ),
         body: body.clone(),
         streams: spec.streams.unwrap_or(if open { 100 } else { 1 }),
+        targets: Vec::new(),
     });
+    let mut http2 = http2;
+    let mut request_set = None;
+    let mut set_info = None;
+    let mut method = spec.method.clone();
+    if let Some((list, from)) = &entries {
+        // The report's method: the one all entries use, or each used, in order.
+        let mut methods: Vec<&str> = Vec::new();
+        for e in list {
+            let m = e.method.as_deref().unwrap_or(&spec.method);
+            if !methods.contains(&m) {
+                methods.push(m);
+            }
+        }
+        method = methods.join(",");
+        let built = build_set(spec, list, url, &headers, &body, http2.is_some())?;
+        let (set, h2_requests, info) = built;
+        if let Some(h) = http2.as_mut() {
+            h.targets = h2_requests;
+        }
+        set_info = Some(RequestSetInfo {
+            from: from.0.to_string(),
+            file: from.1.clone(),
+            ..info
+        });
+        request_set = Some(set);
+    }
     let tls = match &target.tls_host {
         Some(host) => Some(
             tls::client(
@@ -157,9 +190,10 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     config.pipeline = spec.pipeline;
     config.connect_rate = spec.connect_rate;
     config.tls = tls;
+    config.targets = request_set;
     let info = RunInfo {
         target: target.display,
-        method: spec.method.clone(),
+        method,
         connections: config.connections,
         threads: config.effective_threads(),
         keep_alive: config.keep_alive,
@@ -195,6 +229,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         duration_limit_s: duration.map(|d| d.as_secs_f64()),
         requests_limit: spec.requests,
         timeout_s: spec.timeout.as_secs_f64(),
+        request_set: set_info,
     };
     config.http2 = http2;
     Ok(Prepared {
@@ -202,4 +237,150 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         info,
         expect: spec.expect.clone(),
     })
+}
+
+/// Where many requests came from: `targets` or `bodies`, and the file.
+type From = (&'static str, Option<String>);
+
+/// The entries of `--targets` or `--bodies`, read completely (`None`: one request).
+fn entries(spec: &LoadSpec) -> Result<Option<(Vec<TargetEntry>, From)>, SpecError> {
+    match &spec.requests_from {
+        Requests::One => Ok(None),
+        Requests::Targets { source, format } => {
+            let (list, file) = match source {
+                TargetsSource::List(list) if list.is_empty() => {
+                    return Err(bad("no targets given (the list is empty)"))
+                }
+                TargetsSource::List(list) => (list.clone(), None),
+                TargetsSource::File(path) => {
+                    let text = sources::read_input(path, "--targets").map_err(bad)?;
+                    let name = path.display().to_string();
+                    let list = sources::parse_targets(&text, &name, *format).map_err(bad)?;
+                    (list, Some(name))
+                }
+            };
+            Ok(Some((list, ("targets", file))))
+        }
+        Requests::Bodies(path) => {
+            if spec.url.is_empty() {
+                return Err(bad("--bodies needs a URL to send them to"));
+            }
+            let text = sources::read_input(path, "--bodies").map_err(bad)?;
+            let name = path.display().to_string();
+            let bodies = sources::parse_bodies(&text, &name).map_err(bad)?;
+            let list = bodies
+                .into_iter()
+                .enumerate()
+                .map(|(n, b)| TargetEntry {
+                    url: spec.url.clone(),
+                    body: Some(b),
+                    at: format!("--bodies {name} entry {}", n + 1),
+                    ..TargetEntry::default()
+                })
+                .collect();
+            Ok(Some((list, ("bodies", Some(name)))))
+        }
+    }
+}
+
+/// Encodes every entry once, checking each is on the run's origin: the HTTP/1.1 set, the
+/// HTTP/2 requests (when `h2`), and what the report says of them.
+fn build_set(
+    spec: &LoadSpec,
+    list: &[TargetEntry],
+    origin: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    h2: bool,
+) -> Result<(engine::RequestSet, Vec<engine::H2Request>, RequestSetInfo), SpecError> {
+    let seed = match spec.order {
+        TargetOrder::Sequential => None,
+        TargetOrder::Random => Some(spec.seed.unwrap_or_else(clock_seed)),
+    };
+    let order = match seed {
+        None => engine::Order::Sequential,
+        Some(seed) => engine::Order::Random { seed },
+    };
+    let first = target::parse(origin).map_err(bad)?;
+    let mut set = engine::RequestSet::new(order);
+    let mut h2_requests = Vec::new();
+    for e in list {
+        let at = &e.at;
+        let p = target::parse(&e.url).map_err(|err| bad(format!("{at}: {err}")))?;
+        if (p.https, &p.host, p.port) != (first.https, &first.host, first.port) {
+            return Err(bad(format!(
+                "{at}: {} is not on {}://{}:{} like the run's URL; all targets share one \
+                 origin (scheme, host and port)",
+                values::quote(&e.url),
+                if first.https { "https" } else { "http" },
+                first.host,
+                first.port
+            )));
+        }
+        let method = e.method.as_deref().unwrap_or(&spec.method);
+        pelt_codec::request::validate_method(method).map_err(|err| {
+            bad(format!(
+                "{at}: invalid method {}: {err}",
+                values::quote(method)
+            ))
+        })?;
+        let mut all = headers.to_vec();
+        for h in &e.headers {
+            all.push(
+                pelt_codec::request::parse_header(h)
+                    .map_err(|err| bad(format!("{at}: invalid header: {err}")))?,
+            );
+        }
+        let body = e.body.as_deref().unwrap_or(body);
+        let bytes = pelt_codec::RequestSpec {
+            method,
+            path: &p.path,
+            host: &p.host_header,
+            headers: &all,
+            body,
+            keep_alive: spec.keep_alive,
+        }
+        .encode()
+        .map_err(|err| bad(format!("{at}: invalid request: {err}")))?;
+        set.push(&bytes, method.eq_ignore_ascii_case("HEAD"));
+        if h2 {
+            let scheme = if p.https { "https" } else { "http" };
+            h2_requests.push(engine::H2Request {
+                header_block: pelt_codec::h2::encode_headers(
+                    method,
+                    scheme,
+                    &p.host_header,
+                    &p.path,
+                    &all,
+                    body.len(),
+                ),
+                body: body.to_vec(),
+            });
+        }
+    }
+    let info = RequestSetInfo {
+        from: String::new(),
+        file: None,
+        entries: set.len(),
+        order: if seed.is_some() {
+            "random"
+        } else {
+            "sequential"
+        }
+        .to_string(),
+        seed,
+        encoded_bytes: set.bytes().len()
+            + h2_requests
+                .iter()
+                .map(|r| r.header_block.len() + r.body.len())
+                .sum::<usize>(),
+    };
+    Ok((set, h2_requests, info))
+}
+
+/// A seed for `--order random` without `--seed` (reported, so the run can be repeated).
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }

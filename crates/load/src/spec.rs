@@ -10,8 +10,16 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct LoadSpec {
     /// The target: `http://` or `https://`, a host (resolved once, before the run), an
-    /// optional port and path.
+    /// optional port and path. With `--targets` it may be empty (the first target's origin
+    /// is the run's); when given, every target must be on its origin.
     pub url: String,
+    /// One request (the default), or many from `--targets` or `--bodies`.
+    pub requests_from: Requests,
+    /// Many requests: the order they are sent in.
+    pub order: TargetOrder,
+    /// Random choices (`--order random`) are drawn from this seed (`None`: one is chosen and
+    /// reported, so the run can be repeated).
+    pub seed: Option<u64>,
     pub method: String,
     /// `Name: value` lines, sent in order after `Host`.
     pub headers: Vec<String>,
@@ -55,6 +63,9 @@ impl LoadSpec {
     pub fn new(url: impl Into<String>) -> LoadSpec {
         LoadSpec {
             url: url.into(),
+            requests_from: Requests::One,
+            order: TargetOrder::Sequential,
+            seed: None,
             method: "GET".into(),
             headers: Vec::new(),
             body: Body::None,
@@ -79,6 +90,35 @@ impl LoadSpec {
             expect: Vec::new(),
         }
     }
+}
+
+/// Which requests a run sends.
+#[derive(Debug, Clone, Default)]
+pub enum Requests {
+    /// The one built from the URL, method, headers and body.
+    #[default]
+    One,
+    /// A targets file or list (`--targets`): each target's method, URL, headers and body;
+    /// the command line's headers go first in each, its method and body fill in what a
+    /// target leaves out.
+    Targets {
+        source: crate::TargetsSource,
+        format: crate::TargetsFormat,
+    },
+    /// One body per line of this file (`-`: standard input), each sent with the URL, method
+    /// and headers (`--bodies`).
+    Bodies(PathBuf),
+}
+
+/// The order in which many requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TargetOrder {
+    /// Request i of the run sends entry i mod N (counted over all threads and connections),
+    /// so `-n k*N` sends each exactly k times.
+    #[default]
+    Sequential,
+    /// Each request sends an entry drawn at random (reproducible with the seed).
+    Random,
 }
 
 /// The request body.

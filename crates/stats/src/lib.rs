@@ -33,8 +33,8 @@ pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
 pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
 pub use merge::{check_mergeable, merge};
 pub use report::{
-    BytesReport, HandshakesReport, Histograms, OpenLoopReport, Report, RequestsReport, RunInfo,
-    Threshold, TlsInfo, WarmupReport,
+    BytesReport, HandshakesReport, Histograms, OpenLoopReport, Report, RequestSetInfo,
+    RequestsReport, RunInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use timeline::{Interval, PointLatency, TimelinePoint};
 

@@ -420,6 +420,7 @@ mod tests {
             grace_s: 1.0,
             duration_limit_s: Some(2.0),
             requests_limit: None,
+            request_set: None,
             timeout_s: 10.0,
         }
     }

@@ -46,6 +46,27 @@ pub struct RunInfo {
     /// The request-count limit asked for (`null` when only -d was given).
     pub requests_limit: Option<u64>,
     pub timeout_s: f64,
+    /// Many requests (`--targets`, `--bodies`): where they came from and in which order
+    /// (`null`: one request, the command line's).
+    #[serde(default)]
+    pub request_set: Option<RequestSetInfo>,
+}
+
+/// The requests of a run with many (`--targets` or `--bodies`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestSetInfo {
+    /// `targets` or `bodies`.
+    pub from: String,
+    /// The file (`-`: standard input; `null`: given by a program).
+    pub file: Option<String>,
+    /// How many requests the set holds.
+    pub entries: usize,
+    /// `sequential` (request i sends entry i mod entries) or `random`.
+    pub order: String,
+    /// `random`: the seed (`--seed`, or the one chosen; give it to repeat the sequence).
+    pub seed: Option<u64>,
+    /// The encoded requests' size in memory, bytes.
+    pub encoded_bytes: usize,
 }
 
 /// HTTPS settings of a run.

@@ -12,6 +12,9 @@ pub(super) struct H1Conn {
     /// The write under way: bytes `write_pos..write_end` of the batch are still to be sent.
     write_pos: usize,
     write_end: usize,
+    /// Many requests, pipelined: the entries of one write copied together (they are not
+    /// contiguous in the set), handed over with `send_buf`; empty when nothing waits.
+    scratch: Vec<u8>,
 }
 
 impl Protocol for Http1 {
@@ -26,10 +29,15 @@ impl Protocol for Http1 {
     fn new_conn(config: &Config) -> H1Conn {
         let mut parser = ResponseParser::new(ParserOptions::default());
         parser.set_head_request(config.head_request);
+        let scratch = match &config.targets {
+            Some(set) if config.pipeline > 1 => Vec::with_capacity(set.max_len() * config.pipeline),
+            _ => Vec::new(),
+        };
         H1Conn {
             parser,
             write_pos: 0,
             write_end: 0,
+            scratch,
         }
     }
 
@@ -37,11 +45,12 @@ impl Protocol for Http1 {
         conn.parser.reset();
         conn.write_pos = 0;
         conn.write_end = 0;
+        conn.scratch.clear();
     }
 
     #[inline]
     fn writing(conn: &H1Conn) -> bool {
-        conn.write_pos < conn.write_end
+        conn.write_pos < conn.write_end || !conn.scratch.is_empty()
     }
 
     #[inline]
@@ -68,16 +77,31 @@ impl Protocol for Http1 {
         Ok(())
     }
 
-    /// Writes the requests not written yet, together.
+    /// Writes the requests not written yet, together: the first k of the repeated request, or
+    /// with many requests the one entry (from the set itself) or the entries copied together.
     #[inline]
     fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
-        let len = w.config.request.len();
         let conn = &mut w.conns[i];
         let n = conn.unwritten;
         conn.slots.mark_sent(n, now);
         conn.unwritten = 0;
-        conn.proto.write_pos = 0;
-        conn.proto.write_end = n * len;
+        let (start, end) = match &w.config.targets {
+            None => (0, n * w.config.request.len()),
+            Some(set) if n == 1 => {
+                let last = conn.slots.len - 1;
+                let r = set.range(conn.slots.get_mut(last).target as usize);
+                (r.start, r.end)
+            }
+            Some(set) => {
+                for k in conn.slots.len - n..conn.slots.len {
+                    let r = set.range(conn.slots.get_mut(k).target as usize);
+                    conn.proto.scratch.extend_from_slice(&w.batch[r]);
+                }
+                (0, 0)
+            }
+        };
+        conn.proto.write_pos = start;
+        conn.proto.write_end = end;
         Self::write(w, i, now);
     }
 
@@ -85,8 +109,16 @@ impl Protocol for Http1 {
     #[inline]
     fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
         let h1 = &mut w.conns[i].proto;
-        let bytes = &w.batch[h1.write_pos..h1.write_end];
-        match w.transport.send(&mut w.io, &mut w.ledger, i, bytes) {
+        let sent = if h1.scratch.is_empty() {
+            let bytes = &w.batch[h1.write_pos..h1.write_end];
+            w.transport.send(&mut w.io, &mut w.ledger, i, bytes)
+        } else {
+            let scratch = &mut h1.scratch;
+            w.transport
+                .send_buf(&mut w.io, &mut w.ledger, i, scratch)
+                .map(|()| 0)
+        };
+        match sent {
             Ok(n) => {
                 h1.write_pos += n;
                 if !w.writing(i) && w.model.is_open() {
@@ -124,6 +156,12 @@ impl Protocol for Http1 {
                     format!("{stray} bytes arrived {what}")
                 });
                 return AfterRead::Close;
+            }
+            if let Some(set) = &config.targets {
+                let front = conn.slots.front().expect("a request is in flight");
+                if let Some(head) = set.head(front.target as usize) {
+                    conn.proto.parser.set_head_request(head);
+                }
             }
             match conn.proto.parser.parse(&data[pos..]) {
                 Ok((_, Parsed::Partial)) => return AfterRead::Keep,

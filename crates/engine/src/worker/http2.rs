@@ -15,6 +15,15 @@ pub(super) struct Http2<'a> {
     deferred: Vec<usize>,
 }
 
+/// The header block and body of entry `target` (the request itself without `--targets`).
+#[inline]
+fn entry(request: &Request, target: u32) -> (&[u8], &[u8]) {
+    match request.targets.get(target as usize) {
+        Some(t) => (&t.header_block, &t.body),
+        None => (&request.header_block, &request.body),
+    }
+}
+
 impl<'a> Http2<'a> {
     pub(super) fn new(request: &'a Request) -> Http2<'a> {
         Http2 {
@@ -227,10 +236,11 @@ fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Ins
     let written = conn.slots.len - conn.unwritten;
     let n = conn.unwritten.min(limit.saturating_sub(written));
     let window = h2.session.initial_window() as i64;
-    let end_stream = request.body.is_empty();
     for k in written..written + n {
         let id = h2.session.open_stream();
         let slot = conn.slots.get_mut(k);
+        let (header_block, body) = entry(request, slot.target);
+        let end_stream = body.is_empty();
         *slot = Slot {
             stream: Stream {
                 id,
@@ -240,16 +250,11 @@ fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Ins
             ..Slot::new(slot.due, now, slot.warm)
         };
         h2.session
-            .headers(&mut h2.out, id, &request.header_block, end_stream);
+            .headers(&mut h2.out, id, header_block, end_stream);
         if !end_stream {
             let s = &mut slot.stream;
-            h2.session.data(
-                &mut h2.out,
-                id,
-                &request.body,
-                &mut s.body_sent,
-                &mut s.send_window,
-            );
+            h2.session
+                .data(&mut h2.out, id, body, &mut s.body_sent, &mut s.send_window);
         }
     }
     conn.unwritten -= n;
@@ -273,14 +278,16 @@ fn after_read<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Insta
         return open_streams(w, i, now);
     }
     let written = conn.slots.len - conn.unwritten;
-    if !request.body.is_empty() {
+    if request.has_body() {
         for k in 0..written {
-            let s = &mut conn.slots.get_mut(k).stream;
-            if s.body_sent < request.body.len() {
+            let slot = conn.slots.get_mut(k);
+            let (_, body) = entry(request, slot.target);
+            let s = &mut slot.stream;
+            if s.body_sent < body.len() {
                 h2.session.data(
                     &mut h2.out,
                     s.id,
-                    &request.body,
+                    body,
                     &mut s.body_sent,
                     &mut s.send_window,
                 );

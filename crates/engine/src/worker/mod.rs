@@ -34,6 +34,7 @@ use crate::backend::{Connect, Event, EventKind, Io, Read};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
 use crate::ledger::Ledger;
 use crate::model::Model;
+use crate::requests::Picker;
 use crate::schedule::Schedule;
 use crate::{Config, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
 use pelt_stats::ErrorKind;
@@ -81,6 +82,8 @@ struct Slot<S> {
     sent: Instant,
     /// It started during the warm-up.
     warm: bool,
+    /// Which entry of `Config::targets` it sends (0 with a single request).
+    target: u32,
     /// What the protocol keeps per request (HTTP/1.1: nothing; HTTP/2: its stream).
     stream: S,
 }
@@ -98,6 +101,7 @@ impl<S: Default> Slot<S> {
             due,
             sent,
             warm,
+            target: 0,
             stream: S::default(),
         }
     }
@@ -330,6 +334,8 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     /// Open loop: connections this worker may open.
     max_conns: usize,
     model: Model,
+    /// Which request each one the model starts sends.
+    picker: Picker,
     ledger: Ledger,
     events: Vec<Event>,
     proto: P,
@@ -429,6 +435,10 @@ fn drive<I: Io, P: Protocol, T: Transport>(
         free: VecDeque::with_capacity(max_conns),
         max_conns,
         model,
+        picker: match &config.targets {
+            Some(set) => Picker::new(set.len(), set.order, plan.worker, plan.workers),
+            None => Picker::new(1, Default::default(), plan.worker, plan.workers),
+        },
         ledger,
         events: Vec::with_capacity(1024),
         proto,
@@ -660,8 +670,12 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 now
             };
             self.ledger.started(warm, due, now);
+            let (target, _index) = self.picker.pick(warm);
             let conn = &mut self.conns[i];
-            conn.slots.push(Slot::new(due, now, warm));
+            conn.slots.push(Slot {
+                target,
+                ..Slot::new(due, now, warm)
+            });
             conn.unwritten += 1;
             taken += 1;
         }
