@@ -172,6 +172,30 @@ fn bad_targets_and_bodies() {
     rejected(&["{url}", "--targets-format", "json"]);
 }
 
+/// Templates: unknown functions, unclosed braces, bad ranges and missing files, in the URL,
+/// a header or the body, of the command line's request or of a target.
+#[test]
+fn bad_templates() {
+    let line = rejected(&["{url}x/{{nope}}"]);
+    assert!(line.contains("URL: unknown template {{nope}}"), "{line}");
+    assert!(rejected(&["{url}", "-H", "X-Id: {{seq"]).contains("header: an unclosed {{"));
+    assert!(rejected(&["{url}", "-b", "{{rand:9:1}}"]).contains("body: {{rand:9:1}}"));
+    let line = rejected(&["{url}", "-b", "{{line:/nonexistent/pelt-lines}}"]);
+    assert!(
+        line.contains("cannot read {{line:/nonexistent/pelt-lines}}"),
+        "{line}"
+    );
+    let line = rejected(&["{url}{{seq}}", "--http2"]);
+    assert!(line.contains("HTTP/1.1 only"), "{line}");
+    let line = rejected(&["{url}", "-b", "{{seq}}", "-H", "Content-Length: 7"]);
+    assert!(line.contains("Content-Length"), "{line}");
+    let line = rejected_with_file("GET {url}a/{{uuid:1}}\n", &["--targets", "{file}"]);
+    assert!(
+        line.contains("input.txt line 1, URL: {{uuid:1}} takes no arguments"),
+        "{line}"
+    );
+}
+
 #[test]
 fn too_many_connections_for_the_fd_limit() {
     let line = rejected(&["{url}", "-c", "9000000"]);

@@ -425,13 +425,15 @@ fn demo_runs_with_no_setup() {
     assert_eq!(start, format!("{title}, for 3s"), "{stderr}");
 }
 
-/// `--bodies`: one body per line, sent in turn (request i sends line i mod N): over one
-/// connection the server sees them in order, each exactly k times, with Content-Length right.
-#[test]
-fn bodies_are_sent_in_turn_each_exactly_k_times() {
-    use std::io::{Read, Write};
+/// What `recording_server` saw: each request's target and body, in order.
+type Recorded = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
+/// A server that records every request's target and body (read by its Content-Length, so a
+/// wrong length shows), answering each with an empty 200.
+fn recording_server() -> (RawServer, Recorded) {
+    use std::io::Read;
     use std::sync::{Arc, Mutex};
-    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();
     let server = RawServer::start(move |mut s| {
         let mut buf = Vec::new();
@@ -445,8 +447,10 @@ fn bodies_are_sent_in_turn_each_exactly_k_times() {
                 }
                 continue;
             };
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            let target = head.split(' ').nth(1).unwrap_or("").to_string();
             let len: usize = head
+                .to_ascii_lowercase()
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
                 .map_or(0, |v| v.trim().parse().unwrap());
@@ -457,7 +461,7 @@ fn bodies_are_sent_in_turn_each_exactly_k_times() {
                 }
             }
             let body = String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).to_string();
-            record.lock().unwrap().push(body);
+            record.lock().unwrap().push((target, body));
             buf.drain(..end + 4 + len);
             if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
                 .is_err()
@@ -466,6 +470,14 @@ fn bodies_are_sent_in_turn_each_exactly_k_times() {
             }
         }
     });
+    (server, seen)
+}
+
+/// `--bodies`: one body per line, sent in turn (request i sends line i mod N): over one
+/// connection the server sees them in order, each exactly k times, with Content-Length right.
+#[test]
+fn bodies_are_sent_in_turn_each_exactly_k_times() {
+    let (server, seen) = recording_server();
     let dir = std::env::temp_dir().join(format!("pelt-bodies-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("bodies.jsonl");
@@ -497,7 +509,78 @@ fn bodies_are_sent_in_turn_each_exactly_k_times() {
         let want: Vec<String> = (0..12)
             .map(|i| ["{\"id\":1}", "{\"id\":22}", "{\"id\":333}"][i % 3].to_string())
             .collect();
-        assert_eq!(*seen.lock().unwrap(), want, "pipeline {pipeline}");
+        let bodies: Vec<String> = seen.lock().unwrap().iter().map(|r| r.1.clone()).collect();
+        assert_eq!(bodies, want, "pipeline {pipeline}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Templates: `{{seq}}` is unique and complete over two threads and four connections
+/// (pipelined too); a body template gets its Content-Length per request; the same `--seed`
+/// gives the same `{{rand}}` and `{{uuid}}` values; `{{line:FILE}}` takes the lines in turn.
+#[test]
+fn templates_render_per_request() {
+    let (server, seen) = recording_server();
+    let url = server.url();
+    for pipeline in ["1", "4"] {
+        seen.lock().unwrap().clear();
+        let v = run_json(&[
+            &format!("{url}u/{{{{seq}}}}?x=1"),
+            "-n",
+            "2000",
+            "-c",
+            "4",
+            "-t",
+            "2",
+            "--pipeline",
+            pipeline,
+        ]);
+        assert_eq!(count(&v, &["requests", "completed"]), 2000, "{v}");
+        assert_eq!(v["request_set"]["from"], "url", "{v}");
+        let mut seqs: Vec<u64> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(t, _)| t["/u/".len()..t.len() - "?x=1".len()].parse().unwrap())
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (0..2000).collect::<Vec<u64>>(), "pipeline {pipeline}");
+    }
+    let dir = std::env::temp_dir().join(format!("pelt-templates-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let names = dir.join("names.txt");
+    std::fs::write(&names, "ann\nbo\n\ncy\n").unwrap();
+    let body = format!(
+        "{{\"id\":{{{{seq}}}},\"r\":{{{{rand:1:1000}}}},\"u\":\"{{{{uuid}}}}\",\"n\":\"{{{{line:{}}}}}\"}}",
+        names.display()
+    );
+    let run_once = |seed: &str| -> Vec<serde_json::Value> {
+        seen.lock().unwrap().clear();
+        let v = run_json(&[
+            &url, "-m", "POST", "-b", &body, "-n", "30", "-c", "1", "-t", "1", "--seed", seed,
+        ]);
+        assert_eq!(count(&v, &["requests", "completed"]), 30, "{v}");
+        assert_eq!(
+            v["request_set"]["seed"],
+            seed.parse::<u64>().unwrap(),
+            "{v}"
+        );
+        let bodies = seen.lock().unwrap().clone();
+        bodies
+            .iter()
+            .map(|(_, b)| {
+                serde_json::from_str(b).expect("the body is whole JSON: its length was right")
+            })
+            .collect()
+    };
+    let (a, b, c) = (run_once("7"), run_once("7"), run_once("8"));
+    assert_eq!(a, b, "the same seed, the same values");
+    assert_ne!(a, c, "another seed, other values");
+    for (i, r) in a.iter().enumerate() {
+        assert_eq!(r["id"], i as u64, "{r}");
+        assert!((1..=1000).contains(&r["r"].as_u64().unwrap()), "{r}");
+        assert_eq!(r["u"].as_str().unwrap().len(), 36, "{r}");
+        assert_eq!(r["n"], ["ann", "bo", "cy"][i % 3], "{r}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

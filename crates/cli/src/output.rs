@@ -123,14 +123,18 @@ pub fn summary(r: &Report) -> String {
             .as_deref()
             .map_or(String::new(), |f| format!(" {f}"));
         let seed = set.seed.map_or(String::new(), |s| format!(" (--seed {s})"));
-        let _ = writeln!(
-            s,
-            "requests: {} from --{}{file}, {} order{seed}, {} encoded",
-            thousands(set.entries as u64),
-            set.from,
-            set.order,
-            bytes(set.encoded_bytes as f64),
-        );
+        if set.from == "url" {
+            let _ = writeln!(s, "request: a template, rendered per request{seed}");
+        } else {
+            let _ = writeln!(
+                s,
+                "requests: {} from --{}{file}, {} order{seed}, {} encoded",
+                thousands(set.entries as u64),
+                set.from,
+                set.order,
+                bytes(set.encoded_bytes as f64),
+            );
+        }
     }
     if let Some(rate) = i.rate {
         let _ = writeln!(

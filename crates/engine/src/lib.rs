@@ -35,6 +35,7 @@ mod ledger;
 mod model;
 mod requests;
 mod schedule;
+pub mod template;
 mod uring;
 mod worker;
 

@@ -4,6 +4,7 @@
 //! Memory is the encoded bytes plus one offset and one flag per request. Picking is a counter
 //! (or a seeded generator) per worker: no lock, no allocation, no channel.
 
+use crate::template::{Lines, Template};
 use std::ops::Range;
 
 /// The order in which a run's requests go through the set.
@@ -28,6 +29,12 @@ pub struct RequestSet {
     head: Vec<bool>,
     any_head: bool,
     pub order: Order,
+    /// Entry `t`'s template when its bytes change per request (empty: no entry has one).
+    templates: Vec<Option<Template>>,
+    /// The files of `{{line:FILE}}`.
+    lines: Vec<Lines>,
+    /// Seed of the values templates draw (`{{rand}}`, `{{uuid}}`), with the worker's index.
+    pub seed: u64,
 }
 
 impl RequestSet {
@@ -44,6 +51,35 @@ impl RequestSet {
         self.ends.push(self.bytes.len());
         self.head.push(head);
         self.any_head |= head;
+    }
+
+    /// Adds an entry whose bytes change per request: `template` renders it; `example` (one
+    /// rendering, or the text with its markers) only sizes buffers.
+    pub fn push_template(&mut self, example: &[u8], head: bool, template: Template) {
+        let t = self.len();
+        self.push(example, head);
+        self.templates.resize(t, None);
+        self.templates.push(Some(template));
+    }
+
+    /// Adds the lines of a `{{line:FILE}}` file; returns its number for `Value::Line`.
+    pub fn set_lines(&mut self, lines: Vec<Lines>) {
+        self.lines = lines;
+    }
+
+    /// Whether some entry is a template.
+    #[inline]
+    pub fn has_templates(&self) -> bool {
+        !self.templates.is_empty()
+    }
+
+    #[inline]
+    pub(crate) fn template(&self, t: usize) -> Option<&Template> {
+        self.templates.get(t).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn lines(&self) -> &[Lines] {
+        &self.lines
     }
 
     pub fn len(&self) -> usize {

@@ -39,6 +39,7 @@ mod report;
 pub mod sources;
 mod spec;
 pub mod target;
+mod template;
 pub mod tls;
 pub mod values;
 

@@ -5,6 +5,7 @@
 
 use crate::sources::{self, TargetEntry, TargetsSource};
 use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder};
+use crate::template::{LineFiles, Marked};
 use crate::{target, tls, values};
 use pelt_engine::{self as engine, Config};
 use pelt_stats::{Http, Io, LoadModel, RequestSetInfo, RunInfo};
@@ -75,7 +76,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             spec.connections
         )));
     }
-    let entries = entries(spec)?;
+    let entries = entries(spec, &body)?;
     let url = match (&entries, spec.url.is_empty()) {
         (Some((list, _)), true) => list[0].url.as_str(),
         _ => spec.url.as_str(),
@@ -128,7 +129,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             }
         }
         method = methods.join(",");
-        let built = build_set(spec, list, url, &headers, &body, http2.is_some())?;
+        let built = build_set(spec, list, from, url, &headers, &body, http2.is_some())?;
         let (set, h2_requests, info) = built;
         if let Some(h) = http2.as_mut() {
             h.targets = h2_requests;
@@ -192,7 +193,11 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     config.tls = tls;
     config.targets = request_set;
     let info = RunInfo {
-        target: target.display,
+        // A template's braces as typed (the URL parser percent-encodes them in the path).
+        target: target
+            .display
+            .replace("%7B%7B", "{{")
+            .replace("%7D%7D", "}}"),
         method,
         connections: config.connections,
         threads: config.effective_threads(),
@@ -243,9 +248,21 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
 type From = (&'static str, Option<String>);
 
 /// The entries of `--targets` or `--bodies`, read completely (`None`: one request).
-fn entries(spec: &LoadSpec) -> Result<Option<(Vec<TargetEntry>, From)>, SpecError> {
+fn entries(spec: &LoadSpec, body: &[u8]) -> Result<Option<(Vec<TargetEntry>, From)>, SpecError> {
     match &spec.requests_from {
-        Requests::One => Ok(None),
+        Requests::One => {
+            // A request with templates is a set of one: its bytes change per request.
+            let templated = spec.url.contains("{{")
+                || spec.headers.iter().any(|h| h.contains("{{"))
+                || std::str::from_utf8(body).is_ok_and(|b| b.contains("{{"));
+            Ok(templated.then(|| {
+                let one = TargetEntry {
+                    url: spec.url.clone(),
+                    ..TargetEntry::default()
+                };
+                (vec![one], ("url", None))
+            }))
+        }
         Requests::Targets { source, format } => {
             let (list, file) = match source {
                 TargetsSource::List(list) if list.is_empty() => {
@@ -270,11 +287,10 @@ fn entries(spec: &LoadSpec) -> Result<Option<(Vec<TargetEntry>, From)>, SpecErro
             let bodies = sources::parse_bodies(&text, &name).map_err(bad)?;
             let list = bodies
                 .into_iter()
-                .enumerate()
-                .map(|(n, b)| TargetEntry {
+                .map(|(line, b)| TargetEntry {
                     url: spec.url.clone(),
                     body: Some(b),
-                    at: format!("--bodies {name} entry {}", n + 1),
+                    line,
                     ..TargetEntry::default()
                 })
                 .collect();
@@ -285,28 +301,38 @@ fn entries(spec: &LoadSpec) -> Result<Option<(Vec<TargetEntry>, From)>, SpecErro
 
 /// Encodes every entry once, checking each is on the run's origin: the HTTP/1.1 set, the
 /// HTTP/2 requests (when `h2`), and what the report says of them.
+#[allow(clippy::too_many_arguments)]
 fn build_set(
     spec: &LoadSpec,
     list: &[TargetEntry],
+    from: &From,
     origin: &str,
     headers: &[(String, String)],
     body: &[u8],
     h2: bool,
 ) -> Result<(engine::RequestSet, Vec<engine::H2Request>, RequestSetInfo), SpecError> {
-    let seed = match spec.order {
-        TargetOrder::Sequential => None,
-        TargetOrder::Random => Some(spec.seed.unwrap_or_else(clock_seed)),
-    };
-    let order = match seed {
-        None => engine::Order::Sequential,
-        Some(seed) => engine::Order::Random { seed },
+    let chosen = spec.seed.unwrap_or_else(clock_seed);
+    let order = match spec.order {
+        TargetOrder::Sequential => engine::Order::Sequential,
+        TargetOrder::Random => engine::Order::Random { seed: chosen },
     };
     let first = target::parse(origin).map_err(bad)?;
     let mut set = engine::RequestSet::new(order);
+    set.seed = chosen;
+    let mut files = LineFiles::default();
     let mut h2_requests = Vec::new();
-    for e in list {
-        let at = &e.at;
-        let p = target::parse(&e.url).map_err(|err| bad(format!("{at}: {err}")))?;
+    for (k, e) in list.iter().enumerate() {
+        // Where an entry came from, for a message (built only for one).
+        let at = Where(from, e.line, k);
+        let mut m = Marked::default();
+        let mut mark = |text: &str, part: &str| -> Result<String, SpecError> {
+            if !text.contains("{{") {
+                return Ok(text.to_string());
+            }
+            m.mark(text, &at.with(part), &mut files).map_err(bad)
+        };
+        let url = mark(&e.url, "URL")?;
+        let p = target::parse(&url).map_err(|err| bad(format!("{}{err}", at.prefix())))?;
         if (p.https, &p.host, p.port) != (first.https, &first.host, first.port) {
             return Err(bad(format!(
                 "{at}: {} is not on {}://{}:{} like the run's URL; all targets share one \
@@ -324,14 +350,36 @@ fn build_set(
                 values::quote(method)
             ))
         })?;
-        let mut all = headers.to_vec();
+        let mut all = Vec::with_capacity(headers.len() + e.headers.len());
+        for (name, value) in headers {
+            all.push((name.clone(), mark(value, "header")?));
+        }
         for h in &e.headers {
-            all.push(
-                pelt_codec::request::parse_header(h)
-                    .map_err(|err| bad(format!("{at}: invalid header: {err}")))?,
-            );
+            let (name, value) = pelt_codec::request::parse_header(h)
+                .map_err(|err| bad(format!("{at}: invalid header: {err}")))?;
+            all.push((name, mark(&value, "header")?));
         }
         let body = e.body.as_deref().unwrap_or(body);
+        let marked_body = match std::str::from_utf8(body) {
+            Ok(text) if text.contains("{{") => Some(mark(text, "body")?.into_bytes()),
+            _ => None,
+        };
+        let body = marked_body.as_deref().unwrap_or(body);
+        let has_length = all
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"));
+        if !m.is_empty() && h2 {
+            return Err(bad(format!(
+                "{}templates ({{{{...}}}}) are for HTTP/1.1 only for now; drop --http2",
+                at.prefix()
+            )));
+        }
+        if !m.is_empty() && has_length {
+            return Err(bad(format!(
+                "{}with templates Content-Length is written per request; drop -H Content-Length",
+                at.prefix()
+            )));
+        }
         let bytes = pelt_codec::RequestSpec {
             method,
             path: &p.path,
@@ -342,7 +390,13 @@ fn build_set(
         }
         .encode()
         .map_err(|err| bad(format!("{at}: invalid request: {err}")))?;
-        set.push(&bytes, method.eq_ignore_ascii_case("HEAD"));
+        let head = method.eq_ignore_ascii_case("HEAD");
+        if m.is_empty() {
+            set.push(&bytes, head);
+        } else {
+            let template = m.template(&bytes, body.len(), !body.is_empty());
+            set.push_template(&bytes, head, template);
+        }
         if h2 {
             let scheme = if p.https { "https" } else { "http" };
             h2_requests.push(engine::H2Request {
@@ -358,17 +412,15 @@ fn build_set(
             });
         }
     }
+    set.set_lines(files.files);
+    let random = matches!(order, engine::Order::Random { .. });
     let info = RequestSetInfo {
         from: String::new(),
         file: None,
         entries: set.len(),
-        order: if seed.is_some() {
-            "random"
-        } else {
-            "sequential"
-        }
-        .to_string(),
-        seed,
+        order: if random { "random" } else { "sequential" }.to_string(),
+        // What random draws (the order, {{rand}}, {{uuid}}) came from.
+        seed: (random || set.has_templates()).then_some(chosen),
         encoded_bytes: set.bytes().len()
             + h2_requests
                 .iter()
@@ -383,4 +435,36 @@ fn clock_seed() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Names an entry in a message: `--targets FILE line N`, `target N` of a program's list, or
+/// nothing for the command line's own request.
+struct Where<'a>(&'a From, usize, usize);
+
+impl Where<'_> {
+    /// `WHERE: ` before a message (empty for the command line's request).
+    fn prefix(&self) -> String {
+        match self.0 .0 {
+            "url" => String::new(),
+            _ => format!("{self}: "),
+        }
+    }
+
+    /// `WHERE, PART` (or `PART` for the command line's request).
+    fn with(&self, part: &str) -> String {
+        match self.0 .0 {
+            "url" => part.to_string(),
+            _ => format!("{self}, {part}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Where<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            ("url", _) => write!(f, "the request"),
+            (kind, Some(file)) => write!(f, "--{kind} {file} line {}", self.1),
+            (kind, None) => write!(f, "{} {}", kind.trim_end_matches('s'), self.2 + 1),
+        }
+    }
 }

@@ -43,8 +43,8 @@ pub struct TargetEntry {
     /// `None`: the run's body (`--body`), if any.
     pub body: Option<Vec<u8>>,
     pub name: Option<String>,
-    /// Where it was read: `FILE line N` (for messages).
-    pub at: String,
+    /// The line of the file it starts on (0: not from a file), for messages.
+    pub line: usize,
 }
 
 /// Reads `path` (`-`: standard input) completely.
@@ -111,7 +111,7 @@ fn parse_http(text: &str, file: &str) -> Result<Vec<TargetEntry>, String> {
             continue;
         }
         let Some(t) = current.as_mut() else {
-            current = Some(request_line(line, &at)?);
+            current = Some(request_line(line, &at, n + 1)?);
             continue;
         };
         if let Some(path) = line.strip_prefix('@') {
@@ -136,7 +136,7 @@ fn parse_http(text: &str, file: &str) -> Result<Vec<TargetEntry>, String> {
 }
 
 /// `METHOD URL`, or a lone URL.
-fn request_line(line: &str, at: &str) -> Result<TargetEntry, String> {
+fn request_line(line: &str, at: &str, number: usize) -> Result<TargetEntry, String> {
     let mut words = line.split_whitespace();
     let (method, url) = match (words.next(), words.next(), words.next()) {
         (Some(url), None, _) => (None, url),
@@ -158,7 +158,7 @@ fn request_line(line: &str, at: &str) -> Result<TargetEntry, String> {
     Ok(TargetEntry {
         method,
         url: url.to_string(),
-        at: at.to_string(),
+        line: number,
         ..TargetEntry::default()
     })
 }
@@ -246,20 +246,21 @@ fn parse_json_lines(text: &str, file: &str) -> Result<Vec<TargetEntry>, String> 
             headers,
             body,
             name: t.name,
-            at,
+            line: n + 1,
         });
     }
     Ok(targets)
 }
 
-/// The bodies of a `--bodies` file: one per line (the line without its end), blank lines
-/// skipped.
-pub fn parse_bodies(text: &[u8], file: &str) -> Result<Vec<Vec<u8>>, String> {
-    let bodies: Vec<Vec<u8>> = text
+/// The bodies of a `--bodies` file with their line numbers: one per line (the line without
+/// its end), blank lines skipped.
+pub fn parse_bodies(text: &[u8], file: &str) -> Result<Vec<(usize, Vec<u8>)>, String> {
+    let bodies: Vec<(usize, Vec<u8>)> = text
         .split(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .map(<[u8]>::to_vec)
+        .enumerate()
+        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+        .map(|(n, l)| (n + 1, l.to_vec()))
         .collect();
     if bodies.is_empty() {
         return Err(format!("--bodies {file}: no bodies in it (one per line)"));
@@ -284,7 +285,7 @@ mod tests {
         assert_eq!(t.len(), 3);
         assert_eq!(t[0].method.as_deref(), Some("GET"));
         assert_eq!(t[0].headers, vec!["X-Account: 7"]);
-        assert_eq!(t[0].at, "--targets t.txt line 2");
+        assert_eq!(t[0].line, 2);
         assert_eq!(
             (t[1].method.as_deref(), t[1].url.as_str()),
             (None, "http://h:1/b")
@@ -347,7 +348,7 @@ mod tests {
         );
         assert_eq!(t[1].body.as_deref(), Some(&b"{}"[..]));
         assert_eq!(t[2].body.as_deref(), Some(&[0u8, 1, 2][..]));
-        assert_eq!(t[2].at, "--targets t.txt line 4");
+        assert_eq!(t[2].line, 4);
         for (text, want) in [
             (
                 "{\"url\":\"http://h/\",\"nope\":1}\n",
@@ -378,7 +379,10 @@ mod tests {
     #[test]
     fn bodies_one_per_line() {
         let b = parse_bodies(b"{\"a\":1}\r\n\n{\"a\":2}\n", "b.jsonl").unwrap();
-        assert_eq!(b, vec![b"{\"a\":1}".to_vec(), b"{\"a\":2}".to_vec()]);
+        assert_eq!(
+            b,
+            vec![(1, b"{\"a\":1}".to_vec()), (3, b"{\"a\":2}".to_vec())]
+        );
         assert!(parse_bodies(b"\n \n", "b.jsonl")
             .unwrap_err()
             .contains("no bodies"));

@@ -55,7 +55,7 @@ pub struct RunInfo {
 /// The requests of a run with many (`--targets` or `--bodies`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestSetInfo {
-    /// `targets` or `bodies`.
+    /// `targets`, `bodies`, or `url` (the command line's request, with templates).
     pub from: String,
     /// The file (`-`: standard input; `null`: given by a program).
     pub file: Option<String>,
@@ -63,7 +63,8 @@ pub struct RequestSetInfo {
     pub entries: usize,
     /// `sequential` (request i sends entry i mod entries) or `random`.
     pub order: String,
-    /// `random`: the seed (`--seed`, or the one chosen; give it to repeat the sequence).
+    /// With random order or templates: the seed (`--seed`, or the one chosen; give it to
+    /// repeat the order and the `{{rand}}`/`{{uuid}}` values).
     pub seed: Option<u64>,
     /// The encoded requests' size in memory, bytes.
     pub encoded_bytes: usize,

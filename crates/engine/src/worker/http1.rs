@@ -2,9 +2,19 @@
 //! bytes repeated), responses parsed back to back as they come, and what a close means.
 
 use super::*;
+use crate::template::Render;
 use pelt_codec::{Parsed, ParserOptions, ResponseParser};
 
-pub(super) struct Http1;
+/// The HTTP/1.1 protocol: a buffer for rendering templated bodies.
+pub(super) struct Http1 {
+    body: Vec<u8>,
+}
+
+impl Http1 {
+    pub(super) fn new() -> Http1 {
+        Http1 { body: Vec::new() }
+    }
+}
 
 /// One HTTP/1.1 connection's state.
 pub(super) struct H1Conn {
@@ -87,6 +97,25 @@ impl Protocol for Http1 {
         conn.unwritten = 0;
         let (start, end) = match &w.config.targets {
             None => (0, n * w.config.request.len()),
+            Some(set) if set.has_templates() => {
+                for k in conn.slots.len - n..conn.slots.len {
+                    let slot = *conn.slots.get_mut(k);
+                    let t = slot.target as usize;
+                    match set.template(t) {
+                        Some(template) => template.render(
+                            &mut conn.proto.scratch,
+                            &mut w.proto.body,
+                            &mut Render {
+                                seq: slot.seq,
+                                rng: &mut w.values,
+                                lines: set.lines(),
+                            },
+                        ),
+                        None => conn.proto.scratch.extend_from_slice(&w.batch[set.range(t)]),
+                    }
+                }
+                (0, 0)
+            }
             Some(set) if n == 1 => {
                 let last = conn.slots.len - 1;
                 let r = set.range(conn.slots.get_mut(last).target as usize);

@@ -84,6 +84,8 @@ struct Slot<S> {
     warm: bool,
     /// Which entry of `Config::targets` it sends (0 with a single request).
     target: u32,
+    /// Its index in the run (`{{seq}}`).
+    seq: u64,
     /// What the protocol keeps per request (HTTP/1.1: nothing; HTTP/2: its stream).
     stream: S,
 }
@@ -102,6 +104,7 @@ impl<S: Default> Slot<S> {
             sent,
             warm,
             target: 0,
+            seq: 0,
             stream: S::default(),
         }
     }
@@ -336,6 +339,8 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     model: Model,
     /// Which request each one the model starts sends.
     picker: Picker,
+    /// The values templates draw (`{{rand}}`, `{{uuid}}`), seeded per worker.
+    values: fastrand::Rng,
     ledger: Ledger,
     events: Vec<Event>,
     proto: P,
@@ -380,8 +385,20 @@ pub(crate) fn run<I: Io>(
         }
     };
     match (&config.http2, &config.tls) {
-        (None, None) => drive(config, batch, plan, stop, io, ledger, Http1, Plain),
-        (None, Some(tls)) => drive(config, batch, plan, stop, io, ledger, Http1, Tls::new(tls)),
+        (None, None) => drive(config, batch, plan, stop, io, ledger, Http1::new(), Plain),
+        (None, Some(tls)) => {
+            let transport = Tls::new(tls);
+            drive(
+                config,
+                batch,
+                plan,
+                stop,
+                io,
+                ledger,
+                Http1::new(),
+                transport,
+            )
+        }
         (Some(h2), None) => drive(config, batch, plan, stop, io, ledger, Http2::new(h2), Plain),
         (Some(h2), Some(tls)) => {
             let transport = Tls::new(tls);
@@ -439,6 +456,10 @@ fn drive<I: Io, P: Protocol, T: Transport>(
             Some(set) => Picker::new(set.len(), set.order, plan.worker, plan.workers),
             None => Picker::new(1, Default::default(), plan.worker, plan.workers),
         },
+        values: fastrand::Rng::with_seed(
+            config.targets.as_ref().map_or(0, |s| s.seed)
+                ^ (plan.worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        ),
         ledger,
         events: Vec::with_capacity(1024),
         proto,
@@ -670,10 +691,11 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 now
             };
             self.ledger.started(warm, due, now);
-            let (target, _index) = self.picker.pick(warm);
+            let (target, seq) = self.picker.pick(warm);
             let conn = &mut self.conns[i];
             conn.slots.push(Slot {
                 target,
+                seq,
                 ..Slot::new(due, now, warm)
             });
             conn.unwritten += 1;
