@@ -352,6 +352,20 @@ fn result_matches_the_documented_schema() {
     ]);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(many["request_set"]["order"], "random", "{many}");
+    let names: Vec<&str> = many["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["GET /a", "POST /b"], "{many}");
+    let sent: u64 = many["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["sent"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sent, 20, "per-target counts add up: {many}");
     assert!(many["request_set"]["seed"].is_u64(), "{many}");
     let mut broken = ok.clone();
     broken.as_object_mut().unwrap().remove("requests");

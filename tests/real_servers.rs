@@ -368,6 +368,25 @@ fn nginx_counts_exact_shares_per_target() {
             assert_eq!(v["request_set"]["entries"], 7, "{io} {flags}: {v}");
             assert_eq!(v["method"], "GET,POST,HEAD", "{io} {flags}: {v}");
             assert_eq!(server.paths_since(from), want, "{io} {flags}");
+            // pelt's own per-target figures agree with the server's log.
+            let per: Vec<(String, u64, u64, u64)> = v["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    let n = |k: &str| t[k].as_u64().unwrap();
+                    (
+                        t["name"].as_str().unwrap().to_string(),
+                        n("sent"),
+                        n("completed"),
+                        t["status"]["200"].as_u64().unwrap_or(0),
+                    )
+                })
+                .collect();
+            let expected: Vec<(String, u64, u64, u64)> = (0..7)
+                .map(|t| (format!("{} /t{t}", ["GET", "POST", "HEAD"][t % 3]), k, k, k))
+                .collect();
+            assert_eq!(per, expected, "{io} {flags}");
         }
     }
 }

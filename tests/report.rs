@@ -48,6 +48,60 @@ fn chart<'a>(page: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
 }
 
 #[test]
+fn html_report_shows_each_target_in_a_real_browser() {
+    let dir = test_dir("html-targets");
+    let (server, url) = serve(ServerConfig::default());
+    let targets = dir.join("targets.txt");
+    let lines: Vec<String> = (0..25).map(|t| format!("GET {url}page/{t}\n")).collect();
+    std::fs::write(&targets, lines.join("\n")).unwrap();
+    let (json, html) = (dir.join("r.json"), dir.join("r.html"));
+    run_expect(
+        &[
+            "--targets",
+            s(&targets),
+            "-n",
+            "2500",
+            "-c",
+            "4",
+            "--json",
+            s(&json),
+            "--html",
+            s(&html),
+            "-q",
+        ],
+        0,
+    );
+    drop(server);
+    let v = read_json(&json);
+    assert_eq!(v["targets"].as_array().unwrap().len(), 25, "{v}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        text.contains("<td>GET /page/7</td>"),
+        "the table names the targets"
+    );
+    assert!(
+        text.contains("(5 more)"),
+        "25 targets: 20 rows and the rest summed"
+    );
+    // `pelt report` prints the same table from the saved result.
+    let again = run_expect(&["report", s(&json)], 0);
+    assert!(
+        again.contains("GET /page/0") && again.contains("(5 more)"),
+        "{again}"
+    );
+    let Some(page) = browser_check(&html, &dir.join("targets.png")) else {
+        return;
+    };
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    let c = chart(&page, "chart-targets");
+    assert_eq!(c["datasets"].as_array().unwrap().len(), 2, "{c}");
+    assert!(c["painted"].as_u64().unwrap() > 2000, "not drawn: {c}");
+    for d in c["datasets"].as_array().unwrap() {
+        assert_eq!(d["finite"].as_u64().unwrap(), 20, "{d}");
+    }
+}
+
+#[test]
 fn html_report_renders_in_a_real_browser() {
     let dir = test_dir("html");
     // 5 % of answers are 500s, and each takes at least a millisecond.

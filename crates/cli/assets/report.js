@@ -47,3 +47,14 @@ new Chart(document.getElementById("chart-status"), {
   options: { scales: { x: Object.assign(xSec, { stacked: true, offset: true }), y: axis("responses per second", { stacked: true, beginAtZero: true }) },
              interaction: { mode: "index", intersect: false } }
 });
+// Per target (--targets): p50 and p99 of the busiest names, side by side.
+if (DATA.targets.length) {
+  const TG = DATA.targets;
+  new Chart(document.getElementById("chart-targets"), {
+    type: "bar",
+    data: { labels: TG.map(t => t.name), datasets: ["p50", "p99"].map((k, i) => ({
+      label: k, backgroundColor: COLORS[i], data: TG.map(t => t[k] / 1000) })) },
+    options: { indexAxis: "y", scales: { x: axis("latency (ms)", { beginAtZero: true }), y: axis("target", { ticks: { autoSkip: false } }) },
+               plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmtUs(c.parsed.x * 1000) } } } }
+  });
+}

@@ -177,7 +177,58 @@ fn report_data(r: &Report) -> Value {
             })
         })
         .collect();
-    json!({ "timeline": timeline, "spectrum": spectrum })
+    // The busiest targets (the summary's rows), for the per-target latency chart.
+    let targets: Vec<Value> = pelt_stats::busiest(&r.targets, TARGET_ROWS)
+        .0
+        .iter()
+        .map(|t| json!({ "name": t.name, "p50": t.latency_us.p50_us, "p99": t.latency_us.p99_us }))
+        .collect();
+    json!({ "timeline": timeline, "spectrum": spectrum, "targets": targets })
+}
+
+/// Targets shown in the HTML table and chart (the rest are summed in one row).
+const TARGET_ROWS: usize = 20;
+
+/// The per-target table (`--targets`): the busiest names, and the rest summed.
+fn targets_section(b: &mut String, r: &Report) {
+    if r.targets.is_empty() {
+        return;
+    }
+    let (rows, rest) = pelt_stats::busiest(&r.targets, TARGET_ROWS);
+    b.push_str("<div class=\"grid\">\n");
+    chart_boxes(b, &[("chart-targets", "Latency by target (p50, p99)")]);
+    b.push_str("<section class=\"box\"><h2>Targets</h2><table>\n<tr><th>target</th><th class=\"n\">sent</th><th class=\"n\">completed</th><th class=\"n\">errors</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">max</th></tr>\n");
+    let us = |v: u64| latency(v as f64);
+    for t in rows {
+        let l = &t.latency_us;
+        row(
+            b,
+            &[
+                &t.name,
+                &thousands(t.sent),
+                &thousands(t.completed),
+                &thousands(t.errors),
+                &us(l.p50_us),
+                &us(l.p99_us),
+                &us(l.max_us),
+            ],
+        );
+    }
+    if let Some(rest) = rest {
+        row(
+            b,
+            &[
+                &format!("({} more)", rest.names),
+                &thousands(rest.sent),
+                &thousands(rest.completed),
+                &thousands(rest.errors),
+                "",
+                "",
+                "",
+            ],
+        );
+    }
+    b.push_str("</table></section>\n</div>\n");
 }
 
 /// The whole HTML report of one result.
@@ -370,6 +421,7 @@ pub fn report(r: &Report) -> String {
         esc(&crate::output::summary(r))
     );
     b.push_str("</section>\n</div>\n");
+    targets_section(&mut b, r);
     page(
         &format!("pelt: {}", i.target),
         &b,

@@ -82,6 +82,55 @@ fn latency_row(s: &mut String, label: &str, l: &LatencySummary) {
     );
 }
 
+/// Names shown one per row in the summary; the rest are folded into one.
+const TARGET_ROWS: usize = 20;
+
+/// Per-target figures (`--targets`): the busiest names, one row each.
+fn targets_table(s: &mut String, r: &Report) {
+    if r.targets.is_empty() {
+        return;
+    }
+    let (rows, rest) = pelt_stats::busiest(&r.targets, TARGET_ROWS);
+    let width = rows
+        .iter()
+        .map(|t| t.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(6, 40);
+    let header = format!(
+        "  {:<width$}  {:>10} {:>10} {:>8}  {:<8} {:<8} {}",
+        "Target", "sent", "completed", "errors", "p50", "p99", "max"
+    );
+    let _ = writeln!(s, "\n{}", header.trim_end());
+    let row = |s: &mut String, name: &str, counts: [u64; 3], l: Option<&LatencySummary>| {
+        let name: String = name.chars().take(width).collect();
+        let lat = l.map_or_else(
+            || format!("{:<8} {:<8} -", "-", "-"),
+            |l| {
+                format!(
+                    "{:<8} {:<8} {}",
+                    latency(l.p50_us as f64),
+                    latency(l.p99_us as f64),
+                    latency(l.max_us as f64)
+                )
+            },
+        );
+        let [sent, done, errors] = counts.map(thousands);
+        let _ = writeln!(
+            s,
+            "  {name:<width$}  {sent:>10} {done:>10} {errors:>8}  {lat}"
+        );
+    };
+    for t in &rows {
+        let counts = [t.sent, t.completed, t.errors];
+        row(s, &t.name, counts, Some(&t.latency_us));
+    }
+    if let Some(rest) = rest {
+        let label = format!("({} more)", rest.names);
+        row(s, &label, [rest.sent, rest.completed, rest.errors], None);
+    }
+}
+
 /// The human summary printed on stdout.
 pub fn summary(r: &Report) -> String {
     let mut s = String::new();
@@ -207,6 +256,7 @@ pub fn summary(r: &Report) -> String {
             let _ = writeln!(s, "{label:<15}{code}  {:>12}", thousands(*count));
         }
     }
+    targets_table(&mut s, r);
     if !r.errors.is_empty() {
         let _ = writeln!(s);
         for (n, kind) in ErrorKind::ALL

@@ -4,7 +4,7 @@
 //! Backend-neutral: every backend records through a `Ledger`, so the accounting (the invariant
 //! `sent == completed + errors + in_flight`, per phase) is written once.
 
-use pelt_stats::{ErrorKind, Interval, WorkerStats};
+use pelt_stats::{ErrorKind, Interval, TargetStats, WorkerStats};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,8 @@ pub(crate) struct Ledger {
     next_tick: Instant,
     worker: usize,
     tx: Sender<Published>,
+    /// Per-target figures: each entry's name (index into `main.targets`); empty: none kept.
+    name_of: Vec<u32>,
 }
 
 #[inline]
@@ -44,9 +46,19 @@ impl Ledger {
         start: Instant,
         warmup: Duration,
         tx: Sender<Published>,
+        targets: Option<&crate::RequestSet>,
     ) -> Ledger {
+        let mut main = WorkerStats::new();
+        let name_of = match targets.filter(|s| !s.names().is_empty()) {
+            Some(set) => {
+                main.targets = vec![TargetStats::default(); set.names().len()];
+                set.name_of().to_vec()
+            }
+            None => Vec::new(),
+        };
         Ledger {
-            main: WorkerStats::new(),
+            name_of,
+            main,
             warm: WorkerStats::new(),
             open,
             start,
@@ -81,9 +93,22 @@ impl Ledger {
         self.stats(warm)
     }
 
-    /// A request started at `now`, due at `due`.
+    /// The figures of `target`'s name, for a measured request (`None`: not kept).
     #[inline]
-    pub fn started(&mut self, warm: bool, due: Instant, now: Instant) {
+    fn target(&mut self, warm: bool, target: u32) -> Option<&mut TargetStats> {
+        if warm || self.name_of.is_empty() {
+            return None;
+        }
+        let name = self.name_of[target as usize] as usize;
+        self.main.targets.get_mut(name)
+    }
+
+    /// A request for entry `target` started at `now`, due at `due`.
+    #[inline]
+    pub fn started(&mut self, warm: bool, target: u32, due: Instant, now: Instant) {
+        if let Some(t) = self.target(warm, target) {
+            t.sent += 1;
+        }
         let open = self.open;
         let s = self.stats(warm);
         s.sent += 1;
@@ -95,9 +120,20 @@ impl Ledger {
 
     /// A complete response at `now` to the request started at `sent` and due at `due`.
     #[inline]
-    pub fn response(&mut self, warm: bool, status: u16, due: Instant, sent: Instant, now: Instant) {
+    pub fn response(
+        &mut self,
+        warm: bool,
+        target: u32,
+        status: u16,
+        due: Instant,
+        sent: Instant,
+        now: Instant,
+    ) {
         let service = micros(sent, now);
         let latency = if self.open { micros(due, now) } else { service };
+        if let Some(t) = self.target(warm, target) {
+            t.record_response(status, latency);
+        }
         let open = self.open;
         let s = self.stats(warm);
         s.record_response(status, latency);
@@ -109,9 +145,26 @@ impl Ledger {
 
     /// A request that ended in an error.
     #[inline]
-    pub fn error(&mut self, warm: bool, kind: ErrorKind, message: impl FnOnce() -> String) {
+    pub fn error(
+        &mut self,
+        warm: bool,
+        target: u32,
+        kind: ErrorKind,
+        message: impl FnOnce() -> String,
+    ) {
+        if let Some(t) = self.target(warm, target) {
+            t.record_error(kind);
+        }
         self.stats(warm).record_error(kind, message);
         self.interval.errors += 1;
+    }
+
+    /// A request still unresolved when the run stopped.
+    pub fn in_flight(&mut self, warm: bool, target: u32) {
+        if let Some(t) = self.target(warm, target) {
+            t.in_flight += 1;
+        }
+        self.stats(warm).in_flight += 1;
     }
 
     /// A problem of a connection that no request owns.
@@ -178,14 +231,14 @@ mod tests {
     fn requests_are_booked_to_the_phase_they_started_in() {
         let (tx, rx) = std::sync::mpsc::channel();
         let t0 = Instant::now();
-        let mut l = Ledger::new(0, true, t0, Duration::from_secs(1), tx);
+        let mut l = Ledger::new(0, true, t0, Duration::from_secs(1), tx, None);
         assert!(l.is_warm(t0));
-        l.started(true, t0, t0 + Duration::from_micros(1500));
-        l.started(false, t0, t0);
+        l.started(true, 0, t0, t0 + Duration::from_micros(1500));
+        l.started(false, 0, t0, t0);
         // A warm request that completes after the warm-up stays a warm-up request.
         l.tick(t0 + Duration::from_millis(1200));
-        l.response(true, 200, t0, t0, t0 + Duration::from_millis(1200));
-        l.error(false, ErrorKind::Timeout, || "t".into());
+        l.response(true, 0, 200, t0, t0, t0 + Duration::from_millis(1200));
+        l.error(false, 0, ErrorKind::Timeout, || "t".into());
         assert_eq!((l.warm.sent, l.warm.completed(), l.warm.late), (1, 1, 1));
         assert_eq!((l.main.sent, l.main.errors.total()), (1, 1));
         // Open loop: latency from the due time, service time from the start.

@@ -35,6 +35,9 @@ pub struct RequestSet {
     lines: Vec<Lines>,
     /// Seed of the values templates draw (`{{rand}}`, `{{uuid}}`), with the worker's index.
     pub seed: u64,
+    /// Per-target figures: the names, and each entry's name (empty: none kept).
+    names: Vec<String>,
+    name_of: Vec<u32>,
 }
 
 impl RequestSet {
@@ -65,6 +68,24 @@ impl RequestSet {
     /// Adds the lines of a `{{line:FILE}}` file; returns its number for `Value::Line`.
     pub fn set_lines(&mut self, lines: Vec<Lines>) {
         self.lines = lines;
+    }
+
+    /// Keeps per-target figures: `names` (at most [`pelt_stats::MAX_TARGET_NAMES`] and one
+    /// for the rest), and entry `t`'s name `names[name_of[t]]`.
+    pub fn set_names(&mut self, names: Vec<String>, name_of: Vec<u32>) {
+        assert_eq!(name_of.len(), self.len(), "a name for every entry");
+        assert!(name_of.iter().all(|&n| (n as usize) < names.len()));
+        self.names = names;
+        self.name_of = name_of;
+    }
+
+    /// The names per-target figures are kept under (empty: none).
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub(crate) fn name_of(&self) -> &[u32] {
+        &self.name_of
     }
 
     /// Whether some entry is a template.

@@ -321,6 +321,7 @@ fn build_set(
     set.seed = chosen;
     let mut files = LineFiles::default();
     let mut h2_requests = Vec::new();
+    let mut names = Names::default();
     for (k, e) in list.iter().enumerate() {
         // Where an entry came from, for a message (built only for one).
         let at = Where(from, e.line, k);
@@ -390,6 +391,9 @@ fn build_set(
         }
         .encode()
         .map_err(|err| bad(format!("{at}: invalid request: {err}")))?;
+        if from.0 == "targets" {
+            names.add(e, method);
+        }
         let head = method.eq_ignore_ascii_case("HEAD");
         if m.is_empty() {
             set.push(&bytes, head);
@@ -413,6 +417,9 @@ fn build_set(
         }
     }
     set.set_lines(files.files);
+    if from.0 == "targets" {
+        set.set_names(names.names, names.name_of);
+    }
     let random = matches!(order, engine::Order::Random { .. });
     let info = RequestSetInfo {
         from: String::new(),
@@ -466,5 +473,46 @@ impl std::fmt::Display for Where<'_> {
             (kind, Some(file)) => write!(f, "--{kind} {file} line {}", self.1),
             (kind, None) => write!(f, "{} {}", kind.trim_end_matches('s'), self.2 + 1),
         }
+    }
+}
+
+/// Per-target names: a target's `name`, else its method and path without the query (with any
+/// template as typed). The first [`pelt_stats::MAX_TARGET_NAMES`] distinct names get figures
+/// of their own; the rest share [`pelt_stats::OTHER`].
+#[derive(Default)]
+struct Names {
+    names: Vec<String>,
+    name_of: Vec<u32>,
+    index: std::collections::HashMap<String, u32>,
+    other: Option<u32>,
+}
+
+impl Names {
+    fn add(&mut self, e: &TargetEntry, method: &str) {
+        let name = match &e.name {
+            Some(n) => n.clone(),
+            None => {
+                let path = target::parse(&e.url).map_or_else(|_| e.url.clone(), |p| p.path);
+                let path = path.split('?').next().unwrap_or("/");
+                format!(
+                    "{method} {}",
+                    path.replace("%7B%7B", "{{").replace("%7D%7D", "}}")
+                )
+            }
+        };
+        let n = match self.index.get(&name) {
+            Some(&n) => n,
+            None if self.other.is_none() && self.names.len() < pelt_stats::MAX_TARGET_NAMES => {
+                let n = self.names.len() as u32;
+                self.names.push(name.clone());
+                self.index.insert(name, n);
+                n
+            }
+            None => *self.other.get_or_insert_with(|| {
+                self.names.push(pelt_stats::OTHER.to_string());
+                (self.names.len() - 1) as u32
+            }),
+        };
+        self.name_of.push(n);
     }
 }

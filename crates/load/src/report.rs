@@ -32,6 +32,24 @@ impl Prepared {
             }
             h.warmup_latency_us = result.warmup.as_ref().map(|w| w.latency.clone());
         }
+        if let Some(set) = &p.config.targets {
+            report.targets = result
+                .stats
+                .targets
+                .iter()
+                .zip(set.names())
+                .map(|(t, name)| t.report(name))
+                .collect();
+            if set.names().len() > pelt_stats::MAX_TARGET_NAMES {
+                report.notes.push(format!(
+                    "more than {} target names: the first {} have their own figures, the rest \
+                     are counted together as \"{}\"",
+                    pelt_stats::MAX_TARGET_NAMES,
+                    pelt_stats::MAX_TARGET_NAMES,
+                    pelt_stats::OTHER
+                ));
+            }
+        }
         report.warmup = result
             .warmup
             .as_ref()

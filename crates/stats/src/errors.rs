@@ -113,7 +113,7 @@ impl ErrorKind {
         }
     }
 
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         Self::ALL.iter().position(|&k| k == self).unwrap_or(0)
     }
 }

@@ -26,6 +26,7 @@ mod histogram;
 mod kinds;
 mod merge;
 mod report;
+mod targets;
 mod timeline;
 
 pub use errors::{ErrorCounts, ErrorKind};
@@ -36,6 +37,7 @@ pub use report::{
     BytesReport, HandshakesReport, Histograms, OpenLoopReport, Report, RequestSetInfo,
     RequestsReport, RunInfo, Threshold, TlsInfo, WarmupReport,
 };
+pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{Interval, PointLatency, TimelinePoint};
 
 /// A request that started this much after its due time counts as late (open loop).
@@ -122,6 +124,8 @@ pub struct WorkerStats {
     pub lag: LatencyHistogram,
     /// Open loop only: requests that started more than [`LATE_THRESHOLD_US`] after their due time.
     pub late: u64,
+    /// Per target name (`--targets`; empty otherwise): the measured requests' figures.
+    pub targets: Vec<TargetStats>,
 }
 
 impl Default for WorkerStats {
@@ -148,6 +152,7 @@ impl WorkerStats {
             handshake: LatencyHistogram::new(),
             lag: LatencyHistogram::new(),
             late: 0,
+            targets: Vec::new(),
         }
     }
 
@@ -189,6 +194,13 @@ impl WorkerStats {
         self.handshakes_full += other.handshakes_full;
         self.handshakes_resumed += other.handshakes_resumed;
         self.latency.merge(&other.latency);
+        if self.targets.len() < other.targets.len() {
+            self.targets
+                .resize_with(other.targets.len(), TargetStats::default);
+        }
+        for (a, b) in self.targets.iter_mut().zip(&other.targets) {
+            a.merge(b);
+        }
         self.service.merge(&other.service);
         self.handshake.merge(&other.handshake);
         self.lag.merge(&other.lag);

@@ -8,7 +8,7 @@
 use crate::report::Histograms;
 use crate::{
     BytesReport, HandshakesReport, LatencyHistogram, LoadModel, OpenLoopReport, Report,
-    RequestsReport, RunInfo, StopReason, TimelinePoint, WarmupReport,
+    RequestsReport, RunInfo, StopReason, TargetReport, TimelinePoint, WarmupReport,
 };
 use std::collections::BTreeMap;
 
@@ -48,6 +48,18 @@ fn merged_hist(
         .filter_map(|r| r.histograms.as_ref().and_then(&pick))
     {
         out.get_or_insert_with(LatencyHistogram::new).merge(h);
+    }
+    out
+}
+
+/// Per-target figures added by name, in first-seen order (exact: their histograms add).
+fn merged_targets(reports: &[Report]) -> Vec<TargetReport> {
+    let mut out: Vec<TargetReport> = Vec::new();
+    for t in reports.iter().flat_map(|r| &r.targets) {
+        match out.iter_mut().find(|o| o.name == t.name) {
+            Some(o) => o.merge(t),
+            None => out.push(t.clone()),
+        }
     }
     out
 }
@@ -115,6 +127,7 @@ pub fn merge(reports: &[Report]) -> Result<Report, String> {
     };
     Ok(Report {
         pelt_version: env!("CARGO_PKG_VERSION").to_string(),
+        targets: merged_targets(reports),
         info: merged_info(reports),
         duration_s,
         interrupted: reports.iter().any(|r| r.interrupted),
@@ -449,6 +462,56 @@ mod tests {
             0u64..20_000_000,
             0u64..3,
         )
+    }
+
+    /// A result with per-target figures: each sample is (status, latency, target 0..3).
+    fn targeted(samples: &[(u16, u64, usize)]) -> Report {
+        let names = ["GET /a", "GET /b", "POST /c"];
+        let mut stats = WorkerStats::new();
+        stats.targets = vec![crate::TargetStats::default(); 3];
+        for &(status, lat, t) in samples {
+            stats.sent += 1;
+            stats.record_response(status, lat);
+            stats.targets[t].sent += 1;
+            stats.targets[t].record_response(status, lat);
+        }
+        let mut r = Report::new(info(), &stats, 2.0, StopReason::Duration);
+        r.targets = stats
+            .targets
+            .iter()
+            .zip(names)
+            .map(|(t, n)| t.report(n))
+            .collect();
+        let json = serde_json::to_string(&r).unwrap();
+        serde_json::from_str(&json).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// Per-target figures of a merged result equal those of one run of everything:
+        /// counts, status codes, histograms and percentiles, name by name; and they add up
+        /// to the totals.
+        #[test]
+        fn merged_targets_equal_one_run(
+            a in prop::collection::vec((prop::sample::select(vec![200u16, 404, 503]), 1u64..5_000_000, 0usize..3), 0..120),
+            b in prop::collection::vec((prop::sample::select(vec![200u16, 404, 503]), 1u64..5_000_000, 0usize..3), 0..120),
+        ) {
+            let all: Vec<_> = a.iter().chain(&b).copied().collect();
+            let one = targeted(&all);
+            let merged = merge(&[targeted(&a), targeted(&b)]).unwrap();
+            prop_assert_eq!(merged.targets.len(), 3);
+            for (m, o) in merged.targets.iter().zip(&one.targets) {
+                prop_assert_eq!((&m.name, m.sent, m.completed, m.errors), (&o.name, o.sent, o.completed, o.errors));
+                prop_assert_eq!(&m.status, &o.status);
+                prop_assert_eq!(&m.histogram, &o.histogram);
+                let (x, y) = (m.latency_us, o.latency_us);
+                prop_assert_eq!((x.min_us, x.p50_us, x.p90_us, x.p99_us, x.max_us),
+                                (y.min_us, y.p50_us, y.p90_us, y.p99_us, y.max_us));
+            }
+            let sent: u64 = merged.targets.iter().map(|t| t.sent).sum();
+            prop_assert_eq!(sent, merged.requests.sent);
+        }
     }
 
     proptest! {

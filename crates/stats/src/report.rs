@@ -2,7 +2,7 @@
 
 use crate::{
     Arrival, Http, Io, LatencyFrom, LatencyHistogram, LatencySummary, LoadModel, StopReason,
-    TimelinePoint, WorkerStats, LATE_THRESHOLD_US,
+    TargetReport, TimelinePoint, WorkerStats, LATE_THRESHOLD_US,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -250,6 +250,10 @@ pub struct Report {
     /// The results this one was merged from (`pelt merge`); empty for a single run.
     #[serde(default)]
     pub merged_from: Vec<String>,
+    /// Per target name (`--targets`), in the targets' order; empty otherwise. Their counts
+    /// add up to `requests`.
+    #[serde(default)]
+    pub targets: Vec<TargetReport>,
 }
 
 /// The histograms of a result: HdrHistogram's compressed V2 encoding, base64, microseconds.
@@ -338,6 +342,7 @@ impl Report {
                 warmup_latency_us: None,
             }),
             merged_from: Vec::new(),
+            targets: Vec::new(),
         }
     }
 }

@@ -201,7 +201,8 @@ impl Protocol for Http1 {
                         completed = true;
                     }
                     let slot = conn.slots.pop().expect("a request is in flight");
-                    ledger.response(slot.warm, response.status, slot.due, slot.sent, *now);
+                    let (status, due, sent) = (response.status, slot.due, slot.sent);
+                    ledger.response(slot.warm, slot.target, status, due, sent, *now);
                     if !(response.keep_alive && config.keep_alive) {
                         return AfterRead::Close;
                     }
@@ -245,8 +246,14 @@ impl Protocol for Http1 {
         match read_eof(&mut w.conns[i].proto.parser) {
             Ok(response) => {
                 let slot = w.conns[i].slots.pop().expect("a request is in flight");
-                w.ledger
-                    .response(slot.warm, response.status, slot.due, slot.sent, now);
+                w.ledger.response(
+                    slot.warm,
+                    slot.target,
+                    response.status,
+                    slot.due,
+                    slot.sent,
+                    now,
+                );
                 w.fail_all(i, ErrorKind::Closed, || {
                     "the server closed the connection with pipelined requests unanswered"
                         .to_string()

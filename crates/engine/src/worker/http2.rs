@@ -241,13 +241,13 @@ fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Ins
         let slot = conn.slots.get_mut(k);
         let (header_block, body) = entry(request, slot.target);
         let end_stream = body.is_empty();
-        *slot = Slot {
-            stream: Stream {
-                id,
-                send_window: window,
-                ..Stream::default()
-            },
-            ..Slot::new(slot.due, now, slot.warm)
+        // A fresh stream (a request retried after a GOAWAY starts over); the request keeps
+        // its entry and index.
+        slot.sent = now;
+        slot.stream = Stream {
+            id,
+            send_window: window,
+            ..Stream::default()
         };
         h2.session
             .headers(&mut h2.out, id, header_block, end_stream);
@@ -339,9 +339,10 @@ fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: I
         } else {
             h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
         }
-        w.ledger.error(slot.warm, ErrorKind::Timeout, || {
-            format!("no complete response within {timeout:?}")
-        });
+        w.ledger
+            .error(slot.warm, slot.target, ErrorKind::Timeout, || {
+                format!("no complete response within {timeout:?}")
+            });
     }
     flush(w, i, now);
     w.refill(i, now);
@@ -359,9 +360,10 @@ fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
     }
     for _ in 0..w.conns[i].written() {
         let slot = w.conns[i].slots.pop().expect("a request is in flight");
-        w.ledger.error(slot.warm, ErrorKind::Closed, || {
-            "the server closed the HTTP/2 connection with the stream open".to_string()
-        });
+        w.ledger
+            .error(slot.warm, slot.target, ErrorKind::Closed, || {
+                "the server closed the HTTP/2 connection with the stream open".to_string()
+            });
     }
     w.close(i);
     if w.conns[i].unwritten > 0 {
@@ -404,7 +406,7 @@ fn receive(
     let mut finish = |slots: &mut Slots<Stream>, k: usize, ledger: &mut Ledger| {
         let slot = slots.remove(k);
         if slot.stream.status == 0 {
-            ledger.error(slot.warm, ErrorKind::Protocol, || {
+            ledger.error(slot.warm, slot.target, ErrorKind::Protocol, || {
                 format!("stream {} ended without a final :status", slot.stream.id)
             });
             return;
@@ -413,7 +415,8 @@ fn receive(
             *now = Instant::now();
             stamped = true;
         }
-        ledger.response(slot.warm, slot.stream.status, slot.due, slot.sent, *now);
+        let (status, due, sent) = (slot.stream.status, slot.due, slot.sent);
+        ledger.response(slot.warm, slot.target, status, due, sent, *now);
     };
     let result = session.receive(data, out, &mut |event| match event {
         h2::Event::Headers {
@@ -457,7 +460,7 @@ fn receive(
         h2::Event::Reset { stream, code } => {
             if let Some(k) = slots.position(stream) {
                 let slot = slots.remove(k);
-                ledger.error(slot.warm, ErrorKind::StreamReset, || {
+                ledger.error(slot.warm, slot.target, ErrorKind::StreamReset, || {
                     format!("the server reset stream {stream}: {}", h2::code_name(code))
                 });
             }

@@ -362,6 +362,7 @@ pub(crate) fn run<I: Io>(
         plan.start,
         config.warmup,
         plan.tx.clone(),
+        config.targets.as_ref(),
     );
     let io = match io {
         Ok(io) => io,
@@ -369,9 +370,17 @@ pub(crate) fn run<I: Io>(
             // Without its I/O set up nothing can be sent: every request of the budget (or
             // none, for a duration run) is an error of this kind, so the accounting holds.
             let n = plan.budget.unwrap_or(0);
-            ledger.main.sent = n;
+            let entries = config.targets.as_ref().map_or(1, |s| s.len());
+            let order = config
+                .targets
+                .as_ref()
+                .map_or(Default::default(), |s| s.order);
+            let mut picker = Picker::new(entries, order, plan.worker, plan.workers);
+            let now = Instant::now();
             for _ in 0..n {
-                ledger.error(false, errno_kind(e, false), || {
+                let (target, _) = picker.pick(false);
+                ledger.started(false, target, now, now);
+                ledger.error(false, target, errno_kind(e, false), || {
                     format!("setting up {}: {e}", config.io.name())
                 });
             }
@@ -479,11 +488,7 @@ fn drive<I: Io, P: Protocol, T: Transport>(
     for c in &w.conns {
         for k in 0..c.slots.len {
             let slot = &c.slots.ring[(c.slots.head + k) % c.slots.ring.len()];
-            if slot.warm {
-                w.ledger.warm.in_flight += 1;
-            } else {
-                w.ledger.main.in_flight += 1;
-            }
+            w.ledger.in_flight(slot.warm, slot.target);
         }
     }
     w.ledger.finish();
@@ -690,8 +695,8 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             } else {
                 now
             };
-            self.ledger.started(warm, due, now);
             let (target, seq) = self.picker.pick(warm);
+            self.ledger.started(warm, target, due, now);
             let conn = &mut self.conns[i];
             conn.slots.push(Slot {
                 target,
@@ -800,7 +805,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     /// Every request left on connection `i` ends in an error of `kind`.
     fn fail_all(&mut self, i: usize, kind: ErrorKind, message: impl Fn() -> String) {
         while let Some(slot) = self.conns[i].slots.pop() {
-            self.ledger.error(slot.warm, kind, &message);
+            self.ledger.error(slot.warm, slot.target, kind, &message);
         }
         self.conns[i].unwritten = 0;
     }
