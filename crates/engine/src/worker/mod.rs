@@ -393,110 +393,104 @@ pub(crate) fn run<I: Io>(
             };
         }
     };
+    let setup = Setup {
+        config,
+        batch,
+        plan,
+        stop,
+        io,
+        ledger,
+    };
     match (&config.http2, &config.tls) {
-        (None, None) => drive(config, batch, plan, stop, io, ledger, Http1::new(), Plain),
-        (None, Some(tls)) => {
-            let transport = Tls::new(tls);
-            drive(
-                config,
-                batch,
-                plan,
-                stop,
-                io,
-                ledger,
-                Http1::new(),
-                transport,
-            )
-        }
-        (Some(h2), None) => drive(config, batch, plan, stop, io, ledger, Http2::new(h2), Plain),
-        (Some(h2), Some(tls)) => {
-            let transport = Tls::new(tls);
-            drive(
-                config,
-                batch,
-                plan,
-                stop,
-                io,
-                ledger,
-                Http2::new(h2),
-                transport,
-            )
-        }
+        (None, None) => setup.drive(Http1::new(), Plain),
+        (None, Some(tls)) => setup.drive(Http1::new(), Tls::new(tls)),
+        (Some(h2), None) => setup.drive(Http2::new(h2), Plain),
+        (Some(h2), Some(tls)) => setup.drive(Http2::new(h2), Tls::new(tls)),
     }
 }
 
-/// Runs one worker with its protocol and transport.
-#[allow(clippy::too_many_arguments)]
-fn drive<I: Io, P: Protocol, T: Transport>(
-    config: &Config,
-    batch: &[u8],
+/// What a worker has before its protocol and transport are chosen.
+struct Setup<'a, I: Io> {
+    config: &'a Config,
+    batch: &'a [u8],
     plan: WorkerPlan,
-    stop: &AtomicBool,
+    stop: &'a AtomicBool,
     io: I,
     ledger: Ledger,
-    proto: P,
-    transport: T,
-) -> WorkerOutcome {
-    let open = config.rate.is_some();
-    let model = match config.rate {
-        Some(rate) => Model::open(
-            Schedule::new(rate, config.arrival, plan.worker, plan.workers),
-            plan.budget,
-        ),
-        None => Model::closed(plan.budget),
-    };
-    let max_conns = if open {
-        plan.max_connections.max(plan.connections)
-    } else {
-        plan.connections
-    };
-    let depth = P::depth(config);
-    let mut w = Worker {
-        config,
-        io,
-        batch,
-        depth,
-        refill_at: if P::MULTIPLEXED { 1 } else { depth },
-        conns: Vec::with_capacity(max_conns),
-        free: VecDeque::with_capacity(max_conns),
-        max_conns,
-        model,
-        picker: match &config.targets {
-            Some(set) => Picker::new(set.len(), set.order, plan.worker, plan.workers),
-            None => Picker::new(1, Default::default(), plan.worker, plan.workers),
-        },
-        values: fastrand::Rng::with_seed(
-            config.targets.as_ref().map_or(0, |s| s.seed)
-                ^ (plan.worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        ),
-        ledger,
-        events: Vec::with_capacity(1024),
-        proto,
-        transport,
-    };
-    let now = Instant::now();
-    for _ in 0..plan.connections {
-        w.add_conn(now);
-    }
-    let reason = w.run(&plan, stop);
-    // Requests due in the last moments before the stop are not a backlog: count those due
-    // more than the late threshold before it, which waited for a busy connection.
-    let late_ns = pelt_stats::LATE_THRESHOLD_US * 1000;
-    let backlog = w
-        .model
-        .backlog(w.ledger.elapsed_ns(Instant::now()).saturating_sub(late_ns));
-    for c in &w.conns {
-        for k in 0..c.slots.len {
-            let slot = &c.slots.ring[(c.slots.head + k) % c.slots.ring.len()];
-            w.ledger.in_flight(slot.warm, slot.target);
+}
+
+impl<I: Io> Setup<'_, I> {
+    /// Runs the worker with this protocol and transport.
+    fn drive<P: Protocol, T: Transport>(self, proto: P, transport: T) -> WorkerOutcome {
+        let Setup {
+            config,
+            batch,
+            plan,
+            stop,
+            io,
+            ledger,
+        } = self;
+        let open = config.rate.is_some();
+        let model = match config.rate {
+            Some(rate) => Model::open(
+                Schedule::new(rate, config.arrival, plan.worker, plan.workers),
+                plan.budget,
+            ),
+            None => Model::closed(plan.budget),
+        };
+        let max_conns = if open {
+            plan.max_connections.max(plan.connections)
+        } else {
+            plan.connections
+        };
+        let depth = P::depth(config);
+        let mut w = Worker {
+            config,
+            io,
+            batch,
+            depth,
+            refill_at: if P::MULTIPLEXED { 1 } else { depth },
+            conns: Vec::with_capacity(max_conns),
+            free: VecDeque::with_capacity(max_conns),
+            max_conns,
+            model,
+            picker: match &config.targets {
+                Some(set) => Picker::new(set.len(), set.order, plan.worker, plan.workers),
+                None => Picker::new(1, Default::default(), plan.worker, plan.workers),
+            },
+            values: fastrand::Rng::with_seed(
+                config.targets.as_ref().map_or(0, |s| s.seed)
+                    ^ (plan.worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ),
+            ledger,
+            events: Vec::with_capacity(1024),
+            proto,
+            transport,
+        };
+        let now = Instant::now();
+        for _ in 0..plan.connections {
+            w.add_conn(now);
         }
-    }
-    w.ledger.finish();
-    WorkerOutcome {
-        main: w.ledger.main,
-        warm: w.ledger.warm,
-        reason,
-        backlog,
+        let reason = w.run(&plan, stop);
+        // Requests due in the last moments before the stop are not a backlog: count those due
+        // more than the late threshold before it, which waited for a busy connection.
+        let late_ns = pelt_stats::LATE_THRESHOLD_US * 1000;
+        let backlog = w
+            .model
+            .backlog(w.ledger.elapsed_ns(Instant::now()).saturating_sub(late_ns));
+        for c in &w.conns {
+            for k in 0..c.slots.len {
+                let slot = &c.slots.ring[(c.slots.head + k) % c.slots.ring.len()];
+                w.ledger.in_flight(slot.warm, slot.target);
+            }
+        }
+        w.ledger.finish();
+        WorkerOutcome {
+            main: w.ledger.main,
+            warm: w.ledger.warm,
+            reason,
+            backlog,
+        }
     }
 }
 
