@@ -197,6 +197,21 @@ fn bad_templates() {
 }
 
 #[test]
+fn bad_unix_sockets() {
+    let line = rejected(&[
+        "http://localhost/",
+        "--unix-socket",
+        "/nonexistent/pelt.sock",
+    ]);
+    assert!(
+        line.contains("--unix-socket /nonexistent/pelt.sock: No such file"),
+        "{line}"
+    );
+    let line = rejected(&["http://localhost/", "--unix-socket", "/etc/hostname"]);
+    assert!(line.contains("not a socket"), "{line}");
+}
+
+#[test]
 fn too_many_connections_for_the_fd_limit() {
     let line = rejected(&["{url}", "-c", "9000000"]);
     assert!(

@@ -598,3 +598,67 @@ fn templates_render_per_request() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--unix-socket`: against `pelt serve` on a Unix socket, HTTP/1.1 (pipelined too) and h2c,
+/// on both backends: every request answered, and the server counted exactly as many.
+#[test]
+fn unix_socket_against_the_built_in_server() {
+    let dir = std::env::temp_dir().join(format!("pelt-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("pelt.sock");
+    let server = pelt_server::Server::start(ServerConfig {
+        unix_socket: Some(path.clone()),
+        h2: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let sock = path.display().to_string();
+    let mut backends = vec!["epoll"];
+    if pelt_engine::IoBackend::Uring.check().is_ok() {
+        backends.push("uring");
+    }
+    let mut total = 0;
+    for io in backends {
+        for extra in [
+            &["-c", "4"][..],
+            &["-c", "2", "--pipeline", "8"],
+            &["-c", "2", "--http2", "--streams", "16"],
+        ] {
+            let mut args = vec![
+                "http://localhost/x",
+                "--unix-socket",
+                &sock,
+                "-n",
+                "3000",
+                "--io",
+                io,
+                "--json",
+                "-",
+                "-q",
+            ];
+            args.extend_from_slice(extra);
+            // This test picks each backend itself (PELT_IO is not its business).
+            let (out, _) = wait_bounded(spawn_any_backend(&args), CHILD_LIMIT);
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                count(&v, &["requests", "completed"]),
+                3000,
+                "{io} {extra:?}: {v}"
+            );
+            assert_eq!(count(&v, &["requests", "errors"]), 0, "{io} {extra:?}: {v}");
+            assert_eq!(v["unix_socket"], sock.as_str(), "{v}");
+            total += 3000;
+        }
+    }
+    assert_eq!(server.stop(), total, "the server counted every request");
+    assert!(
+        !path.exists(),
+        "the server removes its socket when it stops"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,5 +1,5 @@
 //! pelt against real servers from Debian, as its users run it: nginx (HTTP/1.1 keep-alive,
-//! close and pipelined; HTTPS; HTTP/2 over TLS; h2c) and Apache httpd with its default
+//! close and pipelined; HTTPS; HTTP/2 over TLS; h2c; Unix sockets; many targets) and Apache httpd with its default
 //! `MaxKeepAliveRequests 100`, so every 100th response closes its connection on purpose
 //! (HTTP/1.1, HTTPS, HTTP/2 over TLS, h2c). Every case checks `completed == n`, zero errors,
 //! and that the server's own access log gained exactly n lines.
@@ -253,6 +253,8 @@ http {{
         listen 127.0.0.1:{p0};
         listen 127.0.0.1:{p1} ssl http2;
         listen 127.0.0.1:{p2} http2;
+        listen unix:{d}/nginx.sock;
+        listen unix:{d}/nginx-h2.sock http2;
         location / {{ return 200 \"OK\"; }}
     }}
 }}
@@ -311,6 +313,32 @@ fn nginx_https_and_http2() {
         // h2c, prior knowledge.
         let v = server.exact(io, 20_000, &h2c, "--http2 -c 4 --streams 50");
         assert_eq!(count(&v, &["connections_opened"]), 4, "{io}: {v}");
+    }
+}
+
+/// `--unix-socket` against nginx listening on Unix sockets: HTTP/1.1 (keep-alive and
+/// pipelined) and h2c, exact by nginx's own access log.
+#[test]
+fn nginx_over_unix_sockets() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let server = nginx(&bin);
+    let h1 = server.dir.join("nginx.sock").display().to_string();
+    let h2 = server.dir.join("nginx-h2.sock").display().to_string();
+    for io in backends() {
+        let v = server.exact(
+            io,
+            10_000,
+            "http://localhost/",
+            &format!("--unix-socket {h1} -c 4"),
+        );
+        assert_eq!(v["unix_socket"], h1.as_str(), "{v}");
+        let flags = format!("--unix-socket {h1} -c 2 --pipeline 16");
+        server.exact(io, 10_000, "http://localhost/", &flags);
+        let flags = format!("--unix-socket {h2} --http2 -c 2 --streams 50");
+        let v = server.exact(io, 10_000, "http://localhost/", &flags);
+        assert_eq!(count(&v, &["connections_opened"]), 2, "{io}: {v}");
     }
 }
 

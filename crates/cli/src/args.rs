@@ -213,6 +213,11 @@ pub struct LoadArgs {
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
 
+    /// Connect to this Unix socket instead of the URL's host and port (curl's flag); the URL
+    /// still gives the Host header and the path. HTTP/1.1 and h2c.
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+
     /// Open a new connection for every request (sends Connection: close).
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
@@ -448,6 +453,9 @@ impl From<ArrivalArg> for engine::Arrival {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Listen on this Unix socket instead of a port (created, and removed at exit).
+    #[arg(long = "unix-socket", value_name = "PATH", conflicts_with = "tls")]
+    pub unix_socket: Option<PathBuf>,
     /// Port to listen on; 0 picks a free one.
     #[arg(long, default_value_t = 8080, value_parser = values::port)]
     pub port: u16,

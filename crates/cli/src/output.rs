@@ -47,8 +47,12 @@ fn title(i: &RunInfo) -> String {
     } else {
         "new connection per request".to_string()
     };
+    let via = i
+        .unix_socket
+        .as_ref()
+        .map_or(String::new(), |p| format!(" via unix:{p}"));
     format!(
-        "{} {} with {} on {} ({}, {how})",
+        "{} {}{via} with {} on {} ({}, {how})",
         i.method,
         i.target,
         plural(i.connections, "connection"),

@@ -85,6 +85,7 @@ fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
             args::OrderArg::Random => TargetOrder::Random,
         },
         seed: a.seed,
+        unix_socket: a.unix_socket.clone(),
         ..LoadSpec::new(url)
     }
 }

@@ -15,6 +15,7 @@ pub fn serve(a: &ServeArgs) -> Result<ExitCode> {
     })?;
     let config = pelt_server::ServerConfig {
         addr: std::net::SocketAddr::new(ip, a.port),
+        unix_socket: a.unix_socket.clone(),
         threads: a.threads,
         delay: a.delay,
         work: a.work,
@@ -36,13 +37,24 @@ pub fn serve(a: &ServeArgs) -> Result<ExitCode> {
     } else {
         "http"
     };
-    let server = pelt_server::Server::start(config)
-        .map_err(|e| bad(anyhow!("cannot serve on {}:{}: {e}", a.host, a.port)))?;
-    let shown = match server.addr() {
-        std::net::SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
-        v4 => v4.to_string(),
-    };
-    println!("listening on {scheme}://{shown}");
+    let server = pelt_server::Server::start(config).map_err(|e| match &a.unix_socket {
+        Some(path) => bad(anyhow!("cannot serve on {}: {e}", path.display())),
+        None => bad(anyhow!("cannot serve on {}:{}: {e}", a.host, a.port)),
+    })?;
+    match server.unix_socket() {
+        Some(path) => println!(
+            "listening on unix:{} (try: pelt http://localhost/ --unix-socket {})",
+            path.display(),
+            path.display()
+        ),
+        None => {
+            let shown = match server.addr() {
+                std::net::SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
+                v4 => v4.to_string(),
+            };
+            println!("listening on {scheme}://{shown}");
+        }
+    }
     if let Some(path) = &cert_file {
         println!(
             "certificate {} (pass it to a client's --cacert)",

@@ -49,6 +49,47 @@ impl IoBackend {
     }
 }
 
+/// Where connections go: the target's TCP address, or a Unix socket (`Config::unix_socket`).
+#[derive(Debug, Clone)]
+pub(crate) enum Endpoint {
+    Tcp(SocketAddr),
+    Unix(rustix::net::SocketAddrUnix),
+}
+
+impl Endpoint {
+    /// The config's endpoint. A Unix socket path that cannot be one (too long, a NUL) is
+    /// refused by the caller beforehand ([`crate::check_unix_socket`]).
+    pub fn of(config: &Config) -> Endpoint {
+        match &config.unix_socket {
+            Some(path) => Endpoint::Unix(
+                rustix::net::SocketAddrUnix::new(path.as_path())
+                    .expect("the Unix socket path was checked before the run"),
+            ),
+            None => Endpoint::Tcp(config.addr),
+        }
+    }
+
+    pub fn family(&self) -> rustix::net::AddressFamily {
+        match self {
+            Endpoint::Tcp(a) if a.is_ipv4() => rustix::net::AddressFamily::INET,
+            Endpoint::Tcp(_) => rustix::net::AddressFamily::INET6,
+            Endpoint::Unix(_) => rustix::net::AddressFamily::UNIX,
+        }
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Tcp(a) => write!(f, "{a}"),
+            Endpoint::Unix(u) => match u.path() {
+                Some(p) => write!(f, "unix:{}", p.to_string_lossy()),
+                None => f.write_str("unix socket"),
+            },
+        }
+    }
+}
+
 /// How a connect went at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Connect {
@@ -93,7 +134,7 @@ pub(crate) enum Read<'a> {
 /// A backend's side of the worker: sockets and syscalls, nothing else.
 pub(crate) trait Io {
     /// Opens a socket for connection `conn` and connects it. On an error no socket is kept.
-    fn connect(&mut self, conn: usize, addr: &SocketAddr) -> Result<Connect, Errno>;
+    fn connect(&mut self, conn: usize, to: &Endpoint) -> Result<Connect, Errno>;
     /// Readiness backends: how the connect under way ended.
     fn finish_connect(&mut self, conn: usize) -> Result<(), Errno>;
     /// Hands `bytes` to connection `conn`'s socket; returns how many it took. Fewer than all:

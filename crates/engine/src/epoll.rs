@@ -6,13 +6,12 @@
 //! modify once connected) and `close`. In open loop, when the next request is due sooner than
 //! epoll's millisecond timeout can express, a timerfd wakes the loop at the due time.
 
-use crate::backend::{Connect, Event, EventKind, Io, Read};
+use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read};
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
-use rustix::net::{self, AddressFamily, SendFlags, SocketFlags, SocketType};
+use rustix::net::{self, SendFlags, SocketFlags, SocketType};
 use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// One read's worth of buffer, shared by all connections of a worker.
@@ -121,21 +120,20 @@ fn timespec(d: Duration) -> Timespec {
 }
 
 impl Io for EpollIo {
-    fn connect(&mut self, conn: usize, addr: &SocketAddr) -> Result<Connect, Errno> {
-        let family = if addr.is_ipv4() {
-            AddressFamily::INET
-        } else {
-            AddressFamily::INET6
-        };
+    fn connect(&mut self, conn: usize, to: &Endpoint) -> Result<Connect, Errno> {
         let fd = net::socket_with(
-            family,
+            to.family(),
             SocketType::STREAM,
             SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
             None,
         )?;
         // Nagle would only delay a request split across writes; never worth it here.
         let _ = net::sockopt::set_tcp_nodelay(&fd, true);
-        let connected = match net::connect(&fd, addr) {
+        let result = match to {
+            Endpoint::Tcp(addr) => net::connect(&fd, addr),
+            Endpoint::Unix(path) => net::connect(&fd, path),
+        };
+        let connected = match result {
             Ok(()) => true,
             Err(Errno::INPROGRESS) => false,
             Err(e) => return Err(e),

@@ -9,10 +9,9 @@
 //! the whole-request deadline, bytes on an idle connection, and a TLS close with and without
 //! close_notify (a real rustls server session runs inside the scripted socket).
 
-use crate::backend::{Connect, Event, EventKind, Io, Read};
+use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read};
 use rustix::io::Errno;
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,7 +80,7 @@ impl FakeIo {
 }
 
 impl Io for FakeIo {
-    fn connect(&mut self, conn: usize, _addr: &SocketAddr) -> Result<Connect, Errno> {
+    fn connect(&mut self, conn: usize, _to: &Endpoint) -> Result<Connect, Errno> {
         self.connects.fetch_add(1, Ordering::Relaxed);
         let script = self
             .sockets

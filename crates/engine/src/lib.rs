@@ -68,6 +68,20 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
 /// File descriptors pelt keeps for itself besides one per connection.
 pub const RESERVED_FDS: u64 = 64;
 
+/// Checks that `path` can be a Unix socket's address (it fits `sun_path`, no NUL byte) and
+/// that a socket is there to connect to; the error is one line.
+pub fn check_unix_socket(path: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let shown = path.display();
+    rustix::net::SocketAddrUnix::new(path)
+        .map_err(|_| format!("--unix-socket {shown}: not a usable socket path (too long?)"))?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("--unix-socket {shown}: {e}"))?;
+    if !meta.file_type().is_socket() {
+        return Err(format!("--unix-socket {shown}: not a socket"));
+    }
+    Ok(())
+}
+
 /// Worker threads when none are asked for: the CPUs this process may run on.
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -118,6 +132,9 @@ pub struct Config {
     /// New connections per second at the start, over all workers (`None`: as fast as they
     /// connect).
     pub connect_rate: Option<f64>,
+    /// Connect to this Unix socket instead of `addr` (`--unix-socket`; the URL still gives
+    /// the Host header and the path). Check it first with [`check_unix_socket`].
+    pub unix_socket: Option<std::path::PathBuf>,
     /// HTTPS: the TLS client settings and the name the server must prove (`None`: http).
     pub tls: Option<TlsClient>,
     /// HTTP/2 (`None`: HTTP/1.1): the request as HTTP/2 sends it, and streams per connection.
@@ -185,6 +202,7 @@ impl Config {
             pipeline: 1,
             connect_rate: None,
             tls: None,
+            unix_socket: None,
             http2: None,
         }
     }

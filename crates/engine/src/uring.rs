@@ -13,7 +13,7 @@
 //! `unsafe` in pelt lives only here: the ring takes raw pointers to memory that must stay
 //! valid until the kernel is done with it. Each block says why it holds.
 
-use crate::backend::{Connect, Event, EventKind, Io, Read};
+use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read};
 use crate::Config;
 use io_uring::types::{BufRingEntry, Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
@@ -252,6 +252,25 @@ fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     (storage, len as libc::socklen_t)
 }
 
+/// A Unix socket's address (the path was checked to fit beforehand).
+fn sockaddr_unix(path: &std::path::Path) -> (libc::sockaddr_storage, libc::socklen_t) {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid (empty) value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, for sockaddr_un.
+    let mut sun: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    let n = bytes.len().min(sun.sun_path.len() - 1);
+    for (d, &s) in sun.sun_path.iter_mut().zip(&bytes[..n]) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_un.
+    unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_un, sun) };
+    let len = std::mem::size_of::<libc::sa_family_t>() + n + 1;
+    (storage, len as libc::socklen_t)
+}
+
 impl UringIo {
     /// A ring and buffer ring sized for `max_conns` connections.
     pub fn new(config: &Config, max_conns: usize) -> Result<UringIo, Errno> {
@@ -280,7 +299,10 @@ impl UringIo {
         Ok(UringIo {
             ring,
             socks: Vec::with_capacity(conns),
-            addr: Box::new(sockaddr(&config.addr)),
+            addr: Box::new(match &config.unix_socket {
+                Some(path) => sockaddr_unix(path),
+                None => sockaddr(&config.addr),
+            }),
             rearm: Vec::new(),
             retired: Vec::new(),
             bufs,
@@ -428,14 +450,9 @@ impl UringIo {
 }
 
 impl Io for UringIo {
-    fn connect(&mut self, conn: usize, addr: &SocketAddr) -> Result<Connect, Errno> {
-        let family = if addr.is_ipv4() {
-            AddressFamily::INET
-        } else {
-            AddressFamily::INET6
-        };
+    fn connect(&mut self, conn: usize, to: &Endpoint) -> Result<Connect, Errno> {
         // Blocking mode: the ring waits for the socket, never the thread.
-        let fd = net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+        let fd = net::socket_with(to.family(), SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
         let _ = net::sockopt::set_tcp_nodelay(&fd, true);
         if self.socks.len() <= conn {
             self.socks.resize_with(conn + 1, Sock::default);

@@ -81,7 +81,14 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         (Some((list, _)), true) => list[0].url.as_str(),
         _ => spec.url.as_str(),
     };
-    let target = target::resolve(url).map_err(bad)?;
+    let target = match &spec.unix_socket {
+        // The URL gives the Host header and the path only: nothing to resolve.
+        Some(path) => {
+            engine::check_unix_socket(path).map_err(bad)?;
+            target::unresolved(url).map_err(bad)?
+        }
+        None => target::resolve(url).map_err(bad)?,
+    };
     let request = pelt_codec::RequestSpec {
         method: &spec.method,
         path: &target.path,
@@ -192,6 +199,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     config.connect_rate = spec.connect_rate;
     config.tls = tls;
     config.targets = request_set;
+    config.unix_socket = spec.unix_socket.clone();
     let info = RunInfo {
         // A template's braces as typed (the URL parser percent-encodes them in the path).
         target: target
@@ -235,6 +243,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         requests_limit: spec.requests,
         timeout_s: spec.timeout.as_secs_f64(),
         request_set: set_info,
+        unix_socket: spec.unix_socket.as_ref().map(|p| p.display().to_string()),
     };
     config.http2 = http2;
     Ok(Prepared {

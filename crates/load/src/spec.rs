@@ -17,6 +17,8 @@ pub struct LoadSpec {
     pub requests_from: Requests,
     /// Many requests: the order they are sent in.
     pub order: TargetOrder,
+    /// Connect to this Unix socket instead of the URL's host and port (`--unix-socket`).
+    pub unix_socket: Option<PathBuf>,
     /// Random choices (`--order random`) are drawn from this seed (`None`: one is chosen and
     /// reported, so the run can be repeated).
     pub seed: Option<u64>,
@@ -66,6 +68,7 @@ impl LoadSpec {
             requests_from: Requests::One,
             order: TargetOrder::Sequential,
             seed: None,
+            unix_socket: None,
             method: "GET".into(),
             headers: Vec::new(),
             body: Body::None,

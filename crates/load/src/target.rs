@@ -53,6 +53,19 @@ pub fn resolve(raw: &str) -> Result<Target> {
     })
 }
 
+/// `raw` as a target whose connections go elsewhere (a Unix socket): checked, not resolved
+/// (its address is the unspecified one and never used).
+pub fn unresolved(raw: &str) -> Result<Target> {
+    let p = parse(raw)?;
+    Ok(Target {
+        addr: SocketAddr::from(([0, 0, 0, 0], p.port)),
+        tls_host: p.https.then(|| p.host.to_string()),
+        host_header: p.host_header,
+        path: p.path,
+        display: p.display,
+    })
+}
+
 /// Checks `raw` as a URL pelt can load (scheme, host, port) without resolving it.
 pub fn parse(raw: &str) -> Result<Parsed> {
     let q = crate::values::quote(raw);

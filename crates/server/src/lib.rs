@@ -40,6 +40,9 @@ pub const DEFAULT_BODY_SIZE: usize = 2;
 pub struct ServerConfig {
     /// Address to listen on; port 0 lets the OS pick one.
     pub addr: SocketAddr,
+    /// Listen on this Unix socket instead of `addr` (created at start, removed at stop; an
+    /// existing file there is an error).
+    pub unix_socket: Option<std::path::PathBuf>,
     /// Runtime worker threads.
     pub threads: usize,
     /// Wait this long before each response.
@@ -133,6 +136,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            unix_socket: None,
             threads: 1,
             delay: Duration::ZERO,
             work: Duration::ZERO,
@@ -180,9 +184,21 @@ impl Server {
             ))),
             None => None,
         };
-        let listener = TcpListener::bind(config.addr)?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
+        let (listener, addr) = match &config.unix_socket {
+            Some(path) => {
+                let l = std::os::unix::net::UnixListener::bind(path).map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+                })?;
+                l.set_nonblocking(true)?;
+                (Listener::Unix(l), config.addr)
+            }
+            None => {
+                let l = TcpListener::bind(config.addr)?;
+                l.set_nonblocking(true)?;
+                let addr = l.local_addr()?;
+                (Listener::Tcp(l), addr)
+            }
+        };
         let body = if config.body_size == DEFAULT_BODY_SIZE {
             Bytes::from_static(b"OK")
         } else {
@@ -225,6 +241,11 @@ impl Server {
         self.addr
     }
 
+    /// The Unix socket the server listens on, if it does.
+    pub fn unix_socket(&self) -> Option<&std::path::Path> {
+        self.state.config.unix_socket.as_deref()
+    }
+
     /// Requests answered so far.
     pub fn served(&self) -> u64 {
         self.state.served.load(Ordering::Relaxed)
@@ -242,6 +263,9 @@ impl Server {
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+            if let Some(path) = &self.state.config.unix_socket {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
 }
@@ -252,41 +276,73 @@ impl Drop for Server {
     }
 }
 
+/// What the server listens on.
+enum Listener {
+    Tcp(TcpListener),
+    Unix(std::os::unix::net::UnixListener),
+}
+
 async fn accept_loop(
-    listener: TcpListener,
+    listener: Listener,
     state: Arc<State>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    let listener = match tokio::net::TcpListener::from_std(listener) {
-        Ok(l) => l,
-        Err(_) => return,
+    let (tcp, unix) = match listener {
+        Listener::Tcp(l) => match tokio::net::TcpListener::from_std(l) {
+            Ok(l) => (Some(l), None),
+            Err(_) => return,
+        },
+        Listener::Unix(l) => match tokio::net::UnixListener::from_std(l) {
+            Ok(l) => (None, Some(l)),
+            Err(_) => return,
+        },
     };
     loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+        // Each accept is cancel-safe, and nothing after it awaits: the select loses nothing.
+        let accepted = async {
+            match (&tcp, &unix) {
+                (Some(l), _) => {
+                    let (stream, _) = l.accept().await?;
                     let _ = stream.set_nodelay(true);
-                    let state = state.clone();
-                    let tls = tls.clone();
-                    tokio::spawn(async move {
-                        match tls {
-                            // A failed handshake ends only this connection.
-                            Some(acceptor) => {
-                                if let Ok(stream) = acceptor.accept(stream).await {
-                                    serve_connection(stream, state).await;
-                                }
-                            }
-                            None => serve_connection(stream, state).await,
-                        }
-                    });
+                    spawn_connection(stream, state.clone(), tls.clone());
                 }
+                (_, Some(l)) => {
+                    let (stream, _) = l.accept().await?;
+                    spawn_connection(stream, state.clone(), tls.clone());
+                }
+                (None, None) => std::future::pending::<()>().await,
+            }
+            Ok::<(), std::io::Error>(())
+        };
+        tokio::select! {
+            accepted = accepted => {
                 // Out of file descriptors or a connection reset before accept: back off, go on.
-                Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
-            },
+                if accepted.is_err() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
             _ = shutdown.changed() => return,
         }
     }
+}
+
+/// Serves one accepted connection on its own task (after TLS, if any).
+fn spawn_connection<S>(stream: S, state: Arc<State>, tls: Option<tokio_rustls::TlsAcceptor>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        match tls {
+            // A failed handshake ends only this connection.
+            Some(acceptor) => {
+                if let Ok(stream) = acceptor.accept(stream).await {
+                    serve_connection(stream, state).await;
+                }
+            }
+            None => serve_connection(stream, state).await,
+        }
+    });
 }
 
 /// Polls a hyper connection to its end; when `bye` fires, shuts it down gracefully (HTTP/1.1:

@@ -434,6 +434,7 @@ mod tests {
             duration_limit_s: Some(2.0),
             requests_limit: None,
             request_set: None,
+            unix_socket: None,
             timeout_s: 10.0,
         }
     }

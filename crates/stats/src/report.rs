@@ -50,6 +50,9 @@ pub struct RunInfo {
     /// (`null`: one request, the command line's).
     #[serde(default)]
     pub request_set: Option<RequestSetInfo>,
+    /// `--unix-socket`: the socket connections went to instead of the URL's host and port.
+    #[serde(default)]
+    pub unix_socket: Option<String>,
 }
 
 /// The requests of a run with many (`--targets` or `--bodies`).

@@ -30,7 +30,7 @@ use http2::Http2;
 use plain::Plain;
 use tls::Tls;
 
-use crate::backend::{Connect, Event, EventKind, Io, Read};
+use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
 use crate::ledger::Ledger;
 use crate::model::Model;
@@ -337,6 +337,8 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     /// Open loop: connections this worker may open.
     max_conns: usize,
     model: Model,
+    /// Where connections go.
+    endpoint: Endpoint,
     /// Which request each one the model starts sends.
     picker: Picker,
     /// The values templates draw (`{{rand}}`, `{{uuid}}`), seeded per worker.
@@ -454,6 +456,7 @@ impl<I: Io> Setup<'_, I> {
             free: VecDeque::with_capacity(max_conns),
             max_conns,
             model,
+            endpoint: Endpoint::of(config),
             picker: match &config.targets {
                 Some(set) => Picker::new(set.len(), set.order, plan.worker, plan.workers),
                 None => Picker::new(1, Default::default(), plan.worker, plan.workers),
@@ -724,8 +727,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     }
 
     fn connect(&mut self, i: usize, now: Instant) {
-        let addr = self.config.addr;
-        match self.io.connect(i, &addr) {
+        match self.io.connect(i, &self.endpoint) {
             Ok(Connect::Done) => self.on_connected(i, Ok(()), now),
             Ok(Connect::InProgress) => {
                 self.conns[i].phase = Phase::Connecting {
@@ -733,9 +735,11 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 };
             }
             // The backend keeps no socket for a connect that failed at once.
-            Err(e) => self.fail(i, errno_kind(e, true), now, || {
-                format!("connect to {addr}: {e}")
-            }),
+            Err(e) => {
+                let to = &self.endpoint;
+                let message = format!("connect to {to}: {e}");
+                self.fail(i, errno_kind(e, true), now, || message)
+            }
         }
     }
 
@@ -753,10 +757,8 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 T::connected(self, i, now);
             }
             Err(e) => {
-                let addr = self.config.addr;
-                self.fail(i, errno_kind(e, true), now, || {
-                    format!("connect to {addr}: {e}")
-                })
+                let message = format!("connect to {}: {e}", self.endpoint);
+                self.fail(i, errno_kind(e, true), now, || message)
             }
         }
     }
