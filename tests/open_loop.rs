@@ -137,7 +137,9 @@ fn the_timeline_adds_up_to_the_totals() {
         .map(|p| p["second"].as_u64().unwrap())
         .collect();
     assert_eq!(seconds, (0..seconds.len() as u64).collect::<Vec<_>>());
-    assert!((3..=4).contains(&seconds.len()), "{seconds:?}");
+    // 1 s of warm-up and 2.5 s measured: at least the seconds 0..=2 (a loaded machine may
+    // end a little late and add one: no upper bound, timings are not asserted).
+    assert!(seconds.len() >= 3, "{seconds:?}");
     assert_eq!(timeline[0]["warmup"], true);
     assert_eq!(timeline[1]["warmup"], false);
     let w = &v["warmup"]["requests"];
@@ -191,7 +193,8 @@ fn jsonl_streams_one_line_per_second_while_the_run_goes() {
     all.extend(lines.map(Result::unwrap));
     let (out, _) = wait_bounded(child, Duration::from_secs(30));
     assert!(out.status.success());
-    assert!((3..=4).contains(&all.len()), "{all:?}");
+    // A 3 s run: at least three seconds (no upper bound: a loaded machine may end late).
+    assert!(all.len() >= 3, "{all:?}");
     for (i, line) in all.iter().enumerate() {
         let p: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
         assert_eq!(p["second"], i as u64);
