@@ -229,11 +229,17 @@ fn unknown_flags_and_conflicts_are_one_line() {
 
 #[test]
 fn bad_rates_and_open_loop_flags() {
-    for value in ["0", "-5", "abc", "0.0", "inf", "NaN", "1e3"] {
+    for value in ["-5", "abc", "inf", "NaN", "1e3", "0.0001"] {
         let line = rejected(&["{url}", "--rate", value]);
         assert!(line.contains(value), "--rate {value}: {line}");
     }
-    assert!(rejected(&["{url}", "--rate", "0"]).contains("greater than zero"));
+    for zero in ["0", "0.0", "0/s"] {
+        let line = rejected(&["{url}", "--rate", zero]);
+        assert!(
+            line.contains("--rate 0: must be greater than zero"),
+            "{line}"
+        );
+    }
     assert!(rejected(&["{url}", "--max-connections", "100"]).contains("--rate"));
     assert!(rejected(&["{url}", "--arrival", "poisson"]).contains("--rate"));
     assert!(rejected(&["{url}", "--rate", "10", "--arrival", "burst"]).contains("burst"));
@@ -241,6 +247,48 @@ fn bad_rates_and_open_loop_flags() {
     assert!(line.contains("below -c"), "{line}");
     assert!(rejected(&["{url}", "--warmup", "0"]).contains("'0'"));
     assert!(rejected(&["{url}", "--grace", "later"]).contains("later"));
+}
+
+#[test]
+fn bad_stages() {
+    for (args, says) in [
+        (&["--stages", "30x:1k"][..], "stage 1 ('30x:1k'): duration"),
+        (
+            &["--stages", "30s:1k,1m"],
+            "stage 2 ('1m'): expected DURATION:TARGET",
+        ),
+        (&["--stages", "30s:lots"], "expected a target"),
+        (&["--stages", ""], "expected DURATION:TARGET"),
+        (
+            &["--stages", "1s:10", "--warmup", "1s"],
+            "--warmup and --stages",
+        ),
+        (
+            &["--rate", "0", "--stages", "1s:0,2s:0"],
+            "nothing would be sent",
+        ),
+        (&["--stages", "1s:0"], "every stage's connections is 0"),
+        (
+            &["--stages", "1s:2.5"],
+            "stage 1's target 2.5 is not a number of connections",
+        ),
+        (&["--stages", "0s:5"], "every stage lasts 0s"),
+        (
+            &["--rate", "10", "--stages", "1s:2g"],
+            "stage 1's target 2000000000 is out of range",
+        ),
+        (
+            &["--stages", "1s:9000000"],
+            "whole number from 0 to 1000000",
+        ),
+    ] {
+        let mut all = vec!["{url}"];
+        all.extend_from_slice(args);
+        let line = rejected(&all);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+    let line = rejected(&["find-max", "{url}", "--slo", "p99<1s", "--stages", "1s:10"]);
+    assert!(line.contains("--stages is for plain runs"), "{line}");
 }
 
 #[test]

@@ -285,6 +285,9 @@ fn csv_timeline_has_a_row_per_second_that_adds_up() {
     );
     assert_eq!(sum("2xx") + sum("5xx"), sum("completed"), "{text}");
     assert_eq!(sum("5xx"), count(&v, &["status", "500"]), "{text}");
+    // Both connections open at each second's end; no stages, no target.
+    assert!(rows.iter().all(|r| r[col("connections")] == "2"), "{text}");
+    assert!(rows.iter().all(|r| r[col("target")].is_empty()), "{text}");
     for (k, r) in rows.iter().enumerate() {
         assert_eq!(r.len(), header.len(), "{text}");
         assert_eq!(r[0], k.to_string(), "{text}");
@@ -373,7 +376,19 @@ fn result_matches_the_documented_schema() {
         !validator.is_valid(&broken),
         "the schema accepts a result without requests"
     );
-    for v in [ok, refused, open, many] {
+    // Stages: `stages` filled in, and each point's target.
+    let staged = run_json(&[
+        &url,
+        "--rate",
+        "0",
+        "--stages",
+        "0s:200,500ms:200",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(staged["stages"]["of"], "rate", "{staged}");
+    assert_eq!(staged["timeline"][0]["target"], 200.0, "{staged}");
+    for v in [ok, refused, open, many, staged] {
         let errors: Vec<String> = validator
             .iter_errors(&v)
             .map(|e| format!("{e} at {}", e.instance_path))

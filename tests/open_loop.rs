@@ -57,6 +57,100 @@ fn poisson_arrivals_and_a_rate_below_the_thread_count() {
     assert_eq!(server.stop(), 110);
 }
 
+/// The timeline's points as (target, sent, connections).
+fn stage_points(v: &serde_json::Value) -> Vec<(f64, u64, u64)> {
+    v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let target = p["target"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no target: {p}"));
+            (
+                target,
+                p["sent"].as_u64().unwrap(),
+                p["connections"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_rate_ramp_sends_what_its_stages_hold_and_shows_in_the_timeline() {
+    let (server, url) = serve(ServerConfig::default());
+    // From 0 up to 400/s over 1 s, held 1 s, down to 0 over 1 s (200 + 400 + 200 requests),
+    // and nothing for the last half second.
+    let stages = "1s:400,1s:400,1s:0,500ms:0";
+    let v = run_json(&[&url, "--rate", "0", "--stages", stages, "-c", "8"]);
+    assert_eq!(count(&v, &["requests", "sent"]), 800, "{v}");
+    assert_eq!(count(&v, &["requests", "completed"]), 800);
+    assert_eq!(v["duration_limit_s"], 3.5, "-d is the stages' total");
+    assert_eq!(v["stopped_by"], "duration");
+    assert_eq!(v["rate"], 400.0, "the peak");
+    assert_eq!(v["stages"]["of"], "rate");
+    assert_eq!(v["stages"]["start"], 0.0);
+    assert_eq!(v["stages"]["stages"][1]["target"], 400.0);
+    let points = stage_points(&v);
+    assert!(points.len() >= 4, "{points:?}");
+    // The schedule is exact; when each request starts is not: loose bounds per second.
+    for (k, want) in [(0, 200.0), (1, 400.0), (2, 200.0), (3, 0.0)] {
+        let (target, sent, _) = points[k];
+        assert!((target - want).abs() < 1e-6, "second {k}: target {target}");
+        let sent = sent as f64;
+        assert!(
+            sent >= want * 0.5 && sent <= want * 1.5 + 5.0,
+            "second {k}: sent {sent}, asked {want}: {points:?}"
+        );
+    }
+    assert_eq!(server.stop(), 800);
+    // A request count still ends a staged run exactly.
+    let (server, url) = serve(ServerConfig::default());
+    let v = run_json(&[&url, "--rate", "500", "--stages", "10s:1k", "-n", "60"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 60);
+    assert_eq!(v["stopped_by"], "requests");
+    assert_eq!(server.stop(), 60);
+}
+
+#[test]
+fn a_connection_ramp_opens_and_closes_connections_as_its_stages_say() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    // The server counts the connections open at once and the most it saw.
+    let (live, most) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (l, m) = (live.clone(), most.clone());
+    let server = RawServer::start(move |stream| {
+        let now = l.fetch_add(1, Ordering::SeqCst) + 1;
+        m.fetch_max(now, Ordering::SeqCst);
+        answer_each(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")(stream);
+        l.fetch_sub(1, Ordering::SeqCst);
+    });
+    // Up to 6 connections over 1 s, held 1 s, down to none over 1 s, none for 0.5 s.
+    let stages = "1s:6,1s:6,1s:0,500ms:0";
+    let v = run_json(&[&server.url(), "--stages", stages, "-t", "2"]);
+    assert_eq!(v["load_model"], "closed");
+    assert_eq!(v["connections"], 6, "the peak, not -c's default");
+    assert_eq!(v["stages"]["of"], "connections");
+    assert!(count(&v, &["requests", "completed"]) > 0);
+    assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
+    let points = stage_points(&v);
+    let targets: Vec<f64> = points.iter().map(|p| p.0).collect();
+    assert_eq!(&targets[..4], &[6.0, 6.0, 0.0, 0.0], "{points:?}");
+    assert!(points.iter().all(|p| p.2 <= 6), "{points:?}");
+    assert_eq!(points[1].2, 6, "all six open at the top: {points:?}");
+    assert_eq!(
+        points.last().unwrap().2,
+        0,
+        "none open at the end: {points:?}"
+    );
+    // The held stage sends; the empty one does not.
+    assert!(points[1].1 > 0 && points[3].1 == 0, "{points:?}");
+    // The server saw the same: at most 6 at once, each opened once and kept alive.
+    assert_eq!(most.load(Ordering::SeqCst), 6);
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 6);
+    assert_eq!(v["connections_opened"], 6);
+}
+
 #[test]
 fn more_connections_open_when_every_one_is_busy() {
     // Each response takes 200 ms; 100/s needs about 20 connections, -c gives 2.
@@ -420,13 +514,11 @@ fn expectations_pass_and_fail_as_they_should() {
 }
 
 /// The live line appears on a terminal (a pty from util-linux's `script`) and nowhere else.
-#[test]
-fn live_view_only_on_a_terminal() {
-    let (server, url) = serve(ServerConfig::default());
+/// Runs pelt with `args` on a pty (util-linux's `script`) and returns what the terminal got.
+fn on_a_terminal(args: &str) -> String {
     let bin = env!("CARGO_BIN_EXE_pelt");
-    let cmd = format!("{bin} {url} -d 2500ms -c 2 -n 50m");
     let child = std::process::Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
+        .args(["-qec", &format!("{bin} {args}"), "/dev/null"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -438,7 +530,34 @@ fn live_view_only_on_a_terminal() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tty = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+#[test]
+fn live_view_shows_the_stages_target_beside_what_was_reached() {
+    let (server, url) = serve(ServerConfig::default());
+    let tty = on_a_terminal(&format!("{url} --stages 2s:4,500ms:4 -t 1"));
+    assert!(
+        tty.contains("  connections ") && tty.contains(" of 4"),
+        "{tty:?}"
+    );
+    let tty = on_a_terminal(&format!("{url} --rate 0 --stages 0s:100,2s:100 -c 2"));
+    assert!(
+        tty.contains("  sent ") && tty.contains("/s of 100.0/s"),
+        "{tty:?}"
+    );
+    assert!(
+        tty.contains("stages: rate 0/s, to 100/s at once, to 100/s over 2s"),
+        "{tty:?}"
+    );
+    drop(server);
+}
+
+#[test]
+fn live_view_only_on_a_terminal() {
+    let (server, url) = serve(ServerConfig::default());
+    let args = format!("{url} -d 2500ms -c 2 -n 50m");
+    let tty = on_a_terminal(&args);
     // Redrawn in place each second: elapsed / total, rate, percentiles, errors, -n progress.
     assert!(tty.contains("\r\x1b[2K[   1s / 2s]"), "{tty:?}");
     assert!(
@@ -449,16 +568,7 @@ fn live_view_only_on_a_terminal() {
     // Not on a pipe, and not with -q on a terminal.
     let (out, _) = run(&[&url, "-d", "1500ms", "-c", "2"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("req/s"));
-    let quiet = format!("{cmd} -q");
-    let child = std::process::Command::new("script")
-        .args(["-qec", &quiet, "/dev/null"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (out, _) = wait_bounded(child, Duration::from_secs(30));
-    let tty = String::from_utf8_lossy(&out.stdout);
+    let tty = on_a_terminal(&format!("{args} -q"));
     assert!(
         !tty.contains("req/s  p50") && tty.contains("Requests"),
         "{tty:?}"

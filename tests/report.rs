@@ -102,6 +102,35 @@ fn html_report_shows_each_target_in_a_real_browser() {
 }
 
 #[test]
+fn html_report_charts_stages_target_beside_reached() {
+    let dir = test_dir("html-stages");
+    let (server, url) = serve(ServerConfig::default());
+    let (json, html) = (dir.join("r.json"), dir.join("r.html"));
+    let args = [&url, "--stages", "1s:4,1s:4,1s:0", "-t", "1"];
+    let mut all = args.to_vec();
+    all.extend(["--json", s(&json), "--html", s(&html), "-q"]);
+    let summary = run_expect(&all, 0);
+    assert!(
+        summary.contains("stages: connections 0, to 4 over 1s, to 4 over 1s, to 0 over 1s"),
+        "{summary}"
+    );
+    drop(server);
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("Stages: the connections asked for and open"));
+    let Some(page) = browser_check(&html, &dir.join("stages.png")) else {
+        return;
+    };
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    let c = chart(&page, "chart-stages");
+    let sets = c["datasets"].as_array().unwrap();
+    let labels: Vec<&str> = sets.iter().map(|d| d["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["target (connections)", "open connections"], "{c}");
+    assert_eq!(sets[0]["max"], 4.0, "{c}");
+    assert_eq!(sets[1]["max"], 4.0, "{c}");
+    assert!(c["painted"].as_u64().unwrap() > 2000, "not drawn: {c}");
+}
+
+#[test]
 fn html_report_renders_in_a_real_browser() {
     let dir = test_dir("html");
     // 5 % of answers are 500s, and each takes at least a millisecond.

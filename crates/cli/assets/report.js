@@ -58,3 +58,23 @@ if (DATA.targets.length) {
                plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmtUs(c.parsed.x * 1000) } } } }
   });
 }
+// Stages (--stages): what they asked for beside what was reached. A rate is each second's
+// (drawn at its start, as the other charts); connections are counted at a second's end, so
+// they are drawn there, after the start value at 0.
+if (DATA.stages) {
+  const rate = DATA.stages.of === "rate";
+  const at = p => rate ? p.second : p.second + p.length_s;
+  const lead = rate ? [] : [{ x: 0, y: DATA.stages.start }];
+  const reached = rate ? (p => p.sent_rate) : (p => p.connections);
+  new Chart(document.getElementById("chart-stages"), {
+    type: "line",
+    data: { datasets: [
+      { label: rate ? "target (requests/s)" : "target (connections)", data: lead.concat(T.map(p => ({ x: at(p), y: p.target }))),
+        borderColor: COLORS[3], backgroundColor: COLORS[3], borderDash: [6, 4], pointRadius: 0 },
+      { label: rate ? "sent/s" : "open connections", data: lead.concat(T.map(p => ({ x: at(p), y: reached(p) }))),
+        borderColor: COLORS[0], backgroundColor: COLORS[0] + "22", fill: true, pointRadius: 0 }] },
+    options: { scales: { x: axis("time since start (s)", { type: "linear", min: 0, ticks: { precision: 0 } }),
+                         y: axis(rate ? "requests/s" : "connections", { beginAtZero: true }) },
+               interaction: { mode: "index", intersect: false } }
+  });
+}

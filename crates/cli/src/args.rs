@@ -6,6 +6,14 @@ use pelt_engine as engine;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `--stages` as typed, parsed (a newtype: clap reads a bare `Vec` as repeated values).
+#[derive(Debug, Clone)]
+pub struct StageList(pub Vec<engine::Stage>);
+
+fn stage_list(s: &str) -> Result<StageList, String> {
+    values::stages(s).map(StageList)
+}
+
 fn connections(s: &str) -> Result<usize, String> {
     values::count_at_most(s, 10_000_000)
 }
@@ -233,9 +241,17 @@ pub struct LoadArgs {
     pub connect_timeout: Duration,
 
     /// Open loop: send requests on a fixed schedule at this rate (per second: 500, 20k, 0.5),
-    /// whatever the server does; latency counts from each request's due time.
-    #[arg(short = 'R', long = "rate", value_name = "RATE", allow_hyphen_values = true, value_parser = values::rate)]
-    pub rate: Option<engine::Rate>,
+    /// whatever the server does; latency counts from each request's due time. With --stages,
+    /// the rate they start from (0 allowed).
+    #[arg(short = 'R', long = "rate", value_name = "RATE", allow_hyphen_values = true, value_parser = values::rate_or_zero)]
+    pub rate: Option<f64>,
+
+    /// Ramp the load in stages, as k6 does: each DURATION:TARGET moves linearly from the
+    /// previous target to its own (30s:1k,1m:10k,30s:0; 0s:N jumps). With --rate, the arrival
+    /// rate (starting at --rate); without, the active connections (starting at 0; -c does not
+    /// apply). -d defaults to the stages' total.
+    #[arg(long = "stages", value_name = "STAGES", value_parser = stage_list)]
+    pub stages: Option<StageList>,
 
     /// Open loop: how requests are spaced.
     #[arg(long = "arrival", value_name = "KIND", value_enum, default_value_t = ArrivalArg::Constant, requires = "rate")]

@@ -230,6 +230,11 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
             "pelt find-max sets the rate itself; give --start and --max-rate instead of --rate"
         )));
     }
+    if load.stages.is_some() {
+        return Err(bad(anyhow!(
+            "pelt find-max moves the rate itself; --stages is for plain runs"
+        )));
+    }
     if load.requests.is_some() {
         return Err(bad(anyhow!(
             "pelt find-max runs each step for -d (a duration), not -n"
@@ -248,13 +253,14 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
         .as_secs_f64();
     let at_rate = |r: f64| {
         let mut l = base.clone();
-        l.rate = Some(engine::Rate::per_second(r).ok_or_else(|| {
-            bad(anyhow!(
+        if engine::Rate::per_second(r).is_none() {
+            return Err(bad(anyhow!(
                 "rate {r}/s is outside {}..{}",
                 engine::Rate::MIN_PER_S,
                 engine::Rate::MAX_PER_S
-            ))
-        })?);
+            )));
+        }
+        l.rate = Some(r);
         prepare(&l)
     };
     // Check everything a step needs before any traffic: the probe and the highest rate.

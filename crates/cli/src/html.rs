@@ -174,6 +174,8 @@ fn report_data(r: &Report) -> Value {
             json!({
                 "second": p.second, "warmup": p.warmup, "rps": p.rps, "errors": p.errors,
                 "status_classes": p.status_classes, "latency_us": p.latency_us,
+                "sent_rate": p.sent as f64 / p.length_s.max(1e-9), "length_s": p.length_s,
+                "connections": p.connections, "target": p.target,
             })
         })
         .collect();
@@ -183,7 +185,12 @@ fn report_data(r: &Report) -> Value {
         .iter()
         .map(|t| json!({ "name": t.name, "p50": t.latency_us.p50_us, "p99": t.latency_us.p99_us }))
         .collect();
-    json!({ "timeline": timeline, "spectrum": spectrum, "targets": targets })
+    let stages = r
+        .info
+        .stages
+        .as_ref()
+        .map(|s| json!({ "of": s.of, "start": s.start }));
+    json!({ "timeline": timeline, "spectrum": spectrum, "targets": targets, "stages": stages })
 }
 
 /// Targets shown in the HTML table and chart (the rest are summed in one row).
@@ -285,6 +292,14 @@ pub fn report(r: &Report) -> String {
             ("chart-status", "Status classes and errors per second"),
         ],
     );
+    if let Some(st) = &i.stages {
+        let title = if st.of == "rate" {
+            "Stages: the arrival rate asked for and sent"
+        } else {
+            "Stages: the connections asked for and open"
+        };
+        chart_boxes(&mut b, &[("chart-stages", title)]);
+    }
     b.push_str("</div>\n<div class=\"grid\">\n");
 
     // Latency table.
@@ -356,6 +371,9 @@ pub fn report(r: &Report) -> String {
         (None, _) => "closed loop".into(),
     };
     kv(&mut b, "load model", &model);
+    if let Some(st) = &i.stages {
+        kv(&mut b, "stages", &crate::output::stages(st));
+    }
     kv(&mut b, "connections", &i.connections.to_string());
     kv(&mut b, "threads", &i.threads.to_string());
     let http = match i.streams {

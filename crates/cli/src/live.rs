@@ -18,6 +18,8 @@ pub struct LiveView {
     errors: u64,
     ended: u64,
     shown: bool,
+    /// With `--stages`: what they move (the line shows the target beside what was reached).
+    ramped: Option<pelt_engine::Ramped>,
 }
 
 impl LiveView {
@@ -33,6 +35,7 @@ impl LiveView {
             errors: 0,
             ended: 0,
             shown: false,
+            ramped: config.stages.as_ref().map(|s| s.of()),
         })
     }
 
@@ -56,6 +59,19 @@ impl LiveView {
             output::latency(p.latency_us.p99 as f64),
             output::thousands(self.errors),
         ));
+        match (self.ramped, p.target) {
+            (Some(pelt_engine::Ramped::Rate), Some(t)) => line.push_str(&format!(
+                "  sent {}/s of {}/s",
+                output::rate(p.sent as f64 / p.length_s.max(1e-9)),
+                output::rate(t)
+            )),
+            (Some(pelt_engine::Ramped::Connections), Some(t)) => line.push_str(&format!(
+                "  connections {} of {}",
+                output::thousands(p.connections),
+                output::thousands(t as u64)
+            )),
+            _ => {}
+        }
         if let Some(n) = self.requests {
             let pct = (self.ended as f64 * 100.0 / n as f64).min(100.0);
             line.push_str(&format!(

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use pelt_engine::Config;
-use pelt_stats::{Arrival, ErrorKind, LatencyFrom, LatencySummary, Report, RunInfo};
+use pelt_stats::{Arrival, ErrorKind, LatencyFrom, LatencySummary, Report, RunInfo, StagesInfo};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
@@ -22,8 +22,11 @@ pub fn start_line(info: &RunInfo, c: &Config) -> String {
         (None, Some(n)) => line.push_str(&format!(", {} requests", thousands(n))),
         (None, None) => {}
     }
-    if let Some(rate) = info.rate {
-        line.push_str(&format!(", open loop at {}/s", rate_plain(rate)));
+    match (&info.stages, info.rate) {
+        (Some(st), Some(_)) => line.push_str(&format!(", open loop in stages: {}", stages(st))),
+        (Some(st), None) => line.push_str(&format!(", in stages: {}", stages(st))),
+        (None, Some(rate)) => line.push_str(&format!(", open loop at {}/s", rate_plain(rate))),
+        (None, None) => {}
     }
     if !c.warmup.is_zero() {
         line.push_str(&format!(", after a {:?} warm-up", c.warmup));
@@ -62,6 +65,41 @@ fn title(i: &RunInfo) -> String {
 }
 
 /// A rate without forced decimals: `20,000`, `0.5`.
+/// `--stages` in words: `rate 0/s, to 1,000/s over 30s, to 0/s over 30s`.
+pub fn stages(s: &StagesInfo) -> String {
+    let rate = s.of == "rate";
+    let value = |v: f64| {
+        if rate {
+            format!("{}/s", rate_plain(v))
+        } else {
+            thousands(v as u64)
+        }
+    };
+    let mut text = format!("{} {}", s.of, value(s.start));
+    for st in &s.stages {
+        let over = if st.duration_s == 0.0 {
+            "at once".to_string()
+        } else {
+            format!("over {}", seconds(st.duration_s))
+        };
+        let _ = write!(text, ", to {} {over}", value(st.target));
+    }
+    text
+}
+
+/// A stage's length as typed: `30s`, `2m`, `1m30s`, `0.5s`.
+fn seconds(s: f64) -> String {
+    if s.fract() != 0.0 {
+        return format!("{s}s");
+    }
+    let s = s as u64;
+    match (s / 60, s % 60) {
+        (0, r) => format!("{r}s"),
+        (m, 0) => format!("{m}m"),
+        (m, r) => format!("{m}m{r}s"),
+    }
+}
+
 fn rate_plain(r: f64) -> String {
     if r.fract() == 0.0 {
         thousands(r as u64)
@@ -190,13 +228,17 @@ pub fn summary(r: &Report) -> String {
         }
     }
     if let Some(rate) = i.rate {
+        let peak = if i.stages.is_some() { "peak " } else { "" };
         let _ = writeln!(
             s,
-            "open loop: {}/s, {} arrivals, up to {} connections",
+            "open loop: {peak}{}/s, {} arrivals, up to {} connections",
             rate_plain(rate),
             i.arrival.unwrap_or(Arrival::Constant),
             i.max_connections.unwrap_or(i.connections)
         );
+    }
+    if let Some(st) = &i.stages {
+        let _ = writeln!(s, "stages: {}", stages(st));
     }
     let stopped = if r.interrupted {
         "interrupted (Ctrl-C or SIGTERM)".to_string()
@@ -341,7 +383,9 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     for c in CLASSES {
         let _ = write!(s, ",{c}");
     }
-    s.push('\n');
+    // After the classes, so the earlier columns keep their places; target is empty without
+    // --stages.
+    s.push_str(",connections,target\n");
     for p in points {
         let l = &p.latency_us;
         let _ = write!(
@@ -362,7 +406,8 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         for c in CLASSES {
             let _ = write!(s, ",{}", p.status_classes.get(c).copied().unwrap_or(0));
         }
-        s.push('\n');
+        let target = p.target.map_or(String::new(), trim_number);
+        let _ = writeln!(s, ",{},{target}", p.connections);
     }
     s
 }

@@ -45,6 +45,7 @@ fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
         timeout: a.timeout,
         connect_timeout: a.connect_timeout,
         rate: a.rate,
+        stages: a.stages.as_ref().map_or(Vec::new(), |s| s.0.clone()),
         arrival: a.arrival.into(),
         max_connections: a.max_connections,
         pipeline: a.pipeline,

@@ -32,6 +32,9 @@ pub(crate) struct Ledger {
     tx: Sender<Published>,
     /// Per-target figures: each entry's name (index into `main.targets`); empty: none kept.
     name_of: Vec<u32>,
+    /// Connections open (or opening) now: set by the worker before each tick, stamped on the
+    /// intervals it hands over.
+    pub connections: u64,
 }
 
 #[inline]
@@ -57,6 +60,7 @@ impl Ledger {
             None => Vec::new(),
         };
         Ledger {
+            connections: 0,
             name_of,
             main,
             warm: WorkerStats::new(),
@@ -201,7 +205,8 @@ impl Ledger {
     }
 
     fn publish(&mut self, next: Interval, last: bool) {
-        let interval = std::mem::replace(&mut self.interval, next);
+        let mut interval = std::mem::replace(&mut self.interval, next);
+        interval.connections = self.connections;
         // The receiver outlives the workers; if it is gone, nobody is listening.
         let _ = self.tx.send(Published {
             worker: self.worker,

@@ -35,6 +35,7 @@ mod ledger;
 mod model;
 mod requests;
 mod schedule;
+mod stages;
 pub mod template;
 mod uring;
 mod worker;
@@ -51,6 +52,7 @@ pub use backend::IoBackend;
 pub use pelt_stats::{Arrival, StopReason};
 pub use requests::{Order, RequestSet};
 pub use schedule::Rate;
+pub use stages::{Ramped, Stage, Stages, MAX_STAGE_CONNECTIONS};
 
 /// Connections when none are asked for (as oha and hey).
 pub const DEFAULT_CONNECTIONS: usize = 50;
@@ -116,8 +118,12 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Which I/O backend runs the workers.
     pub io: IoBackend,
-    /// Open loop: requests are due at this global rate (`None`: closed loop).
+    /// Open loop: requests are due at this global rate (`None`: closed loop). With rate
+    /// `stages`, the stages' peak (the schedule follows the stages).
     pub rate: Option<Rate>,
+    /// `--stages`: the arrival rate (with `rate`) or the active connections (closed loop, with
+    /// `connections` their peak) move along these. The run's second `t` is the stages' `t`.
+    pub stages: Option<Stages>,
     /// Open loop: how due times are spaced.
     pub arrival: Arrival,
     /// Open loop: connections pelt may open when a request is due and none is free (at least
@@ -195,6 +201,7 @@ impl Config {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             io: IoBackend::Epoll,
             rate: None,
+            stages: None,
             arrival: Arrival::Constant,
             max_connections: DEFAULT_CONNECTIONS,
             warmup: Duration::ZERO,
@@ -262,7 +269,7 @@ pub(crate) struct WorkerOutcome {
 }
 
 /// Splits `total` into `parts` shares that differ by at most one, larger shares first.
-fn share(total: u64, parts: usize, i: usize) -> u64 {
+pub(crate) fn share(total: u64, parts: usize, i: usize) -> u64 {
     let parts = parts as u64;
     total / parts + u64::from((i as u64) < total % parts)
 }
@@ -292,7 +299,7 @@ pub fn run(
             &repeated[..]
         }
     };
-    let mut timeline = TimelineBuilder::new(threads, config.warmup);
+    let mut timeline = TimelineBuilder::new(threads, config.warmup, config.stages.clone());
     let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
@@ -357,15 +364,18 @@ struct TimelineBuilder {
     reported: Vec<(Option<u64>, bool)>,
     pending: BTreeMap<u64, Interval>,
     warmup_s: f64,
+    /// With stages, each point carries what they asked for.
+    stages: Option<stages::Stages>,
     points: Vec<TimelinePoint>,
 }
 
 impl TimelineBuilder {
-    fn new(workers: usize, warmup: Duration) -> Self {
+    fn new(workers: usize, warmup: Duration, stages: Option<stages::Stages>) -> Self {
         TimelineBuilder {
             reported: vec![(None, false); workers],
             pending: BTreeMap::new(),
             warmup_s: warmup.as_secs_f64(),
+            stages,
             points: Vec::new(),
         }
     }
@@ -411,7 +421,12 @@ impl TimelineBuilder {
 
     fn emit(&mut self, k: u64, length_s: f64, on_second: &mut dyn FnMut(&TimelinePoint)) {
         if let Some(iv) = self.pending.remove(&k) {
-            let point = iv.point(length_s, (k as f64) < self.warmup_s);
+            let mut point = iv.point(length_s, (k as f64) < self.warmup_s);
+            let (from, to) = (k as f64, k as f64 + length_s);
+            point.target = self.stages.as_ref().map(|s| match s.of() {
+                stages::Ramped::Rate => s.mean_over(from, to),
+                stages::Ramped::Connections => s.connections_at(to) as f64,
+            });
             on_second(&point);
             self.points.push(point);
         }
@@ -478,7 +493,7 @@ mod tests {
 
     #[test]
     fn timeline_emits_each_second_once_every_worker_is_past_it() {
-        let mut t = TimelineBuilder::new(2, Duration::from_millis(1500));
+        let mut t = TimelineBuilder::new(2, Duration::from_millis(1500), None);
         let mut seen = vec![];
         let mut on = |p: &TimelinePoint| seen.push((p.second, p.length_s, p.warmup, p.sent));
         let iv = |index, sent| Interval {

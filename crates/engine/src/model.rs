@@ -58,11 +58,12 @@ impl Model {
         Some(due)
     }
 
-    /// Open loop: when the next request is due (ns since the start), if one is left.
+    /// Open loop: when the next request is due (ns since the start), if one is left (a ramp
+    /// to zero leaves none).
     #[inline]
     pub fn next_due_ns(&self) -> Option<u64> {
         match &self.schedule {
-            Some(s) if !self.exhausted() => Some(s.next_due_ns()),
+            Some(s) if !self.exhausted() && s.next_due_ns() != u64::MAX => Some(s.next_due_ns()),
             _ => None,
         }
     }
@@ -93,7 +94,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::{Arrival, Rate};
+    use crate::schedule::{Arrival, Pace, Rate};
 
     #[test]
     fn closed_budget_is_exact() {
@@ -116,7 +117,10 @@ mod tests {
     #[test]
     fn open_loop_starts_only_what_is_due() {
         let rate = Rate::per_second(1000.0).unwrap();
-        let mut m = Model::open(Schedule::new(rate, Arrival::Constant, 0, 1), Some(5));
+        let mut m = Model::open(
+            Schedule::new(Pace::Constant(rate), Arrival::Constant, 0, 1),
+            Some(5),
+        );
         assert_eq!(m.take(0, false), Some(0));
         assert_eq!(m.take(999_999, false), None, "the next is due at 1 ms");
         assert_eq!(m.next_due_ns(), Some(1_000_000));

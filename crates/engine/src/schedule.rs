@@ -13,6 +13,8 @@ const NANOS: u128 = 1_000_000_000;
 
 pub use pelt_stats::Arrival;
 
+use crate::stages::Stages;
+
 /// A global rate: requests per second, held exactly as requests per 1000 s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
@@ -54,10 +56,65 @@ impl Rate {
     }
 }
 
+/// How the global rate moves: constant (`--rate`), or along stages (`--stages`).
+#[derive(Debug, Clone)]
+pub enum Pace {
+    Constant(Rate),
+    Staged(Stages),
+}
+
+impl Pace {
+    /// When global request `index` is due, ns after the start (`u64::MAX`: never).
+    #[inline]
+    pub fn due_ns(&self, index: u64) -> u64 {
+        match self {
+            Pace::Constant(rate) => rate.due_ns(index),
+            Pace::Staged(s) => seconds_to_ns(s.time_of(index as f64)),
+        }
+    }
+
+    /// How many global requests are due at `elapsed_ns`.
+    pub fn due_count(&self, elapsed_ns: u64) -> u64 {
+        match self {
+            Pace::Constant(rate) => rate.due_count(elapsed_ns),
+            Pace::Staged(s) => {
+                // The count's floor is right but for rounding; settle it on due_ns itself, so
+                // the two agree exactly.
+                let guess = s.count_by(elapsed_ns as f64 / 1e9).max(0.0).floor() as u64;
+                let mut c = guess.saturating_add(1);
+                while c > 0 && self.due_ns(c - 1) > elapsed_ns {
+                    c -= 1;
+                }
+                while self.due_ns(c) <= elapsed_ns {
+                    c += 1;
+                }
+                c
+            }
+        }
+    }
+
+    /// When the count of arrivals reaches `n` (a real number: Poisson arrivals), ns.
+    fn at_count_ns(&self, n: f64) -> u64 {
+        match self {
+            Pace::Constant(rate) => seconds_to_ns(Some(n / rate.as_f64())),
+            Pace::Staged(s) => seconds_to_ns(s.time_of(n)),
+        }
+    }
+}
+
+/// Seconds as ns since the start, rounded; `None` (never) and overflow as `u64::MAX`.
+fn seconds_to_ns(s: Option<f64>) -> u64 {
+    match s {
+        // `as` saturates: anything past u64::MAX ns (584 years) is never.
+        Some(s) => (s * 1e9).round() as u64,
+        None => u64::MAX,
+    }
+}
+
 /// One worker's part of a global schedule.
 #[derive(Debug, Clone)]
 pub struct Schedule {
-    rate: Rate,
+    pace: Pace,
     worker: u64,
     workers: u64,
     arrival: Arrival,
@@ -65,27 +122,30 @@ pub struct Schedule {
     started: u64,
     /// Due time of the next request, ns.
     next_due_ns: u64,
+    /// Poisson: the count of global arrivals at the next request.
+    poisson_count: f64,
     rng: fastrand::Rng,
 }
 
 impl Schedule {
     /// Worker `worker` of `workers` (0-based) under the global `rate`.
-    pub fn new(rate: Rate, arrival: Arrival, worker: usize, workers: usize) -> Schedule {
+    pub fn new(pace: Pace, arrival: Arrival, worker: usize, workers: usize) -> Schedule {
         let workers = workers.max(1) as u64;
         let worker = worker as u64 % workers;
         let mut s = Schedule {
-            rate,
+            pace,
             worker,
             workers,
             arrival,
             started: 0,
             next_due_ns: 0,
+            poisson_count: 0.0,
             // A fixed seed per worker: the same flags give the same arrivals.
             rng: fastrand::Rng::with_seed(0x5045_4c54_u64 ^ worker.wrapping_mul(0x9e37_79b9)),
         };
         s.next_due_ns = match arrival {
-            Arrival::Constant => rate.due_ns(worker),
-            Arrival::Poisson => s.poisson_gap(),
+            Arrival::Constant => s.pace.due_ns(worker),
+            Arrival::Poisson => s.poisson_next(),
         };
         s
     }
@@ -93,7 +153,7 @@ impl Schedule {
     /// How many of this worker's requests are due at `elapsed_ns` (constant arrivals); a pure
     /// function of the elapsed time.
     pub fn due_by(&self, elapsed_ns: u64) -> u64 {
-        let global = self.rate.due_count(elapsed_ns);
+        let global = self.pace.due_count(elapsed_ns);
         if global <= self.worker {
             0
         } else {
@@ -127,19 +187,20 @@ impl Schedule {
         let due = self.next_due_ns;
         self.started += 1;
         self.next_due_ns = match self.arrival {
-            Arrival::Constant => self.rate.due_ns(self.worker + self.started * self.workers),
-            Arrival::Poisson => due.saturating_add(self.poisson_gap()),
+            Arrival::Constant => self.pace.due_ns(self.worker + self.started * self.workers),
+            Arrival::Poisson => self.poisson_next(),
         };
         due
     }
 
-    /// An exponential gap with this worker's mean (workers / rate): T such processes merge
-    /// into one Poisson process of the global rate.
-    fn poisson_gap(&mut self) -> u64 {
-        let mean_ns = self.workers as f64 * 1e9 / self.rate.as_f64();
+    /// The next Poisson arrival: an exponential gap with mean `workers` in the count of
+    /// global arrivals (T such processes merge into one of the global rate), mapped to time
+    /// through the pace (a time change, so stages give a Poisson process of varying rate).
+    fn poisson_next(&mut self) -> u64 {
         // 1 - u lies in (0, 1], so the logarithm is finite.
         let u = 1.0 - self.rng.f64();
-        (-u.ln() * mean_ns) as u64
+        self.poisson_count += -u.ln() * self.workers as f64;
+        self.pace.at_count_ns(self.poisson_count)
     }
 }
 
@@ -157,7 +218,7 @@ mod tests {
     fn all_due(r: Rate, workers: usize, until_ns: u64) -> Vec<u64> {
         let mut due = vec![];
         for w in 0..workers {
-            let mut s = Schedule::new(r, Arrival::Constant, w, workers);
+            let mut s = Schedule::new(Pace::Constant(r), Arrival::Constant, w, workers);
             while s.next_due_ns() <= until_ns {
                 due.push(s.take());
             }
@@ -234,7 +295,7 @@ mod tests {
     fn due_by_is_a_pure_function_of_elapsed_and_matches_taking() {
         for (r, workers) in [(0.5, 4), (7.0, 2), (20_000.0, 3), (1e6, 16)] {
             for w in 0..workers {
-                let mut s = Schedule::new(rate(r), Arrival::Constant, w, workers);
+                let mut s = Schedule::new(Pace::Constant(rate(r)), Arrival::Constant, w, workers);
                 for elapsed in [0, 1, 999_999, S, 3 * S + 17, 10 * S] {
                     while s.next_due_ns() <= elapsed {
                         s.take();
@@ -252,7 +313,7 @@ mod tests {
 
     #[test]
     fn backlog_counts_due_requests_not_started() {
-        let mut s = Schedule::new(rate(1000.0), Arrival::Constant, 0, 1);
+        let mut s = Schedule::new(Pace::Constant(rate(1000.0)), Arrival::Constant, 0, 1);
         // Nothing started for 10 ms: 11 requests are due (0, 1, ..., 10 ms).
         assert_eq!(s.backlog(10_000_000), 11);
         for _ in 0..4 {
@@ -263,12 +324,80 @@ mod tests {
         assert_eq!(s.take(), 4_000_000);
     }
 
+    fn ramp() -> Stages {
+        use crate::stages::{Ramped, Stage};
+        let st = |secs, target| Stage {
+            duration: std::time::Duration::from_secs(secs),
+            target,
+        };
+        // Up to 1000/s over 10 s, down to 0 over 5 s: 5000 + 2500 requests.
+        Stages::new(Ramped::Rate, 0.0, vec![st(10, 1000.0), st(5, 0.0)]).unwrap()
+    }
+
+    #[test]
+    fn staged_schedules_split_over_workers_and_end_with_the_ramp() {
+        let global: Vec<u64> = {
+            let mut s = Schedule::new(Pace::Staged(ramp()), Arrival::Constant, 0, 1);
+            std::iter::from_fn(|| (s.next_due_ns() != u64::MAX).then(|| s.take())).collect()
+        };
+        assert_eq!(
+            global.len(),
+            7500,
+            "every request the ramp holds, then none"
+        );
+        assert_eq!(global[0], 0);
+        assert!(global.windows(2).all(|w| w[0] <= w[1]));
+        assert!(*global.last().unwrap() < 15 * S);
+        // Each second holds what the ramp's mean rate over it says (within one).
+        for k in 0..15u64 {
+            let n = global.iter().filter(|&&d| d / S == k).count() as f64;
+            let want = ramp().mean_over(k as f64, k as f64 + 1.0);
+            assert!((n - want).abs() <= 1.0, "second {k}: {n} due, {want} asked");
+        }
+        for workers in [2, 3, 16] {
+            let mut due = vec![];
+            for w in 0..workers {
+                let mut s = Schedule::new(Pace::Staged(ramp()), Arrival::Constant, w, workers);
+                while s.next_due_ns() != u64::MAX {
+                    due.push(s.take());
+                }
+                // due_by agrees with taking, at any time.
+                assert_eq!(s.due_by(20 * S), s.started());
+            }
+            due.sort_unstable();
+            assert_eq!(due, global, "{workers} workers send the same schedule");
+        }
+        let pace = Pace::Staged(ramp());
+        for t in [0, 1, S, 3 * S + 17, 12 * S, 15 * S, 100 * S] {
+            let n = global.iter().filter(|&&d| d <= t).count() as u64;
+            assert_eq!(pace.due_count(t), n, "at {t}");
+        }
+    }
+
+    #[test]
+    fn staged_poisson_follows_the_ramp() {
+        let mut per_second = [0u32; 16];
+        for w in 0..4 {
+            let mut s = Schedule::new(Pace::Staged(ramp()), Arrival::Poisson, w, 4);
+            while s.next_due_ns() != u64::MAX {
+                per_second[(s.take() / S) as usize] += 1;
+            }
+        }
+        let total: u32 = per_second.iter().sum();
+        // 7500 expected; a Poisson count's sd is ~87.
+        assert!((7000..=8000).contains(&total), "{total}");
+        // Busier at the peak than at the start or the end.
+        assert!(per_second[9] > 3 * per_second[0].max(1), "{per_second:?}");
+        assert!(per_second[9] > 3 * per_second[14].max(1), "{per_second:?}");
+        assert_eq!(per_second[15], 0);
+    }
+
     #[test]
     fn poisson_keeps_the_mean_rate() {
         let r = rate(1000.0);
         let mut total = 0;
         for w in 0..4 {
-            let mut s = Schedule::new(r, Arrival::Poisson, w, 4);
+            let mut s = Schedule::new(Pace::Constant(r), Arrival::Poisson, w, 4);
             let mut last = 0;
             let mut gaps_equal = true;
             let mut prev_gap = None;

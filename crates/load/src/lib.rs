@@ -43,7 +43,7 @@ mod template;
 pub mod tls;
 pub mod values;
 
-pub use pelt_engine::{Arrival, IoBackend, Rate};
+pub use pelt_engine::{Arrival, IoBackend, Ramped, Rate, Stage};
 pub use pelt_stats::{Report, TimelinePoint};
 pub use prepare::{prepare, Prepared, SpecError};
 pub use sources::{TargetEntry, TargetsFormat, TargetsSource};

@@ -8,7 +8,7 @@ use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder};
 use crate::template::{LineFiles, Marked};
 use crate::{target, tls, values};
 use pelt_engine::{self as engine, Config};
-use pelt_stats::{Http, Io, LoadModel, RequestSetInfo, RunInfo};
+use pelt_stats::{Http, Io, LoadModel, RequestSetInfo, RunInfo, StageInfo, StagesInfo};
 
 /// Bad input: the spec cannot run. The message is one line that names the problem (and the
 /// CLI flag it came from).
@@ -68,12 +68,35 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         }
         Body::None => Vec::new(),
     };
-    let max_connections = spec.max_connections.unwrap_or(spec.connections);
-    if max_connections < spec.connections {
+    let stages = stages(spec)?;
+    let rate =
+        match (spec.rate, &stages) {
+            (None, _) => None,
+            // The schedule follows the stages; the rate is their peak.
+            (Some(_), Some(s)) => engine::Rate::per_second(s.peak()),
+            (Some(r), None) => Some(engine::Rate::per_second(r).ok_or_else(|| {
+                if r == 0.0 {
+                    bad("--rate 0: must be greater than zero (0 only starts --stages; leave --rate \
+                     out for a closed loop)")
+                } else {
+                    bad(format!(
+                        "--rate {r}: must be from {} to {} requests per second",
+                        engine::Rate::MIN_PER_S,
+                        engine::Rate::MAX_PER_S
+                    ))
+                }
+            })?),
+        };
+    // Closed-loop stages: the connections are the stages' (-c does not apply).
+    let connections = match &stages {
+        Some(s) if s.of() == engine::Ramped::Connections => s.peak() as usize,
+        _ => spec.connections,
+    };
+    let max_connections = spec.max_connections.unwrap_or(connections);
+    if max_connections < connections {
         return Err(bad(format!(
-            "--max-connections {max_connections} is below -c {}; it is the most connections \
-             pelt may open, at least -c",
-            spec.connections
+            "--max-connections {max_connections} is below -c {connections}; it is the most \
+             connections pelt may open, at least -c"
         )));
     }
     let entries = entries(spec, &body)?;
@@ -108,7 +131,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
              are for https:// URLs",
         ));
     }
-    let open = spec.rate.is_some();
+    let open = rate.is_some();
     let http2 = spec.http2.then(|| engine::Http2 {
         header_block: pelt_codec::h2::encode_headers(
             &spec.method,
@@ -176,20 +199,22 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             engine::IoBackend::Uring
         }
     };
-    let duration = match (spec.duration, spec.requests) {
-        (None, None) => Some(engine::DEFAULT_DURATION),
-        (d, _) => d,
+    let duration = match (spec.duration, spec.requests, &stages) {
+        // The stages last as long as they say, -n or not.
+        (None, _, Some(s)) => Some(s.total()),
+        (None, None, None) => Some(engine::DEFAULT_DURATION),
+        (d, _, _) => d,
     };
     let mut config = Config::new(target.addr, request);
     config.head_request = spec.method.eq_ignore_ascii_case("HEAD");
     config.keep_alive = spec.keep_alive;
-    config.connections = spec.connections;
+    config.connections = connections;
     config.threads = spec.threads.unwrap_or_else(engine::default_threads);
     config.duration = duration;
     config.requests = spec.requests;
     config.timeout = spec.timeout;
     config.connect_timeout = spec.connect_timeout;
-    config.rate = spec.rate;
+    config.rate = rate;
     config.arrival = spec.arrival;
     config.max_connections = max_connections;
     config.warmup = spec.warmup.unwrap_or_default();
@@ -200,6 +225,19 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     config.tls = tls;
     config.targets = request_set;
     config.unix_socket = spec.unix_socket.clone();
+    let stages_info = stages.as_ref().map(|s| StagesInfo {
+        of: s.of().name().to_string(),
+        start: s.start(),
+        stages: s
+            .stages()
+            .iter()
+            .map(|st| StageInfo {
+                duration_s: st.duration.as_secs_f64(),
+                target: st.target,
+            })
+            .collect(),
+    });
+    config.stages = stages;
     let info = RunInfo {
         // A template's braces as typed (the URL parser percent-encodes them in the path).
         target: target
@@ -244,6 +282,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         timeout_s: spec.timeout.as_secs_f64(),
         request_set: set_info,
         unix_socket: spec.unix_socket.as_ref().map(|p| p.display().to_string()),
+        stages: stages_info,
     };
     config.http2 = http2;
     Ok(Prepared {
@@ -251,6 +290,32 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         info,
         expect: spec.expect.clone(),
     })
+}
+
+/// `--stages` checked against what they move: the rate with `--rate` (starting from it),
+/// else the connections (from 0); `None` without stages.
+fn stages(spec: &LoadSpec) -> Result<Option<engine::Stages>, SpecError> {
+    if spec.stages.is_empty() {
+        return Ok(None);
+    }
+    if spec.warmup.is_some() {
+        return Err(bad(
+            "--warmup and --stages do not go together: ramp up in a first stage instead (every \
+             stage is measured)",
+        ));
+    }
+    let (of, start) = match spec.rate {
+        Some(r) => (engine::Ramped::Rate, r),
+        None => (engine::Ramped::Connections, 0.0),
+    };
+    let s = engine::Stages::new(of, start, spec.stages.clone())
+        .map_err(|e| bad(format!("--stages: {e}")))?;
+    if s.total().is_zero() {
+        return Err(bad(
+            "--stages: every stage lasts 0s; give the last one a duration (30s:1k)",
+        ));
+    }
+    Ok(Some(s))
 }
 
 /// Where many requests came from: `targets` or `bodies`, and the file.

@@ -1,7 +1,7 @@
 //! What a load test is asked to do, as typed values: the [`LoadSpec`] every front end fills in
 //! (the CLI from its flags, a program directly). Its `Default` is the CLI's defaults.
 
-use pelt_engine::{Arrival, Rate};
+use pelt_engine::{Arrival, Stage};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -38,8 +38,12 @@ pub struct LoadSpec {
     /// Whole request: first byte written to last byte read.
     pub timeout: Duration,
     pub connect_timeout: Duration,
-    /// Open loop: requests due at this rate (`None`: closed loop).
-    pub rate: Option<Rate>,
+    /// Open loop: requests due at this rate, per second (`None`: closed loop). With `stages`,
+    /// the rate they start from (0 allowed).
+    pub rate: Option<f64>,
+    /// `--stages`: each moves linearly from the previous target to its own over its duration:
+    /// the arrival rate with `rate`, else the active connections (from 0). Empty: none.
+    pub stages: Vec<Stage>,
     pub arrival: Arrival,
     /// Open loop: the most connections pelt may open (`None`: `connections`).
     pub max_connections: Option<usize>,
@@ -80,6 +84,7 @@ impl LoadSpec {
             timeout: pelt_engine::DEFAULT_TIMEOUT,
             connect_timeout: pelt_engine::DEFAULT_CONNECT_TIMEOUT,
             rate: None,
+            stages: Vec::new(),
             arrival: Arrival::Constant,
             max_connections: None,
             pipeline: 1,

@@ -113,6 +113,39 @@ pub fn rate(s: &str) -> Result<pelt_engine::Rate, String> {
     })
 }
 
+/// A rate like [`rate`] or `0` (which only starts `--stages`), as a number per second.
+pub fn rate_or_zero(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    if decimal(t.strip_suffix("/s").unwrap_or(t)) == Some(0.0) {
+        return Ok(0.0);
+    }
+    rate(s).map(|r| r.as_f64())
+}
+
+/// `--stages`: `DURATION:TARGET` pairs separated by commas (`30s:1k,1m:10k,30s:0`); a
+/// duration may be 0 (a jump). Targets are checked against what they move when the run is
+/// prepared.
+pub fn stages(s: &str) -> Result<Vec<pelt_engine::Stage>, String> {
+    const HELP: &str = "expected DURATION:TARGET,... like 30s:1k,1m:10k,30s:0";
+    if s.trim().is_empty() {
+        return Err(HELP.into());
+    }
+    s.split(',')
+        .enumerate()
+        .map(|(k, part)| {
+            let which = || format!("stage {} ({})", k + 1, quote(part.trim()));
+            let (d, v) = part
+                .split_once(':')
+                .ok_or_else(|| format!("{}: {HELP}", which()))?;
+            let duration = duration_or_zero(d).map_err(|e| format!("{}: duration {e}", which()))?;
+            let v = v.trim();
+            let target = decimal(v.strip_suffix("/s").unwrap_or(v))
+                .ok_or_else(|| format!("{}: expected a target like 100, 20k or 0.5", which()))?;
+            Ok(pelt_engine::Stage { duration, target })
+        })
+        .collect()
+}
+
 /// A count that fits in usize and is at most `max`.
 pub fn count_at_most(s: &str, max: u64) -> Result<usize, String> {
     let n = count(s)?;
@@ -268,6 +301,34 @@ mod tests {
             assert!(rate(bad).is_err(), "{bad:?} accepted");
         }
         assert!(rate("0").unwrap_err().contains("greater than zero"));
+        assert_eq!(rate_or_zero("0"), Ok(0.0));
+        assert_eq!(rate_or_zero("0/s"), Ok(0.0));
+        assert_eq!(rate_or_zero("2k"), Ok(2000.0));
+        assert!(rate_or_zero("-1").is_err() && rate_or_zero("0.0001").is_err());
+    }
+
+    #[test]
+    fn stage_lists() {
+        let d = Duration::from_secs;
+        let got = stages("30s:1k, 1m:10k,0:5.5,30s:0/s").unwrap();
+        let want = [(d(30), 1e3), (d(60), 1e4), (d(0), 5.5), (d(30), 0.0)];
+        assert_eq!(got.len(), want.len());
+        for (g, (duration, target)) in got.iter().zip(want) {
+            assert_eq!((g.duration, g.target), (duration, target));
+        }
+        for (bad, says) in [
+            ("", "expected DURATION:TARGET"),
+            ("30s", "stage 1 ('30s'): expected DURATION:TARGET"),
+            ("30s:1k,1m", "stage 2 ('1m')"),
+            ("30x:1k", "stage 1 ('30x:1k'): duration expected a duration"),
+            ("30s:-5", "expected a target"),
+            ("30s:1k,,1m:2k", "stage 2 ('')"),
+            ("30s:abc", "expected a target"),
+        ] {
+            let e = stages(bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+            assert!(!e.contains('\n'));
+        }
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
 pub use merge::{check_mergeable, merge};
 pub use report::{
     BytesReport, HandshakesReport, Histograms, OpenLoopReport, Report, RequestSetInfo,
-    RequestsReport, RunInfo, Threshold, TlsInfo, WarmupReport,
+    RequestsReport, RunInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{Interval, PointLatency, TimelinePoint};

@@ -98,6 +98,8 @@ struct Second {
     sent: u64,
     completed: u64,
     errors: u64,
+    connections: u64,
+    target: Option<f64>,
     classes: BTreeMap<String, u64>,
     latency: LatencyHistogram,
 }
@@ -218,7 +220,31 @@ fn merged_info(reports: &[Report]) -> RunInfo {
         .iter()
         .filter_map(|r| r.info.duration_limit_s)
         .reduce(f64::max);
+    info.stages = merged_stages(reports);
     info
+}
+
+/// Stages of the same shape (what they move, each stage's length) add up, as each run's
+/// share does; runs whose stages differ have none as a whole.
+fn merged_stages(reports: &[Report]) -> Option<crate::StagesInfo> {
+    let first = reports[0].info.stages.clone()?;
+    reports[1..].iter().try_fold(first, |mut all, r| {
+        let s = r.info.stages.as_ref()?;
+        let same = s.of == all.of
+            && s.stages.len() == all.stages.len()
+            && s.stages
+                .iter()
+                .zip(&all.stages)
+                .all(|(a, b)| a.duration_s == b.duration_s);
+        if !same {
+            return None;
+        }
+        all.start += s.start;
+        for (a, b) in all.stages.iter_mut().zip(&s.stages) {
+            a.target += b.target;
+        }
+        Some(all)
+    })
 }
 
 /// Status and error counts added; the first example and hint of each error kind.
@@ -352,6 +378,11 @@ fn merged_timeline(reports: &[Report], started: u64) -> Result<Vec<TimelinePoint
             s.sent += p.sent;
             s.completed += p.completed;
             s.errors += p.errors;
+            s.connections += p.connections;
+            // Each run's share of what its stages asked for adds up to the whole's.
+            if let Some(t) = p.target {
+                *s.target.get_or_insert(0.0) += t;
+            }
             add_maps(&mut s.classes, &p.status_classes);
             s.latency.merge(&h);
         }
@@ -367,6 +398,8 @@ impl Second {
             sent: 0,
             completed: 0,
             errors: 0,
+            connections: 0,
+            target: None,
             classes: BTreeMap::new(),
             latency: LatencyHistogram::new(),
         }
@@ -395,6 +428,8 @@ impl Second {
                 max: l.max_us,
             },
             histogram: Some(self.latency.encode()),
+            connections: self.connections,
+            target: self.target,
         }
     }
 }
@@ -435,6 +470,7 @@ mod tests {
             requests_limit: None,
             request_set: None,
             unix_socket: None,
+            stages: None,
             timeout_s: 10.0,
         }
     }
@@ -567,6 +603,43 @@ mod tests {
             .notes
             .iter()
             .any(|n| n.starts_with("merged from 2 results")));
+    }
+
+    #[test]
+    fn stages_of_one_shape_add_up_with_their_timeline_targets() {
+        let staged = |start: f64, targets: &[f64], durations: &[f64]| {
+            let mut r = result(&[(200, 100, 0), (200, 100, 1)], 10_000);
+            r.info.stages = Some(crate::StagesInfo {
+                of: "connections".into(),
+                start,
+                stages: durations
+                    .iter()
+                    .zip(targets)
+                    .map(|(&duration_s, &target)| crate::StageInfo { duration_s, target })
+                    .collect(),
+            });
+            for (p, t) in r.timeline.iter_mut().zip(targets) {
+                p.target = Some(*t);
+                p.connections = *t as u64;
+            }
+            r
+        };
+        let a = staged(0.0, &[4.0, 2.0], &[1.0, 1.0]);
+        let b = staged(1.0, &[3.0, 0.0], &[1.0, 1.0]);
+        let m = merge(&[a.clone(), b]).unwrap();
+        let st = m.info.stages.unwrap();
+        assert_eq!(st.start, 1.0);
+        let targets: Vec<f64> = st.stages.iter().map(|s| s.target).collect();
+        assert_eq!(targets, [7.0, 2.0]);
+        let points: Vec<_> = m
+            .timeline
+            .iter()
+            .map(|p| (p.target, p.connections))
+            .collect();
+        assert_eq!(points, [(Some(7.0), 7), (Some(2.0), 2)]);
+        // Stages of another shape have no sum.
+        let c = staged(0.0, &[4.0, 2.0], &[1.0, 2.0]);
+        assert_eq!(merge(&[a, c]).unwrap().info.stages, None);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub struct RunInfo {
     /// `closed` (each connection sends its next request when a response completes) or `open`
     /// (requests are due on a fixed schedule, `--rate`).
     pub load_model: LoadModel,
-    /// Open loop: requests per second asked for.
+    /// Open loop: requests per second asked for (with `stages`: their peak).
     pub rate: Option<f64>,
     /// Open loop: `constant` or `poisson` arrivals.
     pub arrival: Option<Arrival>,
@@ -53,6 +53,26 @@ pub struct RunInfo {
     /// `--unix-socket`: the socket connections went to instead of the URL's host and port.
     #[serde(default)]
     pub unix_socket: Option<String>,
+    /// `--stages` (`null`: none): what they moved and how.
+    #[serde(default)]
+    pub stages: Option<StagesInfo>,
+}
+
+/// A run's stages: `of` moves from `start` to each stage's target over its duration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagesInfo {
+    /// `rate` (open loop, requests per second) or `connections` (closed loop).
+    pub of: String,
+    /// The value before the first stage (`--rate`, or 0 connections).
+    pub start: f64,
+    pub stages: Vec<StageInfo>,
+}
+
+/// One stage: over `duration_s` seconds, move linearly to `target`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageInfo {
+    pub duration_s: f64,
+    pub target: f64,
 }
 
 /// The requests of a run with many (`--targets` or `--bodies`).

@@ -20,6 +20,8 @@ pub struct Interval {
     pub classes: [u64; 6],
     /// Latency of the responses that completed in this second.
     pub latency: LatencyHistogram,
+    /// Connections open (or opening) at the end of the second.
+    pub connections: u64,
 }
 
 impl Interval {
@@ -31,6 +33,7 @@ impl Interval {
             errors: 0,
             classes: [0; 6],
             latency: LatencyHistogram::new(),
+            connections: 0,
         }
     }
 
@@ -48,6 +51,7 @@ impl Interval {
         self.sent += other.sent;
         self.completed += other.completed;
         self.errors += other.errors;
+        self.connections += other.connections;
         for (a, b) in self.classes.iter_mut().zip(other.classes) {
             *a += b;
         }
@@ -84,6 +88,8 @@ impl Interval {
                 max: s.max_us,
             },
             histogram: Some(self.latency.encode()),
+            connections: self.connections,
+            target: None,
         }
     }
 }
@@ -117,6 +123,14 @@ pub struct TimelinePoint {
     /// hundred bytes) so a long run's timeline stays small; `pelt merge` and `--hdr-log` use it.
     #[serde(default)]
     pub histogram: Option<String>,
+    /// Connections open (or opening) at the end of the second, over all workers.
+    #[serde(default)]
+    pub connections: u64,
+    /// With `--stages`: what the stages asked for in this second: the mean arrival rate
+    /// (requests/s, beside `sent / length_s`) or the active connections at its end (beside
+    /// `connections`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
 }
 
 #[cfg(test)]

@@ -35,7 +35,8 @@ use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
 use crate::ledger::Ledger;
 use crate::model::Model;
 use crate::requests::Picker;
-use crate::schedule::Schedule;
+use crate::schedule::{Pace, Schedule};
+use crate::stages::{Ramped, Stages};
 use crate::{Config, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
 use pelt_stats::ErrorKind;
 use rustix::io::Errno;
@@ -336,6 +337,12 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     free: VecDeque<usize>,
     /// Open loop: connections this worker may open.
     max_conns: usize,
+    /// Closed loop with `--stages`: the active connections move along these, and this worker
+    /// (`.1` of `.2`) runs its share.
+    ramp: Option<(Stages, usize, usize)>,
+    /// Connections `0..active` carry requests; the others close once idle (`usize::MAX`
+    /// without stages).
+    active: usize,
     model: Model,
     /// Where connections go.
     endpoint: Endpoint,
@@ -433,13 +440,18 @@ impl<I: Io> Setup<'_, I> {
             ledger,
         } = self;
         let open = config.rate.is_some();
+        let staged = |of| config.stages.as_ref().filter(|s| s.of() == of).cloned();
         let model = match config.rate {
-            Some(rate) => Model::open(
-                Schedule::new(rate, config.arrival, plan.worker, plan.workers),
-                plan.budget,
-            ),
+            Some(rate) => {
+                let pace = staged(Ramped::Rate).map_or(Pace::Constant(rate), Pace::Staged);
+                let schedule = Schedule::new(pace, config.arrival, plan.worker, plan.workers);
+                Model::open(schedule, plan.budget)
+            }
             None => Model::closed(plan.budget),
         };
+        let ramp = staged(Ramped::Connections)
+            .filter(|_| !open)
+            .map(|s| (s, plan.worker, plan.workers));
         let max_conns = if open {
             plan.max_connections.max(plan.connections)
         } else {
@@ -455,6 +467,8 @@ impl<I: Io> Setup<'_, I> {
             conns: Vec::with_capacity(max_conns),
             free: VecDeque::with_capacity(max_conns),
             max_conns,
+            ramp,
+            active: usize::MAX,
             model,
             endpoint: Endpoint::of(config),
             picker: match &config.targets {
@@ -474,6 +488,9 @@ impl<I: Io> Setup<'_, I> {
         for _ in 0..plan.connections {
             w.add_conn(now);
         }
+        if let Some(active) = w.ramp_target(now) {
+            w.active = active;
+        }
         let reason = w.run(&plan, stop);
         // Requests due in the last moments before the stop are not a backlog: count those due
         // more than the late threshold before it, which waited for a busy connection.
@@ -481,6 +498,7 @@ impl<I: Io> Setup<'_, I> {
         let backlog = w
             .model
             .backlog(w.ledger.elapsed_ns(Instant::now()).saturating_sub(late_ns));
+        w.ledger.connections = w.open_connections();
         for c in &w.conns {
             for k in 0..c.slots.len {
                 let slot = &c.slots.ring[(c.slots.head + k) % c.slots.ring.len()];
@@ -509,6 +527,12 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     #[inline]
     fn writing(&self, i: usize) -> bool {
         P::writing(&self.conns[i].proto) || self.transport.writing(i)
+    }
+
+    /// Connections with a socket (connected, or connecting): a gauge for the timeline.
+    fn open_connections(&self) -> u64 {
+        let open = |c: &&Conn<P>| !matches!(c.phase, Phase::Closed | Phase::Backoff { .. });
+        self.conns.iter().filter(open).count() as u64
     }
 
     fn in_flight(&self) -> bool {
@@ -556,8 +580,38 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             self.turn(wait, due, &mut now);
             if now >= next_scan {
                 self.scan_deadlines(now);
+                self.follow_ramp(now);
                 next_scan = now + DEADLINE_SCAN;
             }
+        }
+    }
+
+    /// Closed loop with stages: this worker's share of the active connections at `now`.
+    fn ramp_target(&self, now: Instant) -> Option<usize> {
+        let (stages, worker, workers) = self.ramp.as_ref()?;
+        let t = self.ledger.elapsed_ns(now) as f64 / 1e9;
+        let total = stages.connections_at(t) as u64;
+        Some((crate::share(total, *workers, *worker) as usize).min(self.conns.len()))
+    }
+
+    /// Closed loop with stages: opens the connections the ramp has reached (they start their
+    /// requests) and closes, once idle, those it has left (checked every `DEADLINE_SCAN`).
+    fn follow_ramp(&mut self, now: Instant) {
+        let Some(target) = self.ramp_target(now) else {
+            return;
+        };
+        let before = std::mem::replace(&mut self.active, target);
+        for i in target.min(before)..target.max(before) {
+            // Up: they connect and start. Down: closed now if idle, else when answered.
+            self.refill(i, now);
+        }
+    }
+
+    /// Closes connection `i`, which the ramp has left, if it carries no request.
+    fn retire(&mut self, i: usize) {
+        let conn = &self.conns[i];
+        if conn.slots.len == 0 && !matches!(conn.phase, Phase::Closed) {
+            self.close(i);
         }
     }
 
@@ -605,6 +659,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         P::end_batch(self, *now);
         self.events = events;
         if *now >= self.ledger.next_tick() {
+            self.ledger.connections = self.open_connections();
             self.ledger.tick(*now);
         }
     }
@@ -672,6 +727,9 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     /// writes them together (connecting first if it has no socket). Open loop: a connection
     /// left with a free slot joins the free queue.
     fn refill(&mut self, i: usize, now: Instant) {
+        if i >= self.active {
+            return self.retire(i);
+        }
         let conn = &self.conns[i];
         // HTTP/2 frames queue behind a write under way; HTTP/1.1 requests wait for its end.
         let busy = !P::MULTIPLEXED && self.writing(i);
