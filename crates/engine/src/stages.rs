@@ -145,33 +145,36 @@ impl Stages {
             .fold(self.start, f64::max)
     }
 
-    /// The stage `t` lies in, with its start value; `None` after the last (the last target
-    /// holds from then on).
-    fn stage_at(&self, t: f64) -> Option<(usize, f64)> {
+    /// Stage `k`'s value at its start: the previous target, or the start.
+    fn from(&self, k: usize) -> f64 {
+        k.checked_sub(1)
+            .map_or(self.start, |j| self.stages[j].target)
+    }
+
+    /// The target that holds after the last stage.
+    fn last(&self) -> f64 {
+        self.stages.last().map_or(self.start, |s| s.target)
+    }
+
+    /// Where `t` lies: stage `k`, with its start value, its length and the time into it;
+    /// `None` after the last (the last target holds from then on).
+    fn stage_at(&self, t: f64) -> Option<(usize, f64, f64, f64)> {
         // The last stage starting at or before t (zero-length stages are passed over).
         let k = self.starts.partition_point(|&s| s <= t).checked_sub(1)?;
         if t >= self.end {
             return None;
         }
-        let from = if k == 0 {
-            self.start
-        } else {
-            self.stages[k - 1].target
-        };
-        Some((k, from))
+        let d = self.stages[k].duration.as_secs_f64();
+        Some((k, self.from(k), d, t - self.starts[k]))
     }
 
     /// The value at `t` seconds after the start (the last target after the end).
     pub fn value_at(&self, t: f64) -> f64 {
-        let t = t.max(0.0);
-        match self.stage_at(t) {
-            Some((k, from)) => {
-                let st = &self.stages[k];
-                let d = st.duration.as_secs_f64();
-                let f = (t - self.starts[k]) / d;
-                from + (st.target - from) * f.clamp(0.0, 1.0)
+        match self.stage_at(t.max(0.0)) {
+            Some((k, from, d, tau)) => {
+                from + (self.stages[k].target - from) * (tau / d).clamp(0.0, 1.0)
             }
-            None => self.stages.last().map_or(self.start, |s| s.target),
+            None => self.last(),
         }
     }
 
@@ -180,16 +183,11 @@ impl Stages {
     pub fn count_by(&self, t: f64) -> f64 {
         let t = t.max(0.0);
         match self.stage_at(t) {
-            Some((k, from)) => {
-                let st = &self.stages[k];
-                let d = st.duration.as_secs_f64();
-                let tau = t - self.starts[k];
-                self.counts[k] + from * tau + (st.target - from) * tau * tau / (2.0 * d)
+            Some((k, from, d, tau)) => {
+                let to = self.stages[k].target;
+                self.counts[k] + from * tau + (to - from) * tau * tau / (2.0 * d)
             }
-            None => {
-                let last = self.stages.last().map_or(self.start, |s| s.target);
-                self.end_count + last * (t - self.end)
-            }
+            None => self.end_count + self.last() * (t - self.end),
         }
     }
 
@@ -202,11 +200,7 @@ impl Stages {
             if end_count <= n {
                 continue;
             }
-            let from = if k == 0 {
-                self.start
-            } else {
-                self.stages[k - 1].target
-            };
+            let from = self.from(k);
             let d = st.duration.as_secs_f64();
             let m = n - self.counts[k];
             if m <= 0.0 {
@@ -218,7 +212,7 @@ impl Stages {
             let tau = 2.0 * m / (from + disc.sqrt());
             return Some(self.starts[k] + tau.min(d));
         }
-        let last = self.stages.last().map_or(self.start, |s| s.target);
+        let last = self.last();
         if last <= 0.0 {
             return None;
         }
