@@ -291,6 +291,34 @@ fn bad_stages() {
     assert!(line.contains("--stages is for plain runs"), "{line}");
 }
 
+/// The library's options (the Node.js package's `run({...})`) say what the CLI says: the same
+/// mistake gives the same line, word for word.
+#[test]
+fn options_by_name_read_as_the_cli() {
+    for (args, options) in [
+        (&["--rate", "abc"][..], r#"{"rate": "abc"}"#),
+        (&["-c", "0"], r#"{"connections": 0}"#),
+        (&["--rate", "10", "--arrival", "burst"], r#"{"rate": 10, "arrival": "burst"}"#),
+        (&["--arrival", "poisson"], r#"{"arrival": "poisson"}"#),
+        (&["--body", "a", "--body-file", "b"], r#"{"body": "a", "bodyFile": "b"}"#),
+        (&["--http2", "--pipeline", "4"], r#"{"http2": true, "pipeline": 4}"#),
+        (&["--expect", "p99"], r#"{"expect": ["p99"]}"#),
+        (&["--stages", "30x:1k"], r#"{"stages": "30x:1k"}"#),
+        (&["--tls-version", "1.1"], r#"{"tlsVersion": "1.1"}"#),
+        (&["-d", "10x"], r#"{"duration": "10x"}"#),
+        (&["--seed", "x"], r#"{"seed": "x"}"#),
+    ] {
+        let mut all = vec!["{url}"];
+        all.extend_from_slice(args);
+        let cli = rejected(&all);
+        let mut map: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(options).unwrap();
+        map.insert("url".into(), "http://127.0.0.1:1/".into());
+        let lib = pelt_load::options::spec(&map).unwrap_err();
+        assert_eq!(cli.trim_end(), format!("pelt: {lib}"), "{args:?}");
+    }
+}
+
 #[test]
 fn bad_expectations() {
     for (expr, says) in [

@@ -14,14 +14,6 @@ fn stage_list(s: &str) -> Result<StageList, String> {
     values::stages(s).map(StageList)
 }
 
-fn connections(s: &str) -> Result<usize, String> {
-    values::count_at_most(s, 10_000_000)
-}
-
-fn threads(s: &str) -> Result<usize, String> {
-    values::count_at_most(s, 4096)
-}
-
 /// pelt: a fast, honest HTTP load generator.
 ///
 /// Sends HTTP/1.1 requests to URL over many connections and reports requests/s, latency
@@ -150,7 +142,7 @@ pub struct LoadArgs {
 
     /// Concurrent connections (spread over the threads).
     #[arg(short = 'c', long = "connections", value_name = "N", allow_hyphen_values = true,
-          default_value_t = engine::DEFAULT_CONNECTIONS, value_parser = connections)]
+          default_value_t = engine::DEFAULT_CONNECTIONS, value_parser = values::connections)]
     pub connections: usize,
 
     /// Run for this long: 500ms, 10s, 2m. Default 10s unless -n is given.
@@ -162,7 +154,7 @@ pub struct LoadArgs {
     pub requests: Option<u64>,
 
     /// Worker threads [default: the CPUs pelt may run on].
-    #[arg(short = 't', long = "threads", value_name = "N", allow_hyphen_values = true, value_parser = threads)]
+    #[arg(short = 't', long = "threads", value_name = "N", allow_hyphen_values = true, value_parser = values::threads)]
     pub threads: Option<usize>,
 
     /// Request method.
@@ -258,13 +250,13 @@ pub struct LoadArgs {
     pub arrival: ArrivalArg,
 
     /// Open loop: open up to N connections when a request is due and none is free [default: -c].
-    #[arg(long = "max-connections", value_name = "N", allow_hyphen_values = true, value_parser = connections, requires = "rate")]
+    #[arg(long = "max-connections", value_name = "N", allow_hyphen_values = true, value_parser = values::connections, requires = "rate")]
     pub max_connections: Option<usize>,
 
     /// HTTP/1.1 pipelining: each connection writes D requests together, and the next D once
     /// all are answered (as wrk's pipeline script).
     #[arg(long = "pipeline", value_name = "D", allow_hyphen_values = true, default_value_t = 1,
-          value_parser = pipeline, conflicts_with = "no_keepalive")]
+          value_parser = values::pipeline, conflicts_with = "no_keepalive")]
     pub pipeline: usize,
 
     /// HTTP/2: ALPN h2 on https://, prior knowledge (h2c) on http://.
@@ -273,7 +265,7 @@ pub struct LoadArgs {
 
     /// HTTP/2: concurrent streams per connection (the server's limit lowers it) [default: 1;
     /// with --rate, 100].
-    #[arg(long = "streams", value_name = "N", allow_hyphen_values = true, value_parser = streams,
+    #[arg(long = "streams", value_name = "N", allow_hyphen_values = true, value_parser = values::streams,
           requires = "http2")]
     pub streams: Option<usize>,
 
@@ -410,14 +402,6 @@ impl From<TlsVersion> for pelt_load::TlsVersion {
     }
 }
 
-fn pipeline(s: &str) -> Result<usize, String> {
-    values::count_at_most(s, 1024)
-}
-
-fn streams(s: &str) -> Result<usize, String> {
-    values::count_at_most(s, 10_000)
-}
-
 /// `--io`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum IoArg {
@@ -479,7 +463,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Server threads.
-    #[arg(long, default_value_t = 1, value_parser = threads)]
+    #[arg(long, default_value_t = 1, value_parser = values::threads)]
     pub threads: usize,
     /// Wait this long before each response: 5ms, 1s.
     #[arg(long, default_value = "0", value_parser = values::duration_or_zero)]

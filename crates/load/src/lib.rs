@@ -32,6 +32,7 @@
 
 pub mod expect;
 pub mod fmt;
+pub mod options;
 mod prepare;
 #[cfg(test)]
 mod props;

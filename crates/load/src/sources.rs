@@ -195,7 +195,6 @@ enum JsonHeaders {
 }
 
 fn parse_json_lines(text: &str, file: &str) -> Result<Vec<TargetEntry>, String> {
-    use base64::Engine as _;
     let mut targets = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let at = format!("--targets {file} line {}", n + 1);
@@ -204,52 +203,64 @@ fn parse_json_lines(text: &str, file: &str) -> Result<Vec<TargetEntry>, String> 
             continue;
         }
         let t: JsonTarget = serde_json::from_str(line).map_err(|e| format!("{at}: {e}"))?;
-        let body = match (t.body, t.body_base64) {
-            (Some(_), Some(_)) => {
-                return Err(format!("{at}: give body or body_base64, not both"));
-            }
-            (Some(b), None) => Some(b.into_bytes()),
-            (None, Some(b)) => Some(
-                base64::engine::general_purpose::STANDARD
-                    .decode(b.trim())
-                    .map_err(|e| format!("{at}: body_base64 is not base64: {e}"))?,
-            ),
-            (None, None) => None,
-        };
-        let mut headers = Vec::new();
-        match t.headers {
-            JsonHeaders::None => {}
-            JsonHeaders::Lines(lines) => headers = lines,
-            JsonHeaders::Map(map) => {
-                for (name, value) in map {
-                    let values = match value {
-                        serde_json::Value::String(v) => vec![v],
-                        serde_json::Value::Array(vs) => vs
-                            .into_iter()
-                            .map(|v| match v {
-                                serde_json::Value::String(s) => Ok(s),
-                                _ => Err(format!("{at}: header {name}: values are strings")),
-                            })
-                            .collect::<Result<_, _>>()?,
-                        _ => return Err(format!("{at}: header {name}: values are strings")),
-                    };
-                    headers.extend(values.into_iter().map(|v| format!("{name}: {v}")));
-                }
-            }
-        }
-        for h in &headers {
-            check_header(h, &at)?;
-        }
-        targets.push(TargetEntry {
-            method: t.method,
-            url: t.url,
-            headers,
-            body,
-            name: t.name,
-            line: n + 1,
-        });
+        targets.push(entry(t, &at, n + 1)?);
     }
     Ok(targets)
+}
+
+/// One target given as a JSON object (a JSON-lines line's object, or a program's): `at` says
+/// where, `line` numbers it.
+pub fn json_entry(v: &serde_json::Value, at: &str, line: usize) -> Result<TargetEntry, String> {
+    let t = JsonTarget::deserialize(v).map_err(|e| format!("{at}: {e}"))?;
+    entry(t, at, line)
+}
+
+fn entry(t: JsonTarget, at: &str, line: usize) -> Result<TargetEntry, String> {
+    use base64::Engine as _;
+    let body = match (t.body, t.body_base64) {
+        (Some(_), Some(_)) => {
+            return Err(format!("{at}: give body or body_base64, not both"));
+        }
+        (Some(b), None) => Some(b.into_bytes()),
+        (None, Some(b)) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(b.trim())
+                .map_err(|e| format!("{at}: body_base64 is not base64: {e}"))?,
+        ),
+        (None, None) => None,
+    };
+    let mut headers = Vec::new();
+    match t.headers {
+        JsonHeaders::None => {}
+        JsonHeaders::Lines(lines) => headers = lines,
+        JsonHeaders::Map(map) => {
+            for (name, value) in map {
+                let values = match value {
+                    serde_json::Value::String(v) => vec![v],
+                    serde_json::Value::Array(vs) => vs
+                        .into_iter()
+                        .map(|v| match v {
+                            serde_json::Value::String(s) => Ok(s),
+                            _ => Err(format!("{at}: header {name}: values are strings")),
+                        })
+                        .collect::<Result<_, _>>()?,
+                    _ => return Err(format!("{at}: header {name}: values are strings")),
+                };
+                headers.extend(values.into_iter().map(|v| format!("{name}: {v}")));
+            }
+        }
+    }
+    for h in &headers {
+        check_header(h, at)?;
+    }
+    Ok(TargetEntry {
+        method: t.method,
+        url: t.url,
+        headers,
+        body,
+        name: t.name,
+        line,
+    })
 }
 
 /// The bodies of a `--bodies` file with their line numbers: one per line (the line without

@@ -146,6 +146,26 @@ pub fn stages(s: &str) -> Result<Vec<pelt_engine::Stage>, String> {
         .collect()
 }
 
+/// `-c`, `--max-connections`: at most 10 million.
+pub fn connections(s: &str) -> Result<usize, String> {
+    count_at_most(s, 10_000_000)
+}
+
+/// `-t`: at most 4096.
+pub fn threads(s: &str) -> Result<usize, String> {
+    count_at_most(s, 4096)
+}
+
+/// `--pipeline`: at most 1024.
+pub fn pipeline(s: &str) -> Result<usize, String> {
+    count_at_most(s, 1024)
+}
+
+/// `--streams`: at most 10,000.
+pub fn streams(s: &str) -> Result<usize, String> {
+    count_at_most(s, 10_000)
+}
+
 /// A count that fits in usize and is at most `max`.
 pub fn count_at_most(s: &str, max: u64) -> Result<usize, String> {
     let n = count(s)?;

@@ -1,0 +1,237 @@
+//! pelt for Node.js: the native half. It only carries JSON across: options in (checked by
+//! pelt's library, with the CLI's messages), the `--json` result and each second's timeline
+//! point out. `pelt.js` builds the JavaScript API (`run`, `startServer`, `loadTest`) on it.
+//!
+//! A run's engine runs on its own threads (never libuv's pool), so a server under test in the
+//! same Node process keeps serving; the addon installs no signal handler (Node owns them).
+//! The two callbacks of a run keep Node's event loop alive until it ends, and no longer.
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+use pelt_load::options::{self, Kind, OptionError};
+use serde_json::{Map, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// `InvalidArg` becomes a `TypeError` in `pelt.js`, anything else a `RangeError`.
+fn js_error(e: OptionError) -> Error {
+    let status = match e.kind {
+        Kind::Type => Status::InvalidArg,
+        Kind::Range => Status::GenericFailure,
+    };
+    Error::new(status, e.message)
+}
+
+fn range(message: impl std::fmt::Display) -> Error {
+    Error::new(Status::GenericFailure, message.to_string())
+}
+
+/// The options object, from the JSON `pelt.js` made of it.
+fn object(json: &str) -> Result<Map<String, Value>> {
+    match serde_json::from_str(json) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(Error::new(
+            Status::InvalidArg,
+            "options must be an object".to_string(),
+        )),
+    }
+}
+
+/// A run under way: `stop()` ends it as Ctrl-C ends the CLI's (requests in flight get the
+/// grace period, the result is kept and marked interrupted).
+#[napi]
+pub struct NativeRun {
+    stop: Arc<AtomicBool>,
+}
+
+#[napi]
+impl NativeRun {
+    #[napi]
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Checks `options` (throws before any traffic), then starts the run on its own threads:
+/// `onTick` gets each second's timeline point, `onDone` the result, both as JSON.
+#[napi]
+pub fn start_run(
+    options: String,
+    on_tick: ThreadsafeFunction<String, (), String, Status, false>,
+    on_done: ThreadsafeFunction<String, (), String, Status, false>,
+) -> Result<NativeRun> {
+    let spec = options::spec(&object(&options)?).map_err(js_error)?;
+    let prepared = pelt_load::prepare(&spec).map_err(range)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::Builder::new()
+        .name("pelt-run".into())
+        .spawn(move || {
+            let report = pelt_load::run(&prepared, &flag, &mut |point| {
+                let json = serde_json::to_string(point).expect("a timeline point serializes");
+                // Never blocks the engine: a tick Node has not taken yet is not worth waiting for.
+                on_tick.call(json, ThreadsafeFunctionCallMode::NonBlocking);
+            });
+            let json = serde_json::to_string(&report).expect("a report serializes");
+            on_done.call(json, ThreadsafeFunctionCallMode::Blocking);
+        })
+        .map_err(|e| range(format!("cannot start the run's thread: {e}")))?;
+    Ok(NativeRun { stop })
+}
+
+/// Checks `options` as a run would, without running: the spec and its preparation.
+#[napi]
+pub fn check_options(options: String) -> Result<()> {
+    let spec = options::spec(&object(&options)?).map_err(js_error)?;
+    pelt_load::prepare(&spec).map_err(range)?;
+    Ok(())
+}
+
+/// The built-in server (`pelt serve`), serving on its own threads until `close()`.
+#[napi]
+pub struct NativeServer {
+    server: Mutex<Option<pelt_server::Server>>,
+    url: String,
+    port: u32,
+    served: Mutex<Option<u64>>,
+}
+
+#[napi]
+impl NativeServer {
+    #[napi(getter)]
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    #[napi(getter)]
+    pub fn port(&self) -> u32 {
+        self.port
+    }
+
+    /// Requests served so far (after `close()`: in all).
+    #[napi]
+    pub fn served(&self) -> i64 {
+        if let Some(n) = *self.served.lock().expect("not poisoned") {
+            return n as i64;
+        }
+        self.server
+            .lock()
+            .expect("not poisoned")
+            .as_ref()
+            .map_or(0, |s| s.served() as i64)
+    }
+
+    /// Stops serving; returns the requests served. Closing twice is harmless.
+    #[napi]
+    pub fn close(&self) -> i64 {
+        if let Some(server) = self.server.lock().expect("not poisoned").take() {
+            *self.served.lock().expect("not poisoned") = Some(server.stop());
+        }
+        self.served()
+    }
+}
+
+/// `pelt serve`'s options by name: `port` (0, the default here: one the OS picks), `host`,
+/// `threads`, `delay`, `work`, `bodySize`, `status`, `errorRate`, `close`, `chunked`, `h2`,
+/// `tls` (a self-signed certificate), `unixSocket`, `maxRequests`.
+fn server_config(map: &Map<String, Value>) -> Result<pelt_server::ServerConfig> {
+    use pelt_load::values;
+    let mut c = pelt_server::ServerConfig::default();
+    let mut host = "127.0.0.1".to_string();
+    let mut port = 0u16;
+    for (name, v) in map {
+        if v.is_null() {
+            continue;
+        }
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidArg,
+                    format!("option '{name}' must be a string, a number or a boolean"),
+                ))
+            }
+        };
+        let flag = |e: String| range(format!("invalid value '{text}' for '{name}': {e}"));
+        let boolean = || {
+            v.as_bool().ok_or_else(|| {
+                Error::new(
+                    Status::InvalidArg,
+                    format!("option '{name}' must be a boolean"),
+                )
+            })
+        };
+        match name.as_str() {
+            "port" => port = values::port(&text).map_err(flag)?,
+            "host" => host = text.clone(),
+            "threads" => c.threads = values::threads(&text).map_err(flag)?,
+            "delay" => c.delay = values::duration_or_zero(&text).map_err(flag)?,
+            "work" => c.work = values::duration_or_zero(&text).map_err(flag)?,
+            "bodySize" => c.body_size = values::size(&text).map_err(flag)?,
+            "status" => c.status = values::status(&text).map_err(flag)?,
+            "errorRate" => c.error_rate = values::share(&text).map_err(flag)?,
+            "close" => c.close = boolean()?,
+            "chunked" => c.chunked = boolean()?,
+            "h2" => c.h2 = boolean()?,
+            "tls" => {
+                if boolean()? {
+                    c.tls = Some(pelt_server::TlsIdentity::self_signed().map_err(range)?);
+                }
+            }
+            "unixSocket" => c.unix_socket = Some(text.clone().into()),
+            "maxRequests" => c.max_requests = Some(values::count(&text).map_err(flag)?),
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidArg,
+                    format!("unknown option '{name}'"),
+                ))
+            }
+        }
+    }
+    let ip: std::net::IpAddr = host
+        .parse()
+        .map_err(|_| range(format!("invalid host '{host}': expected an IP address")))?;
+    c.addr = std::net::SocketAddr::new(ip, port);
+    Ok(c)
+}
+
+/// Starts the built-in server; it listens when this returns.
+#[napi]
+pub fn start_server(options: String) -> Result<NativeServer> {
+    let config = server_config(&object(&options)?)?;
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let server =
+        pelt_server::Server::start(config).map_err(|e| range(format!("cannot serve: {e}")))?;
+    let addr = server.addr();
+    let url = match server.unix_socket() {
+        Some(_) => "http://localhost/".to_string(),
+        None => match addr {
+            std::net::SocketAddr::V6(v6) => format!("{scheme}://[{}]:{}/", v6.ip(), v6.port()),
+            v4 => format!("{scheme}://{v4}/"),
+        },
+    };
+    Ok(NativeServer {
+        server: Mutex::new(Some(server)),
+        url,
+        port: u32::from(addr.port()),
+        served: Mutex::new(None),
+    })
+}
+
+/// Latencies (microseconds) at the quantiles `qs` (0..=1) of a result's embedded histogram
+/// (`histograms.latency_us`): percentiles the JSON does not list, such as loadtest's p95.
+#[napi]
+pub fn quantiles_us(histogram: String, qs: Vec<f64>) -> Result<Vec<f64>> {
+    let h = pelt_stats::LatencyHistogram::decode(&histogram).map_err(range)?;
+    Ok(qs
+        .iter()
+        .map(|&q| h.quantile_us(q.clamp(0.0, 1.0)) as f64)
+        .collect())
+}

@@ -1,0 +1,123 @@
+'use strict'
+// loadTest(): the examples of loadtest 8's API documentation (doc/api.md), run on pelt.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { loadTest, startServer } = require('../pelt.js')
+const { recordingServer } = require('./helpers.js')
+
+/** Runs `f` with console.info captured; returns what it printed. */
+async function printed(f) {
+  const lines = []
+  const info = console.info
+  console.info = (...args) => lines.push(require('node:util').format(...args))
+  try {
+    await f()
+  } finally {
+    console.info = info
+  }
+  return lines.join('\n')
+}
+
+test('"Invoke Load Test": await loadTest({url, maxRequests}) and result.show()', async () => {
+  const server = await startServer()
+  const options = { url: server.url, maxRequests: 1000 }
+  const result = await loadTest(options)
+  assert.equal(result.totalRequests, 1000)
+  assert.equal(result.totalErrors, 0)
+  assert.equal(result.concurrency, 10, "loadtest 8's default concurrency")
+  assert.equal(result.clients, 10)
+  assert.ok(result.effectiveRps > 0 && result.rps === result.effectiveRps)
+  assert.ok(result.elapsedSeconds > 0 && result.totalTimeSeconds === result.elapsedSeconds)
+  assert.ok(result.meanLatencyMs > 0 && result.maxLatencyMs >= result.meanLatencyMs)
+  const p = result.percentiles
+  assert.deepEqual(Object.keys(p), ['50', '90', '95', '99'])
+  assert.ok(p[50] <= p[90] && p[90] <= p[95] && p[95] <= p[99] && p[99] <= result.maxLatencyMs)
+  assert.deepEqual(result.errorCodes, {})
+  const text = await printed(() => result.show())
+  assert.match(text, /Completed requests: {2}1000/)
+  assert.match(text, /Percentage of requests served within a certain time/)
+  assert.match(text, / {2}95% {6}[\d.]+ ms/)
+  assert.equal(result.pelt.requests.sent, 1000, "pelt's own result rides along")
+  assert.equal(await server.close(), 1000, 'pelt never sends more than maxRequests')
+})
+
+test('the legacy callback form: loadTest(options, function(error, result))', async () => {
+  const server = await startServer()
+  const result = await new Promise((resolve, reject) => {
+    const returned = loadTest({ url: server.url, maxRequests: 100 }, (error, r) =>
+      error ? reject(error) : resolve(r))
+    assert.equal(returned, undefined)
+  })
+  assert.equal(result.totalRequests, 100)
+  await server.close()
+})
+
+test('"Start Test Server": startServer({port}) ... server.close()', async () => {
+  const server = await startServer({ port: 0, delay: 1 })
+  const result = await loadTest({ url: server.url, maxRequests: 50, concurrency: 5 })
+  assert.equal(result.totalRequests, 50)
+  assert.ok(result.percentiles[50] >= 1, 'each answer waited its 1 ms delay')
+  await server.close()
+})
+
+test('errors: statuses of 400 and more, and failed connections, by code', async () => {
+  const server = await startServer({ errorRate: 0.5 })
+  const result = await loadTest({ url: server.url, maxRequests: 400, concurrency: 4 })
+  const fives = result.pelt.status['500'] || 0
+  assert.ok(fives > 100 && fives < 300, `${fives} of 400 answered 500`)
+  assert.equal(result.totalErrors, fives)
+  assert.deepEqual(result.errorCodes, { 500: fives })
+  assert.equal(result.totalRequests, 400)
+  await server.close()
+  // Nothing listens there any more: every request is a connection error.
+  const refused = await loadTest({ url: server.url, maxRequests: 20, concurrency: 2 })
+  assert.equal(refused.totalErrors, 20)
+  assert.deepEqual(Object.keys(refused.errorCodes), ['refused'])
+})
+
+test('indexParam, body objects, contentType, headers and cookies reach the server', async () => {
+  const server = await recordingServer()
+  const result = await loadTest({
+    url: server.url + 'user/value',
+    indexParam: '\\bvalue\\b',
+    method: 'POST',
+    body: { userid: 'value', other: 123 },
+    contentType: 'application/json',
+    headers: { 'x-test': 'yes' },
+    cookies: ['a=1', 'b=2'],
+    maxRequests: 30,
+    concurrency: 3,
+    agentKeepAlive: true,
+  })
+  assert.equal(result.totalRequests, 30)
+  assert.equal(result.agent, 'keepalive')
+  const ids = server.seen.map(s => s.url).sort()
+  assert.equal(new Set(ids).size, 30, 'each URL has its own index')
+  for (const s of server.seen) {
+    const index = s.url.split('/').pop()
+    assert.deepEqual(JSON.parse(s.body), { userid: index, other: 123 })
+    assert.equal(s.headers['content-type'], 'application/json')
+    assert.equal(s.headers['x-test'], 'yes')
+    assert.equal(s.headers.cookie, 'a=1; b=2')
+  }
+  await server.close()
+})
+
+test('requestsPerSecond: an open loop at that rate', async () => {
+  const server = await startServer()
+  const result = await loadTest({ url: server.url, requestsPerSecond: 500, maxRequests: 100 })
+  assert.equal(result.totalRequests, 100)
+  assert.equal(result.pelt.load_model, 'open')
+  assert.equal(result.requestsPerSecond, 500)
+  await server.close()
+})
+
+test('options pelt does not take throw a TypeError', async () => {
+  await assert.rejects(loadTest({ url: 'http://127.0.0.1:1/', bogus: 1 }), TypeError)
+  await assert.rejects(
+    loadTest({ url: 'http://127.0.0.1:1/', statusCallback: () => {} }),
+    /not supported by pelt's loadTest\(\) yet/,
+  )
+  await assert.rejects(loadTest({ maxRequests: 1 }), TypeError)
+})

@@ -1,0 +1,131 @@
+'use strict'
+// run() and startServer(): exact counts, the result document, ticks, stop(), bad options,
+// and a server under test in the same process.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { run, check, startServer } = require('../pelt.js')
+const { startNginx, recordingServer } = require('./helpers.js')
+
+test('run() sends exactly -n requests to startServer() and resolves to the --json result', async () => {
+  const server = await startServer()
+  assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+\/$/)
+  const r = await run({ url: server.url, requests: 1000, connections: 4, threads: 2 })
+  assert.equal(r.requests.sent, 1000)
+  assert.equal(r.requests.completed, 1000)
+  assert.equal(r.status['200'], 1000)
+  assert.equal(r.stopped_by, 'requests')
+  assert.equal(r.interrupted, false)
+  assert.equal(r.connections, 4)
+  assert.equal(typeof r.latency_us.p99, 'number')
+  assert.equal(typeof r.histograms.latency_us, 'string', 'the histograms are embedded')
+  assert.equal(await server.close(), 1000, 'close() resolves to the count served')
+  assert.equal(server.served, 1000)
+})
+
+test('each second arrives as a tick, and the ticks add up to the result', async () => {
+  const server = await startServer()
+  const handle = run({ url: server.url, duration: '2500ms', connections: 2, threads: 1 })
+  const ticks = []
+  handle.on('tick', p => ticks.push(p))
+  const r = await handle
+  assert.ok(ticks.length >= 2, `ticks: ${ticks.length}`)
+  assert.deepEqual(ticks.map(p => p.second), ticks.map((_, i) => i))
+  assert.deepEqual(ticks, r.timeline, 'the ticks are the timeline')
+  assert.equal(ticks.reduce((n, p) => n + p.completed, 0), r.requests.completed)
+  await server.close()
+})
+
+test('stop() ends a run as Ctrl-C does, and the result is kept', async () => {
+  const server = await startServer()
+  const started = Date.now()
+  const handle = run({ url: server.url, duration: '60s', connections: 2, threads: 1 })
+  await new Promise(r => setTimeout(r, 700))
+  const r = await handle.stop()
+  assert.ok(Date.now() - started < 10000, 'stopped well before its 60 s')
+  assert.equal(r.interrupted, true)
+  assert.equal(r.stopped_by, 'signal')
+  assert.ok(r.requests.completed > 0)
+  assert.equal(r.requests.sent, r.requests.completed + r.requests.errors + r.requests.in_flight)
+  assert.equal(await handle, r, 'awaiting again gives the same result')
+  await server.close()
+})
+
+test('bad options throw TypeError or RangeError with the CLI\'s line, before any traffic', async () => {
+  const server = await startServer()
+  const url = server.url
+  const cases = [
+    [{ url, bogus: 1 }, TypeError, "unknown option 'bogus'"],
+    [{ url, connections: true }, TypeError, "option 'connections' must be a string or a number, not a boolean"],
+    [{ url, rate: 'abc' }, RangeError, "invalid value 'abc' for '--rate <RATE>': expected requests per second like 500, 20k or 0.5"],
+    [{ url, connections: 0 }, RangeError, "invalid value '0' for '--connections <N>': must be greater than zero"],
+    [{ url, body: 'a', bodyFile: 'b' }, RangeError, "the argument '--body <TEXT>' cannot be used with '--body-file <PATH>'"],
+    [{ url, stages: '30x:1k' }, RangeError, "invalid value '30x:1k' for '--stages <STAGES>': stage 1 ('30x:1k'): duration expected a duration like 500ms, 10s, 2m or 1h"],
+    [{ url: 'ftp://x/' }, RangeError, 'ftp'],
+    [{ connections: 2 }, TypeError, "option 'url' is required"],
+    [{ url, onTick: () => {} }, TypeError, "option 'onTick' must not be a function"],
+    ['http://x/', TypeError, 'options must be an object'],
+  ]
+  for (const [options, type, says] of cases) {
+    assert.throws(() => run(options), e => {
+      assert.ok(e instanceof type, `${JSON.stringify(options)}: ${e}`)
+      assert.ok(e.message.includes(says), `${JSON.stringify(options)}: ${e.message}`)
+      assert.ok(!e.message.includes('\n'))
+      return true
+    })
+    assert.throws(() => check(options), type)
+  }
+  assert.equal(await server.close(), 0, 'nothing was sent')
+})
+
+test('a server in the same process keeps serving while the engine loads it', async () => {
+  const server = await recordingServer()
+  const r = await run({ url: server.url + 'same-process', requests: 300, connections: 3, threads: 1 })
+  assert.equal(r.requests.completed, 300)
+  assert.equal(server.seen.length, 300)
+  assert.ok(server.seen.every(s => s.url === '/same-process'))
+  await server.close()
+})
+
+test('templates, stages and targets from JavaScript', async () => {
+  const server = await recordingServer()
+  const r = await run({
+    url: server.url + 'user/{{seq}}',
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: '{"id":{{seq}}}',
+    requests: 50,
+    connections: 2,
+    threads: 2,
+  })
+  assert.equal(r.requests.completed, 50)
+  const ids = server.seen.map(s => JSON.parse(s.body).id).sort((a, b) => a - b)
+  assert.deepEqual(ids, [...Array(50).keys()], '{{seq}} is unique and complete')
+  assert.ok(server.seen.every(s => s.url === `/user/${JSON.parse(s.body).id}`))
+  server.seen.length = 0
+  const t = await run({
+    targets: [{ url: server.url + 'a' }, { method: 'DELETE', url: server.url + 'b', name: 'b' }],
+    requests: 40,
+    connections: 2,
+  })
+  assert.deepEqual(t.targets.map(x => [x.name, x.completed]), [['GET /a', 20], ['b', 20]])
+  const s = await run({ url: server.url, rate: 0, stages: [{ duration: '1s', target: 200 }], connections: 2 })
+  assert.equal(s.stages.of, 'rate')
+  assert.equal(s.requests.completed, 100, 'the area under the ramp')
+  await server.close()
+})
+
+test('run() against nginx: nginx logs exactly the requests pelt counts', async t => {
+  const nginx = await startNginx()
+  if (!nginx) return t.skip('nginx is not installed')
+  try {
+    const r = await run({ url: nginx.url, requests: 20000, connections: 16, threads: 2 })
+    assert.equal(r.requests.completed, 20000)
+    assert.equal(r.requests.errors, 0)
+    const deadline = Date.now() + 5000
+    while (nginx.logged() < 20000 && Date.now() < deadline) await new Promise(res => setTimeout(res, 50))
+    assert.equal(nginx.logged(), 20000)
+  } finally {
+    nginx.stop()
+  }
+})
