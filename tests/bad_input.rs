@@ -298,10 +298,19 @@ fn options_by_name_read_as_the_cli() {
     for (args, options) in [
         (&["--rate", "abc"][..], r#"{"rate": "abc"}"#),
         (&["-c", "0"], r#"{"connections": 0}"#),
-        (&["--rate", "10", "--arrival", "burst"], r#"{"rate": 10, "arrival": "burst"}"#),
+        (
+            &["--rate", "10", "--arrival", "burst"],
+            r#"{"rate": 10, "arrival": "burst"}"#,
+        ),
         (&["--arrival", "poisson"], r#"{"arrival": "poisson"}"#),
-        (&["--body", "a", "--body-file", "b"], r#"{"body": "a", "bodyFile": "b"}"#),
-        (&["--http2", "--pipeline", "4"], r#"{"http2": true, "pipeline": 4}"#),
+        (
+            &["--body", "a", "--body-file", "b"],
+            r#"{"body": "a", "bodyFile": "b"}"#,
+        ),
+        (
+            &["--http2", "--pipeline", "4"],
+            r#"{"http2": true, "pipeline": 4}"#,
+        ),
         (&["--expect", "p99"], r#"{"expect": ["p99"]}"#),
         (&["--stages", "30x:1k"], r#"{"stages": "30x:1k"}"#),
         (&["--tls-version", "1.1"], r#"{"tlsVersion": "1.1"}"#),
