@@ -37,10 +37,13 @@ export declare function checkOptions(options: string): void
 export declare function quantilesUs(histogram: string, qs: Array<number>): Array<number>
 
 /**
- * Checks `options` (throws before any traffic), then starts the run on its own threads:
- * `onTick` gets each second's timeline point, `onDone` the result, both as JSON.
+ * Checks `options` (throws before any traffic), then starts the run on its own threads.
+ * `onEvent` gets, in order, one string per event: `t` and each second's timeline point,
+ * `s` and that second's sampled requests (`sampleEvery`) as `[index, target, status,
+ * errorKind | null, latencyUs]` rows, and last `d` and the result; each as JSON. One
+ * callback, so Node sees them in the order they happened.
  */
-export declare function startRun(options: string, onTick: ((arg: string) => void), onDone: ((arg: string) => void)): NativeRun
+export declare function startRun(options: string, onEvent: ((arg: string) => void)): NativeRun
 
 /** Starts the built-in server; it listens when this returns. */
 export declare function startServer(options: string): NativeServer

@@ -33,10 +33,18 @@ function optionsJson(options) {
   return JSON.stringify(out)
 }
 
+/** One sampled request (option `sampleEvery`), from the engine's row. */
+function sampleOf([index, target, status, error, latencyUs]) {
+  return { index, target, status, error, latencyUs }
+}
+
 /**
  * A run under way. Await it (or call .then) for the result, the `--json` document; listen to
- * 'tick' for each second's timeline point; call stop() to end it as Ctrl-C ends the CLI's
- * run (requests in flight get the grace period; the result is kept and marked interrupted).
+ * 'tick' for each second's timeline point, and with `sampleEvery: N` to 'samples' for that
+ * second's sampled requests ({index, target, status, error, latencyUs}: every N-th request
+ * that ended, per thread, at most 4096 per thread and second, the rest counted in the point's
+ * `samples_dropped`); call stop() to end it as Ctrl-C ends the CLI's run (requests in flight
+ * get the grace period; the result is kept and marked interrupted).
  */
 class Run extends EventEmitter {
   constructor(options) {
@@ -45,11 +53,12 @@ class Run extends EventEmitter {
     let resolve
     this._result = new Promise(r => { resolve = r })
     try {
-      this._native = native.startRun(
-        json,
-        point => this.emit('tick', JSON.parse(point)),
-        result => resolve(JSON.parse(result)),
-      )
+      this._native = native.startRun(json, event => {
+        const data = JSON.parse(event.slice(1))
+        if (event[0] === 't') this.emit('tick', data)
+        else if (event[0] === 's') this.emit('samples', data.map(sampleOf))
+        else resolve(data)
+      })
     } catch (e) {
       throw jsError(e)
     }
@@ -89,9 +98,8 @@ function check(options) {
   }
 }
 
-/** Starts pelt's built-in server (`pelt serve`'s options in camelCase; port 0, the default,
- * lets the system pick one). Resolves once it listens, to {url, port, served, close()}. */
-async function startServer(options = {}) {
+/** The built-in server, started at once (startServer() without the promise). */
+function serverNow(options = {}) {
   let server
   try {
     server = native.startServer(optionsJson(options))
@@ -112,6 +120,12 @@ async function startServer(options = {}) {
   }
 }
 
+/** Starts pelt's built-in server (`pelt serve`'s options in camelCase; port 0, the default,
+ * lets the system pick one). Resolves once it listens, to {url, port, served, close()}. */
+async function startServer(options = {}) {
+  return serverNow(options)
+}
+
 // ---------------------------------------------------------------------------------------
 // loadtest 8's API: its option names and result fields, on pelt's engine.
 
@@ -119,7 +133,63 @@ const LOADTEST_OPTIONS = new Set([
   'url', 'maxRequests', 'maxSeconds', 'concurrency', 'requestsPerSecond', 'method', 'body',
   'contentType', 'headers', 'cookies', 'indexParam', 'indexParamLiteral', 'insecure',
   'agentKeepAlive', 'timeout', 'quiet', 'statusCallback', 'requestGenerator',
+  'requestGeneratorCount', 'statusSampleEvery',
 ])
+
+/** How many requests requestGenerator() builds ahead of the run when not told. */
+const GENERATED_DEFAULT = 1000
+
+/**
+ * Calls loadtest's requestGenerator(options, params, client, callback) `count` times before
+ * the run, each time with a client that records the request instead of sending it, and
+ * returns the recorded requests as pelt targets (the run then sends them in turn, request i
+ * sending the generated request i mod count).
+ */
+function generated(options, url, headers, body, count) {
+  const base = new URL(url)
+  const targets = []
+  for (let i = 0; i < count; i++) {
+    const params = {
+      protocol: base.protocol,
+      hostname: base.hostname,
+      host: base.host,
+      port: base.port,
+      path: base.pathname + base.search,
+      method: options.method || 'GET',
+      headers: { ...headers },
+    }
+    const chunks = []
+    let sent = null
+    const client = (p, _callback) => {
+      sent = p
+      const request = {
+        write: chunk => { if (chunk !== undefined) chunks.push(String(chunk)) },
+        end: chunk => { if (chunk !== undefined && typeof chunk !== 'function') chunks.push(String(chunk)) },
+        setHeader: (k, v) => { p.headers = p.headers || {}; p.headers[k] = v },
+        on: () => request,
+        once: () => request,
+      }
+      return request
+    }
+    options.requestGenerator(options, params, client, () => {})
+    const p = sent || params
+    const target = new URL(p.path || '/', `${p.protocol || base.protocol}//${p.host || base.host}`)
+    if (p.hostname && p.port) target.host = `${p.hostname}:${p.port}`
+    const h = {}
+    for (const [k, v] of Object.entries(p.headers || {})) {
+      // pelt sets Content-Length from the body itself.
+      if (k.toLowerCase() !== 'content-length') h[k] = String(v)
+    }
+    const written = chunks.join('')
+    targets.push({
+      method: p.method || 'GET',
+      url: target.href,
+      headers: h,
+      body: written || (typeof body === 'string' && body) || undefined,
+    })
+  }
+  return targets
+}
 
 /** Replaces loadtest's index parameter (a pattern, or a literal) with pelt's {{seq}}. */
 function withIndex(text, options) {
@@ -138,8 +208,8 @@ function fromLoadtest(options) {
     if (!LOADTEST_OPTIONS.has(name)) throw new TypeError(`unknown option '${name}'`)
   }
   for (const name of ['statusCallback', 'requestGenerator']) {
-    if (options[name] !== undefined) {
-      throw new TypeError(`option '${name}' is not supported by pelt's loadTest() yet`)
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw new TypeError(`option '${name}' must be a function`)
     }
   }
   if (typeof options.url !== 'string') throw new TypeError("option 'url' is required")
@@ -163,6 +233,21 @@ function fromLoadtest(options) {
     insecure: options.insecure || undefined,
     keepAlive: Boolean(options.agentKeepAlive),
   }
+  if (options.requestGenerator) {
+    let count = options.requestGeneratorCount
+    if (count === undefined) count = Math.min(options.maxRequests || GENERATED_DEFAULT, GENERATED_DEFAULT)
+    if (!Number.isInteger(count) || count < 1 || count > 1000000) {
+      throw new RangeError("option 'requestGeneratorCount' must be a whole number from 1 to 1000000")
+    }
+    pelt.targets = generated(options, pelt.url, headers, pelt.body, count)
+    delete pelt.url
+    delete pelt.method
+    delete pelt.body
+    pelt.headers = {}
+  }
+  // statusCallback: every N-th request that ends (per thread; 1, the default: every one up
+  // to 4096 per thread and second), handed over once a second.
+  if (options.statusCallback) pelt.sampleEvery = options.statusSampleEvery || 1
   if (options.maxRequests !== undefined) pelt.requests = options.maxRequests
   if (options.maxSeconds !== undefined) pelt.duration = options.maxSeconds
   else if (options.maxRequests === undefined) pelt.duration = 10
@@ -244,18 +329,72 @@ class LoadtestResult {
   }
 }
 
+/** Each loadTest() call's index (loadtest's `instanceIndex`). */
+let instances = 0
+
+/** What statusCallback's result says of sampled request `index` of entry `target`. */
+function describer(pelt) {
+  if (pelt.targets) {
+    const parsed = pelt.targets.map(t => [new URL(t.url), t.method || 'GET'])
+    return (index, target) => {
+      const [u, method] = parsed[target] || parsed[0]
+      return { host: u.hostname, path: u.pathname + u.search, method }
+    }
+  }
+  const u = new URL(pelt.url.split('{{seq}}').join('0'))
+  const path = new URL(pelt.url).pathname + new URL(pelt.url).search
+  return index => ({
+    host: u.hostname,
+    path: decodeURI(path).split('{{seq}}').join(String(index)),
+    method: pelt.method || 'GET',
+  })
+}
+
 /**
  * loadtest 8's loadTest(options[, callback]) on pelt's engine: resolves to a loadtest Result
  * (totalRequests, totalErrors, rps, meanLatencyMs, percentiles, errorCodes, show(), ...).
+ * statusCallback(error, result) gets sampled requests once a second, never on the engine's
+ * path; statusCallbackDropped counts those left out.
  */
 function loadTest(options, callback) {
   const promise = (async () => {
-    const r = await run(fromLoadtest(options))
-    return new LoadtestResult(options, r)
+    const pelt = fromLoadtest(options)
+    const instanceIndex = instances++
+    const handle = run(pelt)
+    let dropped = 0
+    let failure = null
+    if (options.statusCallback) {
+      const describe = describer(pelt)
+      handle.on('tick', p => { dropped += p.samples_dropped || 0 })
+      handle.on('samples', rows => {
+        for (const s of rows) {
+          const result = {
+            ...describe(s.index, s.target),
+            statusCode: s.error ? undefined : s.status,
+            requestElapsed: s.latencyUs / 1000,
+            requestIndex: s.index,
+            instanceIndex,
+          }
+          let error = null
+          if (s.error) error = Object.assign(new Error(s.error), { code: s.error })
+          else if (s.status >= 400) error = new Error(`Status code ${s.status}`)
+          try {
+            options.statusCallback(error, result)
+          } catch (e) {
+            failure = failure || e
+          }
+        }
+      })
+    }
+    const r = await handle
+    if (failure) throw failure
+    const result = new LoadtestResult(options, r)
+    if (options.statusCallback) result.statusCallbackDropped = dropped
+    return result
   })()
   if (typeof callback !== 'function') return promise
   promise.then(result => callback(null, result), error => callback(error))
   return undefined
 }
 
-module.exports = { run, check, startServer, loadTest, Run, LoadtestResult }
+module.exports = { run, check, startServer, serverNow, loadTest, Run, LoadtestResult }

@@ -1,5 +1,6 @@
 // The README's example, typed: type-checked in CI with `npm run typecheck` (tsc --noEmit).
-import { run, startServer, loadTest, type Result, type TimelinePoint } from '../pelt'
+import { run, startServer, type Result, type TimelinePoint } from '../pelt'
+import { loadTest, startServer as loadtestServer } from '../loadtest'
 
 async function main(): Promise<void> {
   const server = await startServer({ delay: 0.001 })
@@ -10,6 +11,11 @@ async function main(): Promise<void> {
   console.log(result.thresholds.every(t => t.passed) ? 'thresholds held' : 'a threshold failed')
   const lt = await loadTest({ url: server.url, maxRequests: 1000, concurrency: 10 })
   lt.show()
+  // loadtest's own test server: delay in milliseconds, 10% of answers 500.
+  const other = await loadtestServer({ port: 0, delay: 5, error: 500, percent: 10 })
+  const errors = await loadTest({ url: other.url, maxSeconds: 1, concurrency: 4 })
+  console.log(`${errors.totalErrors} errors: ${JSON.stringify(errors.errorCodes)}`)
+  await other.close()
   console.log(`served ${await server.close()}`)
 }
 

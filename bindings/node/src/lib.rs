@@ -53,13 +53,15 @@ impl NativeRun {
     }
 }
 
-/// Checks `options` (throws before any traffic), then starts the run on its own threads:
-/// `onTick` gets each second's timeline point, `onDone` the result, both as JSON.
+/// Checks `options` (throws before any traffic), then starts the run on its own threads.
+/// `onEvent` gets, in order, one string per event: `t` and each second's timeline point,
+/// `s` and that second's sampled requests (`sampleEvery`) as `[index, target, status,
+/// errorKind | null, latencyUs]` rows, and last `d` and the result; each as JSON. One
+/// callback, so Node sees them in the order they happened.
 #[napi]
 pub fn start_run(
     options: String,
-    on_tick: ThreadsafeFunction<String, (), String, Status, false>,
-    on_done: ThreadsafeFunction<String, (), String, Status, false>,
+    on_event: ThreadsafeFunction<String, (), String, Status, false>,
 ) -> Result<NativeRun> {
     let spec = options::spec(&object(&options)?).map_err(js_error)?;
     let prepared = pelt_load::prepare(&spec).map_err(range)?;
@@ -70,11 +72,23 @@ pub fn start_run(
         .spawn(move || {
             let report = pelt_load::run(&prepared, &flag, &mut |point| {
                 let json = serde_json::to_string(point).expect("a timeline point serializes");
-                // Never blocks the engine: a tick Node has not taken yet is not worth waiting for.
-                on_tick.call(json, ThreadsafeFunctionCallMode::NonBlocking);
+                // Never blocks the engine: the queue has no bound, and one call a second.
+                on_event.call(format!("t{json}"), ThreadsafeFunctionCallMode::NonBlocking);
+                if !point.samples.is_empty() {
+                    let rows: Vec<Value> = point
+                        .samples
+                        .iter()
+                        .map(|s| {
+                            let error = s.error.map(|k| k.name());
+                            serde_json::json!([s.index, s.target, s.status, error, s.latency_us])
+                        })
+                        .collect();
+                    let json = Value::Array(rows).to_string();
+                    on_event.call(format!("s{json}"), ThreadsafeFunctionCallMode::NonBlocking);
+                }
             });
             let json = serde_json::to_string(&report).expect("a report serializes");
-            on_done.call(json, ThreadsafeFunctionCallMode::Blocking);
+            on_event.call(format!("d{json}"), ThreadsafeFunctionCallMode::Blocking);
         })
         .map_err(|e| range(format!("cannot start the run's thread: {e}")))?;
     Ok(NativeRun { stop })

@@ -3,7 +3,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { loadTest, startServer } = require('../pelt.js')
+const { loadTest, startServer } = require('../loadtest.js')
 const { recordingServer } = require('./helpers.js')
 
 /** Runs `f` with console.info captured; returns what it printed. */
@@ -20,7 +20,7 @@ async function printed(f) {
 }
 
 test('"Invoke Load Test": await loadTest({url, maxRequests}) and result.show()', async () => {
-  const server = await startServer()
+  const server = await startServer({ port: 0 })
   const options = { url: server.url, maxRequests: 1000 }
   const result = await loadTest(options)
   assert.equal(result.totalRequests, 1000)
@@ -43,7 +43,7 @@ test('"Invoke Load Test": await loadTest({url, maxRequests}) and result.show()',
 })
 
 test('the legacy callback form: loadTest(options, function(error, result))', async () => {
-  const server = await startServer()
+  const server = await startServer({ port: 0 })
   const result = await new Promise((resolve, reject) => {
     const returned = loadTest({ url: server.url, maxRequests: 100 }, (error, r) =>
       error ? reject(error) : resolve(r))
@@ -53,16 +53,28 @@ test('the legacy callback form: loadTest(options, function(error, result))', asy
   await server.close()
 })
 
-test('"Start Test Server": startServer({port}) ... server.close()', async () => {
-  const server = await startServer({ port: 0, delay: 1 })
+test('"Start Test Server": startServer({port, delay}) ... server.close()', async () => {
+  const server = await startServer({ port: 0, delay: 20 })
   const result = await loadTest({ url: server.url, maxRequests: 50, concurrency: 5 })
   assert.equal(result.totalRequests, 50)
-  assert.ok(result.percentiles[50] >= 1, 'each answer waited its 1 ms delay')
-  await server.close()
+  assert.ok(result.percentiles[50] >= 20, 'each answer waited its 20 ms delay')
+  assert.ok(result.percentiles[50] < 1000, 'milliseconds, as loadtest')
+  assert.equal(await server.close(), 50)
+  // The legacy callback form, and loadtest's error and percent.
+  let legacy
+  await new Promise((resolve, reject) => {
+    legacy = startServer({ port: 0, error: 503 }, e => (e ? reject(e) : resolve()))
+  })
+  assert.equal((await loadTest({ url: legacy.url, maxRequests: 5 })).errorCodes[503], 5)
+  await legacy.close()
+  const failing = await startServer({ port: 0, error: 404 })
+  const r = await loadTest({ url: failing.url, maxRequests: 10 })
+  assert.deepEqual(r.errorCodes, { 404: 10 })
+  await failing.close()
 })
 
 test('errors: statuses of 400 and more, and failed connections, by code', async () => {
-  const server = await startServer({ errorRate: 0.5 })
+  const server = await startServer({ port: 0, error: 500, percent: 50 })
   const result = await loadTest({ url: server.url, maxRequests: 400, concurrency: 4 })
   const fives = result.pelt.status['500'] || 0
   assert.ok(fives > 100 && fives < 300, `${fives} of 400 answered 500`)
@@ -105,7 +117,7 @@ test('indexParam, body objects, contentType, headers and cookies reach the serve
 })
 
 test('requestsPerSecond: an open loop at that rate', async () => {
-  const server = await startServer()
+  const server = await startServer({ port: 0 })
   const result = await loadTest({ url: server.url, requestsPerSecond: 500, maxRequests: 100 })
   assert.equal(result.totalRequests, 100)
   assert.equal(result.pelt.load_model, 'open')
@@ -113,11 +125,77 @@ test('requestsPerSecond: an open loop at that rate', async () => {
   await server.close()
 })
 
+test('requestGenerator (sample/request-generator.js): requests built ahead, then sent in turn', async () => {
+  const server = await recordingServer()
+  let calls = 0
+  const result = await loadTest({
+    url: server.url,
+    concurrency: 5,
+    method: 'POST',
+    body: '',
+    maxRequests: 30,
+    requestGeneratorCount: 3,
+    requestGenerator: (params, options, client, callback) => {
+      const message = '{"hi": "ho"}'
+      options.headers['Content-Length'] = message.length
+      options.headers['Content-Type'] = 'application/json'
+      options.body = 'YourPostData'
+      options.path = `/generated/${calls++}`
+      const request = client(options, callback)
+      request.write(message)
+      return request
+    },
+  })
+  assert.equal(calls, 3, 'called ahead of the run, requestGeneratorCount times')
+  assert.equal(result.totalRequests, 30)
+  const paths = server.seen.map(s => s.url).sort()
+  assert.deepEqual([...new Set(paths)], ['/generated/0', '/generated/1', '/generated/2'])
+  for (const p of ['/generated/0', '/generated/1', '/generated/2']) {
+    assert.equal(paths.filter(x => x === p).length, 10, 'in turn: each one 30 / 3 times')
+  }
+  assert.ok(server.seen.every(s => s.method === 'POST' && s.body === '{"hi": "ho"}'))
+  assert.ok(server.seen.every(s => s.headers['content-type'] === 'application/json'))
+  await server.close()
+})
+
+test('statusCallback gets sampled requests, once a second, before the result', async () => {
+  const server = await startServer({ port: 0, error: 500, percent: 20 })
+  const seen = []
+  const result = await loadTest({
+    url: server.url + 'item/value',
+    indexParamLiteral: 'value',
+    maxRequests: 500,
+    concurrency: 4,
+    statusCallback: (error, r) => seen.push([error, r]),
+  })
+  assert.equal(result.totalRequests, 500)
+  assert.equal(seen.length, 500, 'every request, by default')
+  assert.equal(result.statusCallbackDropped, 0)
+  const indexes = seen.map(([, r]) => r.requestIndex).sort((a, b) => a - b)
+  assert.deepEqual(indexes, [...Array(500).keys()])
+  for (const [error, r] of seen) {
+    assert.equal(r.path, `/item/${r.requestIndex}`)
+    assert.equal(r.method, 'GET')
+    assert.equal(r.host, '127.0.0.1')
+    assert.ok(r.requestElapsed >= 0)
+    assert.equal(typeof r.instanceIndex, 'number')
+    assert.equal(Boolean(error), r.statusCode === 500, 'an error for each 500')
+  }
+  const fives = seen.filter(([, r]) => r.statusCode === 500).length
+  assert.equal(fives, result.errorCodes['500'])
+  // Sampling: every 10th request per thread.
+  const sampled = []
+  await loadTest({
+    url: server.url, maxRequests: 400, concurrency: 4, statusSampleEvery: 10,
+    statusCallback: (e, r) => sampled.push(r),
+  })
+  assert.ok(sampled.length >= 36 && sampled.length <= 40, `${sampled.length} of 400 sampled`)
+  await server.close()
+})
+
 test('options pelt does not take throw a TypeError', async () => {
   await assert.rejects(loadTest({ url: 'http://127.0.0.1:1/', bogus: 1 }), TypeError)
-  await assert.rejects(
-    loadTest({ url: 'http://127.0.0.1:1/', statusCallback: () => {} }),
-    /not supported by pelt's loadTest\(\) yet/,
-  )
+  await assert.rejects(loadTest({ url: 'http://127.0.0.1:1/', statusCallback: 5 }), TypeError)
   await assert.rejects(loadTest({ maxRequests: 1 }), TypeError)
+  await assert.rejects(loadTest({ url: 'http://127.0.0.1:1/', requestGenerator: 'x' }), TypeError)
 })

@@ -4,7 +4,7 @@
 //! Backend-neutral: every backend records through a `Ledger`, so the accounting (the invariant
 //! `sent == completed + errors + in_flight`, per phase) is written once.
 
-use pelt_stats::{ErrorKind, Interval, TargetStats, WorkerStats};
+use pelt_stats::{ErrorKind, Interval, Sample, TargetStats, WorkerStats};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,10 @@ pub(crate) struct Ledger {
     /// Connections open (or opening) now: set by the worker before each tick, stamped on the
     /// intervals it hands over.
     pub connections: u64,
+    /// Sample every this many measured requests that end (0: none).
+    sample_every: u64,
+    /// Requests to end before the next sample.
+    sample_in: u64,
 }
 
 #[inline]
@@ -61,6 +65,8 @@ impl Ledger {
         };
         Ledger {
             connections: 0,
+            sample_every: 0,
+            sample_in: 0,
             name_of,
             main,
             warm: WorkerStats::new(),
@@ -73,6 +79,27 @@ impl Ledger {
             worker,
             tx,
         }
+    }
+
+    /// Keeps every `n`th measured request that ends (with its index, status or error, and
+    /// latency) in the second it ended in; 0: none.
+    pub fn sample_every(&mut self, n: u64) {
+        self.sample_every = n;
+        self.sample_in = n;
+    }
+
+    /// Whether the request that just ended is one to sample.
+    #[inline]
+    fn sampling(&mut self, warm: bool) -> bool {
+        if self.sample_every == 0 || warm {
+            return false;
+        }
+        self.sample_in -= 1;
+        if self.sample_in > 0 {
+            return false;
+        }
+        self.sample_in = self.sample_every;
+        true
     }
 
     /// A request starting at `now` belongs to the warm-up.
@@ -122,12 +149,14 @@ impl Ledger {
         self.interval.sent += 1;
     }
 
-    /// A complete response at `now` to the request started at `sent` and due at `due`.
+    /// A complete response at `now` to request `seq`, started at `sent` and due at `due`.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub fn response(
         &mut self,
         warm: bool,
         target: u32,
+        seq: u64,
         status: u16,
         due: Instant,
         sent: Instant,
@@ -145,14 +174,24 @@ impl Ledger {
             s.service.record(service);
         }
         self.interval.record_response(status, latency);
+        if self.sampling(warm) {
+            self.interval.sample(Sample {
+                index: seq,
+                target,
+                status,
+                error: None,
+                latency_us: latency,
+            });
+        }
     }
 
-    /// A request that ended in an error.
+    /// Request `seq` ended in an error.
     #[inline]
     pub fn error(
         &mut self,
         warm: bool,
         target: u32,
+        seq: u64,
         kind: ErrorKind,
         message: impl FnOnce() -> String,
     ) {
@@ -161,6 +200,15 @@ impl Ledger {
         }
         self.stats(warm).record_error(kind, message);
         self.interval.errors += 1;
+        if self.sampling(warm) {
+            self.interval.sample(Sample {
+                index: seq,
+                target,
+                status: 0,
+                error: Some(kind),
+                latency_us: 0,
+            });
+        }
     }
 
     /// A request still unresolved when the run stopped.
@@ -242,8 +290,8 @@ mod tests {
         l.started(false, 0, t0, t0);
         // A warm request that completes after the warm-up stays a warm-up request.
         l.tick(t0 + Duration::from_millis(1200));
-        l.response(true, 0, 200, t0, t0, t0 + Duration::from_millis(1200));
-        l.error(false, 0, ErrorKind::Timeout, || "t".into());
+        l.response(true, 0, 0, 200, t0, t0, t0 + Duration::from_millis(1200));
+        l.error(false, 0, 1, ErrorKind::Timeout, || "t".into());
         assert_eq!((l.warm.sent, l.warm.completed(), l.warm.late), (1, 1, 1));
         assert_eq!((l.main.sent, l.main.errors.total()), (1, 1));
         // Open loop: latency from the due time, service time from the start.
@@ -267,5 +315,51 @@ mod tests {
             ),
             (1, 1, 1, true)
         );
+    }
+
+    #[test]
+    fn every_nth_measured_request_is_sampled_into_its_second() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t0 = Instant::now();
+        let mut l = Ledger::new(0, false, t0, Duration::ZERO, tx, None);
+        l.sample_every(3);
+        let ms = |n| t0 + Duration::from_millis(n);
+        for seq in 0..10u64 {
+            if seq == 4 {
+                l.error(false, 2, seq, ErrorKind::Reset, || "r".into());
+            } else {
+                l.response(false, 1, seq, 200, t0, t0, ms(seq + 1));
+            }
+        }
+        // Warm-up requests are never sampled and do not count towards the next.
+        l.response(true, 0, 99, 200, t0, t0, ms(1));
+        l.finish();
+        let iv = rx.recv().unwrap().interval;
+        let got: Vec<_> = iv
+            .samples
+            .iter()
+            .map(|s| (s.index, s.target, s.status, s.error, s.latency_us))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (2, 1, 200, None, 3000),
+                (5, 1, 200, None, 6000),
+                (8, 1, 200, None, 9000)
+            ]
+        );
+        // An error is sampled as one: every request is, past the per-second limit dropped.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut l = Ledger::new(0, false, t0, Duration::ZERO, tx, None);
+        l.sample_every(1);
+        let n = pelt_stats::SAMPLES_PER_SECOND as u64 + 5;
+        for seq in 0..n {
+            l.error(false, 0, seq, ErrorKind::Reset, || "r".into());
+        }
+        l.finish();
+        let iv = rx.recv().unwrap().interval;
+        assert_eq!(iv.samples.len(), pelt_stats::SAMPLES_PER_SECOND);
+        assert_eq!(iv.samples_dropped, 5);
+        assert_eq!(iv.samples[0].error, Some(ErrorKind::Reset));
     }
 }

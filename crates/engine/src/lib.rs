@@ -145,6 +145,10 @@ pub struct Config {
     pub tls: Option<TlsClient>,
     /// HTTP/2 (`None`: HTTP/1.1): the request as HTTP/2 sends it, and streams per connection.
     pub http2: Option<Http2>,
+    /// Sample every this many measured requests that end, per worker (`None`: none): each
+    /// second's point then carries them to `on_second` ([`pelt_stats::Sample`], at most
+    /// [`pelt_stats::SAMPLES_PER_SECOND`] per worker, the rest counted as dropped).
+    pub sample_every: Option<u64>,
 }
 
 /// An HTTP/2 run's request and concurrency. `request` and `pipeline` are unused then.
@@ -211,6 +215,7 @@ impl Config {
             tls: None,
             unix_socket: None,
             http2: None,
+            sample_every: None,
         }
     }
 
@@ -428,6 +433,8 @@ impl TimelineBuilder {
                 stages::Ramped::Connections => s.connections_at(to) as f64,
             });
             on_second(&point);
+            // The samples were for on_second; the result's timeline keeps none.
+            point.samples = Vec::new();
             self.points.push(point);
         }
     }

@@ -78,11 +78,14 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("warmup", "warmup", "TIME"),
     ("grace", "grace", "TIME"),
     ("expect", "expect", "EXPR"),
+    // A library option with no CLI flag: keep every N-th request that ends, per thread.
+    ("sampleEvery", "", "N"),
 ];
 
 /// The flag as clap shows it in messages: `--rate <RATE>`, `--http2`.
 fn shown(name: &str) -> String {
     match OPTIONS.iter().find(|o| o.0 == name) {
+        Some((name, "", _)) => name.to_string(),
         Some((_, flag, "")) => format!("--{flag}"),
         Some((_, "URL", _)) => "<URL>".into(),
         Some((_, flag, value)) => format!("--{flag} <{value}>"),
@@ -429,6 +432,7 @@ pub fn spec(options: &Map<String, Value>) -> Result<LoadSpec, OptionError> {
             }
             "warmup" => s.warmup = Some(o.parse(values::duration)?),
             "grace" => s.grace = o.parse(values::duration_or_zero)?,
+            "sampleEvery" => s.sample_every = Some(o.parse(values::count)?),
             "expect" => {
                 s.expect = o
                     .list()?

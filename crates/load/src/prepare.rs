@@ -225,6 +225,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     config.tls = tls;
     config.targets = request_set;
     config.unix_socket = spec.unix_socket.clone();
+    config.sample_every = spec.sample_every;
     let stages_info = stages.as_ref().map(|s| StagesInfo {
         of: s.of().name().to_string(),
         start: s.start(),

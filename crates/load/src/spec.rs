@@ -44,6 +44,10 @@ pub struct LoadSpec {
     /// `--stages`: each moves linearly from the previous target to its own over its duration:
     /// the arrival rate with `rate`, else the active connections (from 0). Empty: none.
     pub stages: Vec<Stage>,
+    /// Keep every this many measured requests that end, per thread, for `run`'s `on_second`
+    /// (`TimelinePoint::samples`); `None`: none. For per-request views without a callback per
+    /// request (the Node.js package's `statusCallback`).
+    pub sample_every: Option<u64>,
     pub arrival: Arrival,
     /// Open loop: the most connections pelt may open (`None`: `connections`).
     pub max_connections: Option<usize>,
@@ -85,6 +89,7 @@ impl LoadSpec {
             connect_timeout: pelt_engine::DEFAULT_CONNECT_TIMEOUT,
             rate: None,
             stages: Vec::new(),
+            sample_every: None,
             arrival: Arrival::Constant,
             max_connections: None,
             pipeline: 1,

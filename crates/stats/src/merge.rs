@@ -430,6 +430,8 @@ impl Second {
             histogram: Some(self.latency.encode()),
             connections: self.connections,
             target: self.target,
+            samples: Vec::new(),
+            samples_dropped: 0,
         }
     }
 }

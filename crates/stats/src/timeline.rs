@@ -1,7 +1,7 @@
 //! The per-second timeline: what each worker measured in one second of the run, merged across
 //! workers into one [`TimelinePoint`] per second.
 
-use crate::LatencyHistogram;
+use crate::{ErrorKind, LatencyHistogram};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -22,6 +22,30 @@ pub struct Interval {
     pub latency: LatencyHistogram,
     /// Connections open (or opening) at the end of the second.
     pub connections: u64,
+    /// Sampled requests that ended in this second (`Config::sample_every`), at most
+    /// [`SAMPLES_PER_SECOND`] per worker.
+    pub samples: Vec<Sample>,
+    /// Sampled requests left out because the second already held its most.
+    pub samples_dropped: u64,
+}
+
+/// The most sampled requests one worker keeps per second; the rest are counted as dropped.
+pub const SAMPLES_PER_SECOND: usize = 4096;
+
+/// One sampled request, for a per-request view (the Node.js package's `statusCallback`)
+/// without a callback per request: sampled requests ride with the second they ended in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// The request's index in the run (`{{seq}}`).
+    pub index: u64,
+    /// Which entry of the request set it sent (0 with one request).
+    pub target: u32,
+    /// The response's status (0 for an error).
+    pub status: u16,
+    /// Why it failed (`None`: a response).
+    pub error: Option<ErrorKind>,
+    /// Its latency, microseconds (0 for an error).
+    pub latency_us: u64,
 }
 
 impl Interval {
@@ -34,6 +58,18 @@ impl Interval {
             classes: [0; 6],
             latency: LatencyHistogram::new(),
             connections: 0,
+            samples: Vec::new(),
+            samples_dropped: 0,
+        }
+    }
+
+    /// Keeps `sample` unless the second holds its most already.
+    #[inline]
+    pub fn sample(&mut self, sample: Sample) {
+        if self.samples.len() < SAMPLES_PER_SECOND {
+            self.samples.push(sample);
+        } else {
+            self.samples_dropped += 1;
         }
     }
 
@@ -52,6 +88,8 @@ impl Interval {
         self.completed += other.completed;
         self.errors += other.errors;
         self.connections += other.connections;
+        self.samples.extend_from_slice(&other.samples);
+        self.samples_dropped += other.samples_dropped;
         for (a, b) in self.classes.iter_mut().zip(other.classes) {
             *a += b;
         }
@@ -90,6 +128,8 @@ impl Interval {
             histogram: Some(self.latency.encode()),
             connections: self.connections,
             target: None,
+            samples: self.samples.clone(),
+            samples_dropped: self.samples_dropped,
         }
     }
 }
@@ -131,6 +171,17 @@ pub struct TimelinePoint {
     /// `connections`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<f64>,
+    /// The second's sampled requests, for the caller of `on_second` only (never serialized,
+    /// never kept in the result's timeline).
+    #[serde(skip)]
+    pub samples: Vec<Sample>,
+    /// Sampled requests left out of this second (over [`SAMPLES_PER_SECOND`] per worker).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub samples_dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

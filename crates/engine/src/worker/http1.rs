@@ -202,7 +202,7 @@ impl Protocol for Http1 {
                     }
                     let slot = conn.slots.pop().expect("a request is in flight");
                     let (status, due, sent) = (response.status, slot.due, slot.sent);
-                    ledger.response(slot.warm, slot.target, status, due, sent, *now);
+                    ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, *now);
                     if !(response.keep_alive && config.keep_alive) {
                         return AfterRead::Close;
                     }
@@ -249,6 +249,7 @@ impl Protocol for Http1 {
                 w.ledger.response(
                     slot.warm,
                     slot.target,
+                    slot.seq,
                     response.status,
                     slot.due,
                     slot.sent,

@@ -340,7 +340,7 @@ fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: I
             h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
         }
         w.ledger
-            .error(slot.warm, slot.target, ErrorKind::Timeout, || {
+            .error(slot.warm, slot.target, slot.seq, ErrorKind::Timeout, || {
                 format!("no complete response within {timeout:?}")
             });
     }
@@ -361,7 +361,7 @@ fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
     for _ in 0..w.conns[i].written() {
         let slot = w.conns[i].slots.pop().expect("a request is in flight");
         w.ledger
-            .error(slot.warm, slot.target, ErrorKind::Closed, || {
+            .error(slot.warm, slot.target, slot.seq, ErrorKind::Closed, || {
                 "the server closed the HTTP/2 connection with the stream open".to_string()
             });
     }
@@ -406,9 +406,13 @@ fn receive(
     let mut finish = |slots: &mut Slots<Stream>, k: usize, ledger: &mut Ledger| {
         let slot = slots.remove(k);
         if slot.stream.status == 0 {
-            ledger.error(slot.warm, slot.target, ErrorKind::Protocol, || {
-                format!("stream {} ended without a final :status", slot.stream.id)
-            });
+            ledger.error(
+                slot.warm,
+                slot.target,
+                slot.seq,
+                ErrorKind::Protocol,
+                || format!("stream {} ended without a final :status", slot.stream.id),
+            );
             return;
         }
         if !stamped {
@@ -416,7 +420,7 @@ fn receive(
             stamped = true;
         }
         let (status, due, sent) = (slot.stream.status, slot.due, slot.sent);
-        ledger.response(slot.warm, slot.target, status, due, sent, *now);
+        ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, *now);
     };
     let result = session.receive(data, out, &mut |event| match event {
         h2::Event::Headers {
@@ -460,9 +464,13 @@ fn receive(
         h2::Event::Reset { stream, code } => {
             if let Some(k) = slots.position(stream) {
                 let slot = slots.remove(k);
-                ledger.error(slot.warm, slot.target, ErrorKind::StreamReset, || {
-                    format!("the server reset stream {stream}: {}", h2::code_name(code))
-                });
+                ledger.error(
+                    slot.warm,
+                    slot.target,
+                    slot.seq,
+                    ErrorKind::StreamReset,
+                    || format!("the server reset stream {stream}: {}", h2::code_name(code)),
+                );
             }
             0
         }

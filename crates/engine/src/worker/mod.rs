@@ -373,6 +373,7 @@ pub(crate) fn run<I: Io>(
         plan.tx.clone(),
         config.targets.as_ref(),
     );
+    ledger.sample_every(config.sample_every.unwrap_or(0));
     let io = match io {
         Ok(io) => io,
         Err(e) => {
@@ -387,9 +388,9 @@ pub(crate) fn run<I: Io>(
             let mut picker = Picker::new(entries, order, plan.worker, plan.workers);
             let now = Instant::now();
             for _ in 0..n {
-                let (target, _) = picker.pick(false);
+                let (target, seq) = picker.pick(false);
                 ledger.started(false, target, now, now);
-                ledger.error(false, target, errno_kind(e, false), || {
+                ledger.error(false, target, seq, errno_kind(e, false), || {
                     format!("setting up {}: {e}", config.io.name())
                 });
             }
@@ -859,7 +860,8 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     /// Every request left on connection `i` ends in an error of `kind`.
     fn fail_all(&mut self, i: usize, kind: ErrorKind, message: impl Fn() -> String) {
         while let Some(slot) = self.conns[i].slots.pop() {
-            self.ledger.error(slot.warm, slot.target, kind, &message);
+            self.ledger
+                .error(slot.warm, slot.target, slot.seq, kind, &message);
         }
         self.conns[i].unwritten = 0;
     }
