@@ -66,7 +66,7 @@ impl RealServer {
         std::fs::create_dir_all(&dir).unwrap();
         for attempt in 0..3 {
             // A port free a moment ago (util's closed_port: bound to 0 and released).
-            let ports: Vec<u16> = (0..listeners).map(|_| closed_port()).collect();
+            let ports: Vec<u16> = (0..listeners).map(|_| free_port()).collect();
             let mut child = command(&dir, &ports)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())

@@ -177,8 +177,23 @@ pub fn serve(cfg: pelt_server::ServerConfig) -> (pelt_server::Server, String) {
     (s, url)
 }
 
-/// A port on 127.0.0.1 that nothing listens on (bound, read back, released).
+/// A port on 127.0.0.1 that nothing listens on, and nothing will while the tests run.
 pub fn closed_port() -> u16 {
+    use rustix::net::{bind, socket, AddressFamily, SocketType};
+    // Bound but never listening: connects are refused, and no other test's server (binding
+    // port 0 in parallel) can be given this port while the test process runs.
+    static HELD: std::sync::Mutex<Vec<TcpListener>> = std::sync::Mutex::new(Vec::new());
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    bind(&fd, &SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let held = TcpListener::from(fd);
+    let port = held.local_addr().unwrap().port();
+    HELD.lock().unwrap().push(held);
+    port
+}
+
+/// A port that was free a moment ago, for a server that cannot bind port 0 and report it
+/// (nginx, Apache): bound to 0 and released.
+pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
