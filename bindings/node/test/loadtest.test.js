@@ -42,6 +42,24 @@ test('"Invoke Load Test": await loadTest({url, maxRequests}) and result.show()',
   assert.equal(await server.close(), 1000, 'pelt never sends more than maxRequests')
 })
 
+test('README "Complete Example", each run scaled from 20 s to 1 s', async () => {
+  const server = await startServer({ port: 0 })
+  // loadtest http://localhost:7357/ -t 20 -c 10
+  const closed = await loadTest({ url: server.url, maxSeconds: 1, concurrency: 10 })
+  assert.ok(closed.totalRequests > 0 && closed.totalErrors === 0)
+  assert.equal(closed.clients, 10)
+  // ... -t 20 -c 10 --rps 1000: the rate holds whatever the server does
+  const paced = await loadTest({ url: server.url, maxSeconds: 1, concurrency: 10, requestsPerSecond: 1000 })
+  assert.ok(paced.totalRequests >= 950 && paced.totalRequests <= 1001, `${paced.totalRequests}`)
+  // ... -t 20 -c 10 -k: keep-alive is faster than a connection per request
+  const kept = await loadTest({ url: server.url, maxSeconds: 1, concurrency: 10, agentKeepAlive: true })
+  assert.equal(kept.pelt.keep_alive, true)
+  assert.equal(closed.pelt.keep_alive, false, "loadtest's default: no keep-alive agent")
+  assert.ok(kept.pelt.connections_opened <= 10)
+  assert.ok(closed.pelt.connections_opened >= closed.totalRequests - 10)
+  await server.close()
+})
+
 test('the legacy callback form: loadTest(options, function(error, result))', async () => {
   const server = await startServer({ port: 0 })
   const result = await new Promise((resolve, reject) => {

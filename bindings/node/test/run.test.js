@@ -51,6 +51,30 @@ test('stop() ends a run as Ctrl-C does, and the result is kept', async () => {
   await server.close()
 })
 
+test('a stopped run does not keep Node alive', async () => {
+  const { spawn } = require('node:child_process')
+  const script = `
+    const { run, startServer } = require(${JSON.stringify(require.resolve('../pelt.js'))})
+    ;(async () => {
+      const server = await startServer()
+      const handle = run({ url: server.url, duration: '60s', connections: 2, threads: 1 })
+      setTimeout(() => handle.stop(), 300)
+      const r = await handle
+      await server.close()
+      console.log(r.interrupted)
+    })()`
+  const started = Date.now()
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  child.stdout.on('data', d => { out += d })
+  const killer = setTimeout(() => child.kill('SIGKILL'), 15000)
+  const code = await new Promise(resolve => child.on('exit', resolve))
+  clearTimeout(killer)
+  assert.equal(code, 0, 'exited on its own, not killed')
+  assert.equal(out.trim(), 'true')
+  assert.ok(Date.now() - started < 10000)
+})
+
 test('bad options throw TypeError or RangeError with the CLI\'s line, before any traffic', async () => {
   const server = await startServer()
   const url = server.url
