@@ -12,7 +12,8 @@ run, the same request count and connections for all:
   autocannon     autocannon's API
 
 For each it prints requests/s (the load's own count over its own clock) and CPU-microseconds
-per request (user+sys of the whole process from its rusage, Node's start-up included), as
+per request: of the whole process from its rusage (Node's start-up included), and during the
+load (Node: process.cpuUsage() around it, every thread; the CLI: its whole process), as
 medians with min-max.
 
 Usage: bench/node_api.py [--install] [--pelt target/release/pelt] [--requests 500000]
@@ -47,11 +48,11 @@ def command(mode, args, url):
 
 
 def parse(mode, out):
-    """(requests, seconds) from what the load printed."""
+    """(requests, seconds, CPU seconds during the load or None) from what the load printed."""
     v = json.loads(out)
     if mode == "cli":
-        return v["requests"]["completed"], v["duration_s"]
-    return v["requests"], v["seconds"]
+        return v["requests"]["completed"], v["duration_s"], None
+    return v["requests"], v["seconds"], v["cpu_us"] / 1e6
 
 
 def main():
@@ -89,23 +90,29 @@ def main():
             for mode in modes:
                 cmd = ["taskset", "-c", args.client_cpu] + command(mode, args, url)
                 out, cpu, _ = peers.measured(cmd)
-                n, secs = parse(mode, out)
-                results[mode].append((n / secs, cpu * 1e6 / max(n, 1), n))
+                n, secs, during = parse(mode, out)
+                # The CLI's start-up is a few milliseconds: its whole process is its load.
+                during = cpu if during is None else during
+                results[mode].append((n / secs, cpu * 1e6 / max(n, 1), during * 1e6 / max(n, 1)))
                 print(f"  run {run + 1} {mode:<14} {n / secs:>10.0f} req/s "
                       f"{cpu * 1e6 / max(n, 1):>7.2f} us/req", file=sys.stderr)
         print(f"\n{args.requests} requests, {args.connections} connections, nginx on CPU "
               f"{args.server_cpu}, the load on CPU {args.client_cpu}, {args.runs} runs (median, "
               f"min-max)\n")
-        print("| load | requests/s | CPU-us per request |")
-        print("|---|---|---|")
+        print("| load | requests/s | CPU-us per request, whole process | during the load |")
+        print("|---|---|---|---|")
         for mode in modes:
             rps = [r[0] for r in results[mode]]
             cpu = [r[1] for r in results[mode]]
-            print(f"| {mode} | {peers.fmt(rps, lambda v: f'{v:,.0f}')} | {peers.fmt(cpu, lambda v: f'{v:.2f}')} |")
+            during = [r[2] for r in results[mode]]
+            print(f"| {mode} | {peers.fmt(rps, lambda v: f'{v:,.0f}')} | "
+                  f"{peers.fmt(cpu, lambda v: f'{v:.2f}')} | "
+                  f"{peers.fmt(during, lambda v: f'{v:.2f}')} |")
         if "cli" in results and "run" in results:
-            ratio = statistics.median(r[1] for r in results["run"]) / statistics.median(
-                r[1] for r in results["cli"])
-            print(f"\nrun() / CLI, CPU per request: {ratio:.3f}")
+            med = lambda mode, k: statistics.median(r[k] for r in results[mode])  # noqa: E731
+            print(f"\nrun() / CLI: requests/s {med('run', 0) / med('cli', 0):.3f}, CPU per request "
+                  f"{med('run', 1) / med('cli', 1):.3f} (whole process), "
+                  f"{med('run', 2) / med('cli', 2):.3f} (during the load)")
     finally:
         server.terminate()
         server.wait()
