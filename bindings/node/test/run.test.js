@@ -75,6 +75,26 @@ test('a stopped run does not keep Node alive', async () => {
   assert.ok(Date.now() - started < 10000)
 })
 
+test('the addon leaves signals to Node: Ctrl-C ends a process with a run going', async () => {
+  const { spawn } = require('node:child_process')
+  const script = `
+    const { run, startServer } = require(${JSON.stringify(require.resolve('../pelt.js'))})
+    ;(async () => {
+      const server = await startServer()
+      run({ url: server.url, duration: '60s', connections: 2, threads: 1 })
+      console.log('running')
+    })()`
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+  await new Promise(resolve => child.stdout.once('data', resolve))
+  const started = Date.now()
+  child.kill('SIGINT')
+  const killer = setTimeout(() => child.kill('SIGKILL'), 15000)
+  const [code, signal] = await new Promise(resolve => child.on('exit', (c, s) => resolve([c, s])))
+  clearTimeout(killer)
+  assert.equal(signal, 'SIGINT', `Node's default: death by the signal (exit ${code})`)
+  assert.ok(Date.now() - started < 5000)
+})
+
 test('bad options throw TypeError or RangeError with the CLI\'s line, before any traffic', async () => {
   const server = await startServer()
   const url = server.url
