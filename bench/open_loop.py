@@ -4,13 +4,22 @@
 1. Rate accuracy: nginx (one worker, pinned to one CPU, access log on so it counts what it
    served) and `pelt --rate R -d D` pinned to the other CPU with one thread. Prints what nginx
    saw against R x D, pelt's own counts, and pelt's lag (its delay behind the schedule).
-2. The stall: `pelt serve --stall 2s --stall-at 3s` under `--rate 1000 -d 10s`, and a
+2. The cost of the open loop against its peers: pelt (io_uring and epoll), wrk2 (`-R`) and
+   vegeta (`attack -rate`) at the same rates, connections and duration, nginx counting. Prints
+   each generator's CPU-microseconds per request nginx served (user+sys of the generator
+   alone, from wait4's rusage), nginx's count against rate x duration, and pelt's lag p99,
+   for pelt at each --windows batch window (100us, the default, and 1ms, wrk2's timer tick).
+   wrk2 is not packaged by Debian: bench/peers.sh --install builds it from its public source
+   (github.com/giltene/wrk2); pass --wrk2 PATH for another build. Tools not found sit out.
+3. The stall: `pelt serve --stall 2s --stall-at 3s` under `--rate 1000 -d 10s`, and a
    closed-loop run against the same stall: the corrected p99 shows the stall, service time
    and the closed loop hide it.
 
 Usage: bench/open_loop.py [--pelt target/release/pelt] [--rates 10000,50000] [--duration 10]
                           [--runs 3] [--conns 64] [--server-cpu 0] [--client-cpu 1]
-                          [--io auto|uring|epoll]
+                          [--io auto|uring|epoll] [--peer-rates 5000,20000,50000]
+                          [--windows 100us,1ms] [--wrk2 wrk2] [--vegeta vegeta]
+                          [--only accuracy,peers,stall]
 Needs: nginx on PATH (Debian: apt-get install nginx-light); python3 stdlib only.
 Traffic stays on 127.0.0.1.
 """
@@ -94,6 +103,81 @@ def accuracy(args):
               f"{peers.fmt(late, lambda v: f'{v:,.0f}')} |")
 
 
+class Gen:
+    """One open-loop generator: its command for (url, rate, conns, seconds)."""
+
+    def __init__(self, name, cmd, parse=None):
+        self.name, self.cmd, self.parse = name, cmd, parse
+
+
+def generators(args):
+    def pelt(io, window):
+        return lambda url, rate, conns, secs: [
+            args.pelt, url, "--rate", str(rate), "-d", f"{secs}s", "-c", str(conns), "-t", "1",
+            "--io", io, "--batch-window", window, "--json", "-", "-q"]
+
+    def pelt_lag(out):
+        r = json.loads(out)
+        return r["open_loop"]["lag_us"]["p99"], r["latency_us"]["p99"]
+
+    gens = [Gen(f"pelt-{io} --batch-window {w}", pelt(io, w), pelt_lag)
+            for w in args.windows.split(",") for io in ("uring", "epoll")]
+    wrk2 = peers.shutil.which(args.wrk2)
+    if wrk2:
+        gens.append(Gen("wrk2", lambda url, rate, conns, secs: [
+            wrk2, "-t1", f"-c{conns}", f"-d{secs}s", f"-R{rate}", url]))
+    else:
+        print(f"# wrk2 ({args.wrk2}) not found, left out: bench/peers.sh --install builds it",
+              file=sys.stderr)
+    vegeta = peers.shutil.which(args.vegeta)
+    if vegeta:
+        gens.append(Gen("vegeta", lambda url, rate, conns, secs: [
+            "sh", "-c", f"echo 'GET {url}' | exec {vegeta} attack -rate {rate} -duration {secs}s "
+            f"-connections {conns} -max-connections {conns} -workers {conns} -output /dev/null"]))
+    else:
+        print(f"# vegeta ({args.vegeta}) not found, left out: go install "
+              "github.com/tsenart/vegeta/v12@latest", file=sys.stderr)
+    return gens
+
+
+def peer_cost(args):
+    gens = generators(args)
+    print(f"\n# open loop against its peers: nginx on CPU {args.server_cpu} (access log on, "
+          f"counting), each generator on CPU {args.client_cpu} with one thread (GOMAXPROCS=1), "
+          f"-c {args.conns}, {args.duration}s, {args.runs} runs each, alternating "
+          "(median, min-max)\n")
+    print("| rate/s | tool | CPU us/request | vs wrk2 | nginx saw vs rate x duration | "
+          "lag p99 | latency p99 |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for rate in [int(r) for r in args.peer_rates.split(",")]:
+        res = {g.name: [] for g in gens}
+        for _ in range(args.runs):
+            for g in gens:
+                with tempfile.TemporaryDirectory() as d:
+                    port = peers.free_port()
+                    nginx = nginx_counting(d, port, args.server_cpu)
+                    try:
+                        cmd = ["taskset", "-c", str(args.client_cpu)] + g.cmd(
+                            f"http://127.0.0.1:{port}/", rate, args.conns, args.duration)
+                        out, cpu, _ = peers.measured(cmd, dict(os.environ, GOMAXPROCS="1"))
+                    finally:
+                        nginx.terminate()
+                        nginx.wait(timeout=10)
+                    served = lines(os.path.join(d, "access.log"))
+                extra = g.parse(out) if g.parse else (None, None)
+                res[g.name].append((cpu * 1e6 / max(served, 1), served, *extra))
+        expected = rate * args.duration
+        base = statistics.median(r[0] for r in res["wrk2"]) if res.get("wrk2") else None
+        for name, rs in res.items():
+            us = [r[0] for r in rs]
+            dev = [100.0 * (r[1] - expected) / expected for r in rs]
+            vs = f"{statistics.median(us) / base:.2f}x" if base else "-"
+            lag = peers.fmt([r[2] for r in rs], ms) if rs[0][2] is not None else "-"
+            lat = peers.fmt([r[3] for r in rs], ms) if rs[0][3] is not None else "-"
+            print(f"| {rate:,} | {name} | {peers.fmt(us, lambda v: f'{v:.2f}')} | {vs} | "
+                  f"{peers.fmt(dev, lambda v: f'{v:+.2f} %')} | {lag} | {lat} |")
+
+
 def stall(args):
     print("\n# stall: pelt serve --stall 2s --stall-at 3s (server on CPU "
           f"{args.server_cpu}), 10 s runs, -c {args.conns}\n")
@@ -128,12 +212,23 @@ def main():
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
     ap.add_argument("--io", default="auto", help="pelt's --io: auto, uring or epoll")
+    ap.add_argument("--peer-rates", default="5000,20000,50000")
+    ap.add_argument("--windows", default="100us,1ms",
+                    help="pelt's --batch-window values to run (100us is the default)")
+    ap.add_argument("--wrk2", default="wrk2", help="wrk2's binary (bench/peers.sh --install)")
+    ap.add_argument("--vegeta", default="vegeta")
+    ap.add_argument("--only", default="accuracy,peers,stall")
     args = ap.parse_args()
     for tool in ("nginx", "taskset"):
         if not peers.shutil.which(tool):
             sys.exit(f"{tool} not found: apt-get install nginx-light util-linux")
-    accuracy(args)
-    stall(args)
+    only = set(args.only.split(","))
+    if "accuracy" in only:
+        accuracy(args)
+    if "peers" in only:
+        peer_cost(args)
+    if "stall" in only:
+        stall(args)
 
 
 if __name__ == "__main__":

@@ -247,6 +247,10 @@ fn bad_rates_and_open_loop_flags() {
     assert!(line.contains("below -c"), "{line}");
     assert!(rejected(&["{url}", "--warmup", "0"]).contains("'0'"));
     assert!(rejected(&["{url}", "--grace", "later"]).contains("later"));
+    assert!(rejected(&["{url}", "--batch-window", "1ms"]).contains("--rate"));
+    let line = rejected(&["{url}", "--rate", "10", "--batch-window", "20ms"]);
+    assert!(line.contains("at most 10ms"), "{line}");
+    assert!(rejected(&["{url}", "--rate", "10", "--batch-window", "soon"]).contains("soon"));
 }
 
 #[test]

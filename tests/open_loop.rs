@@ -35,6 +35,51 @@ fn rate_with_a_request_count_sends_exactly_that_many() {
     assert_eq!(server.stop(), 500);
 }
 
+/// Requests due within one batch window start together and responses are read at its end:
+/// every request is still sent and answered once, each response is booked from its due time
+/// (latency dominates the lag and the service time, request by request, so percentile by
+/// percentile), and the report says which window ran.
+#[test]
+fn a_batch_window_sends_every_request_and_books_each_from_its_due_time() {
+    let (server, url) = serve(ServerConfig::default());
+    for (window, us) in [("1ms", 1000), ("0", 0)] {
+        let v = run_json(&[
+            &url,
+            "--rate",
+            "4000",
+            "-n",
+            "2000",
+            "-c",
+            "8",
+            "-t",
+            "2",
+            "--batch-window",
+            window,
+        ]);
+        assert_eq!(count(&v, &["requests", "sent"]), 2000);
+        assert_eq!(count(&v, &["requests", "completed"]), 2000);
+        assert_eq!(v["batch_window_us"], us);
+        let open = &v["open_loop"];
+        for p in ["p50", "p90", "p99", "max"] {
+            let latency = count(&v, &["latency_us", p]);
+            assert!(latency >= count(open, &["lag_us", p]), "{p}: {v}");
+            assert!(latency >= count(open, &["service_time_us", p]), "{p}: {v}");
+        }
+    }
+    assert_eq!(server.stop(), 4000);
+    let out = pelt()
+        .args([&url, "--rate", "100", "-n", "5", "--batch-window", "250us"])
+        .output()
+        .expect("pelt runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "open loop: 100/s, constant arrivals, up to 50 connections, batch window 250us"
+        ),
+        "{text}"
+    );
+}
+
 #[test]
 fn poisson_arrivals_and_a_rate_below_the_thread_count() {
     let (server, url) = serve(ServerConfig::default());

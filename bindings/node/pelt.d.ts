@@ -58,6 +58,8 @@ export interface RunOptions {
   stages?: string | Stage[]
   arrival?: 'constant' | 'poisson'
   maxConnections?: Count
+  /** Open loop: requests due within one window start together (default '100us'; 0: none). */
+  batchWindow?: Duration
   pipeline?: Count
   http2?: boolean
   streams?: Count

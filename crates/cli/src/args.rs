@@ -253,6 +253,13 @@ pub struct LoadArgs {
     #[arg(long = "max-connections", value_name = "N", allow_hyphen_values = true, value_parser = values::connections, requires = "rate")]
     pub max_connections: Option<usize>,
 
+    /// Open loop: requests due within one window of this length start together at its end,
+    /// and responses are read then, at the times the kernel stamped on them: one wake-up for
+    /// many, so less CPU; the lag shows each request's wait. 0: each at its own due time.
+    #[arg(long = "batch-window", value_name = "TIME", allow_hyphen_values = true, value_parser = values::batch_window,
+          default_value = "100us", requires = "rate")]
+    pub batch_window: Duration,
+
     /// HTTP/1.1 pipelining: each connection writes D requests together, and the next D once
     /// all are answered (as wrk's pipeline script).
     #[arg(long = "pipeline", value_name = "D", allow_hyphen_values = true, default_value_t = 1,

@@ -231,10 +231,14 @@ pub fn summary(r: &Report) -> String {
         let peak = if i.stages.is_some() { "peak " } else { "" };
         let _ = writeln!(
             s,
-            "open loop: {peak}{}/s, {} arrivals, up to {} connections",
+            "open loop: {peak}{}/s, {} arrivals, up to {} connections{}",
             rate_plain(rate),
             i.arrival.unwrap_or(Arrival::Constant),
-            i.max_connections.unwrap_or(i.connections)
+            i.max_connections.unwrap_or(i.connections),
+            match i.batch_window_us {
+                Some(0) | None => String::new(),
+                Some(us) => format!(", batch window {}", latency(us as f64)),
+            }
         );
     }
     if let Some(st) = &i.stages {

@@ -48,6 +48,7 @@ fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
         stages: a.stages.as_ref().map_or(Vec::new(), |s| s.0.clone()),
         arrival: a.arrival.into(),
         max_connections: a.max_connections,
+        batch_window: a.batch_window,
         pipeline: a.pipeline,
         http2: a.http2,
         streams: a.streams,

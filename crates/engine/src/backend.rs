@@ -9,7 +9,7 @@ use crate::{Config, WorkerOutcome, WorkerPlan};
 use rustix::io::Errno;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The I/O backend that runs the workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +123,8 @@ pub(crate) enum EventKind {
 
 /// What reading a connection gave.
 pub(crate) enum Read<'a> {
-    Data(&'a [u8]),
+    /// Bytes, and when the kernel received the last of them ([`Stamp`]).
+    Data(&'a [u8], Stamp),
     /// The peer closed the connection.
     Eof,
     /// Nothing to read after all.
@@ -157,8 +158,120 @@ pub(crate) trait Io {
     /// socket closed since it was reaped (in the same batch), and means nothing.
     fn generation(&self, conn: usize) -> u32;
     /// Submits what is pending and waits up to `timeout` for events, or up to `due` (finer
-    /// than a millisecond) when that is sooner; appends what happened to `events`.
-    fn wait(&mut self, timeout: Duration, due: Option<Duration>, events: &mut Vec<Event>);
+    /// than a millisecond) when that is sooner; appends what happened to `events`. `lazy`:
+    /// sleeps that whole time, whatever completes meanwhile (an open loop's batch window:
+    /// one wake-up, and the reads say when their bytes arrived).
+    fn wait(
+        &mut self,
+        timeout: Duration,
+        due: Option<Duration>,
+        lazy: bool,
+        events: &mut Vec<Event>,
+    );
+}
+
+/// When the kernel received a read's bytes: `CLOCK_REALTIME` nanoseconds from the socket's
+/// `SO_TIMESTAMPNS` control message, 0 when the socket does not stamp (the reader takes the
+/// time it reads them). A worker that reads late, after a batch window, still books each
+/// response at its arrival.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Stamp(pub u64);
+
+/// Turns [`Stamp`]s into `Instant`s: a reading of both clocks, taken again every second so
+/// that the wall clock's slewing does not add up.
+pub(crate) struct StampClock {
+    at: Instant,
+    real_ns: u64,
+}
+
+impl StampClock {
+    pub fn new() -> StampClock {
+        let before = Instant::now();
+        let real = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+        let after = Instant::now();
+        StampClock {
+            at: before + (after - before) / 2,
+            real_ns: (real.tv_sec as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(real.tv_nsec as u64),
+        }
+    }
+
+    /// When `stamp` was, at most `now` (a wall clock set back or forth mid-run cannot put an
+    /// arrival after its reading); `None` for no stamp.
+    #[inline]
+    pub fn instant(&self, stamp: Stamp, now: Instant) -> Option<Instant> {
+        if stamp.0 == 0 {
+            return None;
+        }
+        let t = if stamp.0 >= self.real_ns {
+            self.at
+                .checked_add(Duration::from_nanos(stamp.0 - self.real_ns))
+        } else {
+            self.at
+                .checked_sub(Duration::from_nanos(self.real_ns - stamp.0))
+        };
+        Some(t.map_or(now, |t| t.min(now)))
+    }
+}
+
+/// Space for the one control message a stamping socket's reads carry (`CMSG_SPACE` of a
+/// `timespec`).
+pub(crate) const STAMP_CONTROL: usize = 32;
+
+/// Makes `fd` stamp what it receives with the kernel's arrival time (`SO_TIMESTAMPNS`).
+pub(crate) fn enable_stamps(fd: &impl rustix::fd::AsRawFd) -> Result<(), Errno> {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor and a c_int option of the size given. rustix has no
+    // setter for this option.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &on as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(Errno::from_raw_os_error(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ))
+    }
+}
+
+/// The `SCM_TIMESTAMPNS` time in a read's control messages (the bytes of `msg_control` the
+/// kernel filled), as a [`Stamp`]. Parsed by hand: the layout is the kernel ABI
+/// (`cmsghdr` then the aligned data), and rustix's ancillary reader knows only descriptors
+/// and credentials.
+pub(crate) fn parse_stamp(control: &[u8]) -> Stamp {
+    const HDR: usize = std::mem::size_of::<libc::cmsghdr>();
+    let word = std::mem::size_of::<usize>();
+    let mut at = 0;
+    while control.len() >= at + HDR {
+        let len = usize::from_ne_bytes(control[at..at + word].try_into().expect("a word"));
+        let level = i32::from_ne_bytes(control[at + word..at + word + 4].try_into().expect("4"));
+        let kind = i32::from_ne_bytes(control[at + word + 4..at + HDR].try_into().expect("4"));
+        if len < HDR || at + len > control.len() {
+            break;
+        }
+        if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPNS && len >= HDR + 16 {
+            let data = &control[at + HDR..at + HDR + 16];
+            let sec = i64::from_ne_bytes(data[..8].try_into().expect("8"));
+            let nsec = i64::from_ne_bytes(data[8..].try_into().expect("8"));
+            return Stamp(
+                (sec as u64)
+                    .wrapping_mul(1_000_000_000)
+                    .wrapping_add(nsec as u64),
+            );
+        }
+        at += len.next_multiple_of(word);
+    }
+    Stamp(0)
 }
 
 /// Runs one worker on the configured backend until its plan or `stop` ends it.
@@ -178,5 +291,165 @@ pub(crate) fn run_worker(
             let io = crate::uring::UringIo::new(config, plan.max_connections.max(plan.connections));
             crate::worker::run(config, batch, plan, stop, io)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    /// One control message as the kernel lays it out: `cmsghdr`, then the data, aligned.
+    fn cmsg(level: i32, kind: i32, data: &[u8]) -> Vec<u8> {
+        let hdr = std::mem::size_of::<libc::cmsghdr>();
+        let mut v = Vec::new();
+        v.extend_from_slice(&(hdr + data.len()).to_ne_bytes());
+        v.extend_from_slice(&level.to_ne_bytes());
+        v.extend_from_slice(&kind.to_ne_bytes());
+        v.extend_from_slice(data);
+        v.resize((hdr + data.len()).next_multiple_of(8), 0);
+        v
+    }
+
+    fn timespec(sec: i64, nsec: i64) -> Vec<u8> {
+        [sec.to_ne_bytes(), nsec.to_ne_bytes()].concat()
+    }
+
+    #[test]
+    fn stamps_are_found_among_control_messages() {
+        let ts = timespec(1_700_000_000, 123_456_789);
+        let want = Stamp(1_700_000_000_123_456_789);
+        assert_eq!(
+            parse_stamp(&cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &ts)),
+            want
+        );
+        // After another message, and with another level's message of the same type.
+        let mut two = cmsg(libc::IPPROTO_IP, libc::SCM_TIMESTAMPNS, &[1, 2, 3, 4]);
+        two.extend(cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &ts));
+        assert_eq!(parse_stamp(&two), want);
+        // None, cut short, or a length that points past the end: no stamp.
+        assert_eq!(parse_stamp(&[]), Stamp(0));
+        let whole = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &ts);
+        assert_eq!(parse_stamp(&whole[..whole.len() - 1]), Stamp(0));
+        let mut long = whole.clone();
+        long[..8].copy_from_slice(&1000usize.to_ne_bytes());
+        assert_eq!(parse_stamp(&long), Stamp(0));
+        let mut zero = whole;
+        zero[..8].copy_from_slice(&0usize.to_ne_bytes());
+        assert_eq!(parse_stamp(&zero), Stamp(0));
+    }
+
+    #[test]
+    fn stamps_become_instants_no_later_than_now() {
+        let clock = StampClock::new();
+        let now = Instant::now();
+        assert_eq!(clock.instant(Stamp(0), now), None);
+        let earlier = Stamp(clock.real_ns - 5_000_000);
+        assert_eq!(
+            clock.instant(earlier, now),
+            Some(clock.at - Duration::from_millis(5))
+        );
+        let later = Stamp(clock.real_ns + 3_600_000_000_000);
+        assert_eq!(
+            clock.instant(later, now),
+            Some(now),
+            "never after its reading"
+        );
+        assert_eq!(
+            clock.instant(Stamp(1), now),
+            clock
+                .at
+                .checked_sub(Duration::from_nanos(clock.real_ns - 1))
+                .or(Some(now))
+        );
+    }
+
+    /// Bytes that wait in the socket are read with the time they arrived, not the time they
+    /// were read: a loopback server writes, the read comes 60 ms later.
+    fn arrival_is_stamped<I: Io>(io: impl FnOnce(&Config) -> Result<I, Errno>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let mut config = Config::new(addr, Vec::new());
+        config.rate = crate::Rate::per_second(1000.0);
+        let mut io = io(&config).expect("the backend");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let connect = io.connect(0, &Endpoint::Tcp(addr)).expect("connect");
+        let mut events = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        // io_uring submits the connect in its next wait.
+        let mut server = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(_) if Instant::now() < deadline => {
+                    io.wait(Duration::from_millis(10), None, false, &mut events)
+                }
+                Err(e) => panic!("no connection: {e} {events:?}"),
+            }
+        };
+        // The connect's end: a completion (io_uring) or writability (epoll).
+        while connect == Connect::InProgress
+            && Instant::now() < deadline
+            && !events.iter().any(|e: &Event| {
+                matches!(
+                    e.kind,
+                    EventKind::Connected(Ok(())) | EventKind::Ready { writable: true, .. }
+                )
+            })
+        {
+            io.wait(Duration::from_millis(50), None, false, &mut events);
+        }
+        io.finish_connect(0).expect("connected");
+        // The kernel turns stamping on for the whole stack a moment after the first socket
+        // asks (a deferred static key); until then reads carry no stamp.
+        std::thread::sleep(Duration::from_millis(50));
+        let before = Instant::now();
+        server.write_all(b"HTTP/1.1 200 OK\r\n").expect("write");
+        let after = Instant::now();
+        std::thread::sleep(Duration::from_millis(60));
+        let clock = StampClock::new();
+        let mut token = None;
+        while token.is_none() && Instant::now() < deadline {
+            events.clear();
+            io.wait(Duration::from_millis(50), None, false, &mut events);
+            token = events.iter().find_map(|e| match e.kind {
+                EventKind::Received(t) => Some(t),
+                EventKind::Ready { readable: true, .. } => Some(0),
+                _ => None,
+            });
+        }
+        let token = token.expect("the bytes are reported");
+        let read_at = Instant::now();
+        match io.read(0, token) {
+            Read::Data(bytes, stamp) => {
+                assert_eq!(bytes, b"HTTP/1.1 200 OK\r\n");
+                let at = clock.instant(stamp, read_at).expect("a stamp");
+                let slack = Duration::from_millis(20);
+                assert!(
+                    at + slack >= before,
+                    "stamped {:?} before the write",
+                    before - at
+                );
+                assert!(
+                    at <= after + slack && read_at - at >= Duration::from_millis(40),
+                    "stamped at the read, not the arrival"
+                );
+            }
+            _ => panic!("expected the bytes"),
+        }
+        io.release(token);
+    }
+
+    #[test]
+    fn epoll_reads_carry_the_arrival_time() {
+        arrival_is_stamped(|_| crate::epoll::EpollIo::new(true));
+    }
+
+    #[test]
+    fn io_uring_reads_carry_the_arrival_time() {
+        if IoBackend::Uring.check().is_err() {
+            eprintln!("io_uring is not available here: skipped");
+            return;
+        }
+        arrival_is_stamped(|config| crate::uring::UringIo::new(config, 4));
     }
 }

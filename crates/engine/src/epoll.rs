@@ -4,9 +4,13 @@
 //! Per request in steady state (keep-alive, closed loop): one `send`, one `recv`, and a share
 //! of one `epoll_wait`. Connection setup adds `socket`, `connect`, `epoll_ctl` (add, then
 //! modify once connected) and `close`. In open loop, when the next request is due sooner than
-//! epoll's millisecond timeout can express, a timerfd wakes the loop at the due time.
+//! epoll's millisecond timeout can express, a timerfd wakes the loop at the due time; a lazy
+//! wait (`Io::wait`) sleeps instead and then takes what is ready, and reads are `recvmsg`s
+//! that carry the arrival stamp.
 
-use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read};
+use crate::backend::{
+    enable_stamps, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, STAMP_CONTROL,
+};
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
@@ -33,9 +37,13 @@ pub(crate) struct EpollIo {
     timer: Option<OwnedFd>,
     /// When the armed timer fires, if it is armed.
     timer_at: Option<Instant>,
+    /// Open loop: sockets stamp what they receive; reads are `recvmsg`s with room for the
+    /// stamp here.
+    stamps: Option<Control>,
 }
 
 impl EpollIo {
+    /// The open loop's sockets stamp what they receive (see `Io::wait`'s `lazy`).
     pub fn new(open_loop: bool) -> Result<EpollIo, Errno> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         let timer = if open_loop {
@@ -53,6 +61,7 @@ impl EpollIo {
             ready: Vec::with_capacity(MAX_EVENTS),
             timer,
             timer_at: None,
+            stamps: open_loop.then_some(Control([0; STAMP_CONTROL])),
         })
     }
 
@@ -107,6 +116,45 @@ fn timerfd(epoll: &OwnedFd) -> Option<OwnedFd> {
     Some(fd)
 }
 
+/// Room for a read's control messages, aligned for `cmsghdr`.
+#[repr(C, align(8))]
+pub(crate) struct Control([u8; STAMP_CONTROL]);
+
+/// Reads `fd` with `recvmsg`, taking the stamp of the bytes' arrival from the control
+/// messages.
+fn recv_stamped<'a>(fd: &OwnedFd, buf: &'a mut [u8], control: &mut Control) -> Read<'a> {
+    use rustix::fd::AsRawFd;
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: msghdr is plain data; all zero is an empty header, filled in below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = STAMP_CONTROL;
+    // SAFETY: the iovec and the control buffer point at memory this call borrows mutably, of
+    // the lengths given; the kernel writes at most that much into each. rustix's recvmsg has
+    // no way to give back a timestamp's control message.
+    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+    match n {
+        0 => Read::Eof,
+        n if n > 0 => {
+            let len = msg.msg_controllen.min(STAMP_CONTROL);
+            Read::Data(&buf[..n as usize], parse_stamp(&control.0[..len]))
+        }
+        _ => match Errno::from_raw_os_error(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ) {
+            Errno::AGAIN | Errno::INTR => Read::Again,
+            e => Read::Failed(e),
+        },
+    }
+}
+
 /// The epoll key of a connection's socket: its index and generation.
 fn key(conn: usize, generation: u32) -> EventData {
     EventData::new_u64((u64::from(generation) << 32) | conn as u64)
@@ -129,6 +177,9 @@ impl Io for EpollIo {
         )?;
         // Nagle would only delay a request split across writes; never worth it here.
         let _ = net::sockopt::set_tcp_nodelay(&fd, true);
+        if self.stamps.is_some() {
+            enable_stamps(&fd)?;
+        }
         let result = match to {
             Endpoint::Tcp(addr) => net::connect(&fd, addr),
             Endpoint::Unix(path) => net::connect(&fd, path),
@@ -204,9 +255,12 @@ impl Io for EpollIo {
         else {
             return Read::Again;
         };
+        if let Some(control) = self.stamps.as_mut() {
+            return recv_stamped(fd, &mut self.buf, control);
+        }
         match net::recv(fd, &mut self.buf[..], net::RecvFlags::empty()) {
             Ok((0, _)) => Read::Eof,
-            Ok((n, _)) => Read::Data(&self.buf[..n]),
+            Ok((n, _)) => Read::Data(&self.buf[..n], Stamp(0)),
             Err(Errno::AGAIN | Errno::INTR) => Read::Again,
             Err(e) => Read::Failed(e),
         }
@@ -231,11 +285,24 @@ impl Io for EpollIo {
         }
     }
 
-    fn wait(&mut self, timeout: Duration, due: Option<Duration>, events: &mut Vec<Event>) {
-        let wait = match due {
+    fn wait(
+        &mut self,
+        timeout: Duration,
+        due: Option<Duration>,
+        lazy: bool,
+        events: &mut Vec<Event>,
+    ) {
+        let mut wait = match due {
+            Some(due) if lazy => due.min(timeout),
             Some(due) => self.wait_for_due(due, timeout),
             None => timeout,
         };
+        if lazy && !wait.is_zero() {
+            // Readiness would end epoll's wait at the first response: sleep the window out,
+            // then take everything that is ready.
+            let _ = rustix::thread::nanosleep(&timespec(wait));
+            wait = Duration::ZERO;
+        }
         self.ready.clear();
         match epoll::wait(
             &self.epoll,

@@ -128,7 +128,7 @@ impl Io for FakeIo {
 
     fn read(&mut self, _conn: usize, token: u64) -> Read<'_> {
         match self.reads.get(&token) {
-            Some(Reply::Bytes(b)) => Read::Data(b),
+            Some(Reply::Bytes(b)) => Read::Data(b, crate::backend::Stamp(0)),
             Some(Reply::Eof) => Read::Eof,
             Some(Reply::Fail(e)) => Read::Failed(*e),
             None => Read::Again,
@@ -159,7 +159,13 @@ impl Io for FakeIo {
         self.conns.get(conn).map_or(0, |c| c.generation)
     }
 
-    fn wait(&mut self, timeout: Duration, due: Option<Duration>, events: &mut Vec<Event>) {
+    fn wait(
+        &mut self,
+        timeout: Duration,
+        due: Option<Duration>,
+        _lazy: bool,
+        events: &mut Vec<Event>,
+    ) {
         if self.pending.is_empty() {
             // Nothing will happen but time passing: let it pass (bounded by the caller).
             std::thread::sleep(due.map_or(timeout, |d| d.min(timeout)));

@@ -69,6 +69,10 @@ pub const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
 /// File descriptors pelt keeps for itself besides one per connection.
 pub const RESERVED_FDS: u64 = 64;
+/// The open loop's batch window by default ([`Config::batch_window`]): short enough that
+/// pelt's lag stays well under the report's 1 ms warning, long enough to wake once for
+/// several requests and responses at higher rates.
+pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_micros(100);
 
 /// Checks that `path` can be a Unix socket's address (it fits `sun_path`, no NUL byte) and
 /// that a socket is there to connect to; the error is one line.
@@ -149,6 +153,11 @@ pub struct Config {
     /// second's point then carries them to `on_second` ([`pelt_stats::Sample`], at most
     /// [`pelt_stats::SAMPLES_PER_SECOND`] per worker, the rest counted as dropped).
     pub sample_every: Option<u64>,
+    /// Open loop: requests due within one window of this length start together at its end
+    /// (one wake-up for them all), and responses that arrive meanwhile are read then, booked
+    /// at the kernel's arrival time (the socket's receive timestamp). Their wait shows in the lag.
+    /// `ZERO`: each request starts at its own due time and responses are read as they come.
+    pub batch_window: Duration,
 }
 
 /// An HTTP/2 run's request and concurrency. `request` and `pipeline` are unused then.
@@ -216,6 +225,7 @@ impl Config {
             unix_socket: None,
             http2: None,
             sample_every: None,
+            batch_window: DEFAULT_BATCH_WINDOW,
         }
     }
 

@@ -14,6 +14,9 @@ pub(crate) struct Model {
     remaining: Option<u64>,
     /// Set when the run is being stopped: nothing more starts.
     stopped: bool,
+    /// Open loop: requests due at or after this (ns since the start) never start: the run
+    /// ends there.
+    horizon: u64,
 }
 
 impl Model {
@@ -22,6 +25,7 @@ impl Model {
             schedule: None,
             remaining: budget,
             stopped: false,
+            horizon: u64::MAX,
         }
     }
 
@@ -30,6 +34,7 @@ impl Model {
             schedule: Some(schedule),
             remaining: budget,
             stopped: false,
+            horizon: u64::MAX,
         }
     }
 
@@ -47,7 +52,7 @@ impl Model {
         }
         let due = match &mut self.schedule {
             None => elapsed_ns,
-            Some(s) if s.next_due_ns() <= elapsed_ns => s.take(),
+            Some(s) if s.next_due_ns() <= elapsed_ns && s.next_due_ns() < self.horizon => s.take(),
             Some(_) => return None,
         };
         if !warm {
@@ -63,7 +68,7 @@ impl Model {
     #[inline]
     pub fn next_due_ns(&self) -> Option<u64> {
         match &self.schedule {
-            Some(s) if !self.exhausted() && s.next_due_ns() != u64::MAX => Some(s.next_due_ns()),
+            Some(s) if !self.exhausted() && s.next_due_ns() < self.horizon => Some(s.next_due_ns()),
             _ => None,
         }
     }
@@ -83,6 +88,11 @@ impl Model {
     /// No request is left to start.
     pub fn exhausted(&self) -> bool {
         self.stopped || self.remaining == Some(0)
+    }
+
+    /// Open loop: the run ends at `ns` since the start; nothing due then or later starts.
+    pub fn end_at(&mut self, ns: u64) {
+        self.horizon = ns;
     }
 
     /// Starts nothing more (the run is stopping).
@@ -130,5 +140,18 @@ mod tests {
         m.stop();
         assert_eq!(m.take(10_000_000, false), None);
         assert_eq!((m.next_due_ns(), m.backlog(10_000_000)), (None, 0));
+    }
+
+    #[test]
+    fn nothing_due_at_the_end_or_later_starts_however_late_it_is_asked() {
+        let rate = Rate::per_second(1000.0).unwrap();
+        let mut m = Model::open(
+            Schedule::new(Pace::Constant(rate), Arrival::Constant, 0, 1),
+            None,
+        );
+        m.end_at(3_000_000);
+        let due: Vec<_> = std::iter::from_fn(|| m.take(1_000_000_000, false)).collect();
+        assert_eq!(due, [0, 1_000_000, 2_000_000]);
+        assert_eq!(m.next_due_ns(), None);
     }
 }

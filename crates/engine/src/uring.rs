@@ -8,14 +8,18 @@
 //! on failure) and `MSG_WAITALL` (the kernel retries a short send itself). Connects go through
 //! the ring. The loop makes one `io_uring_enter` per iteration: submit and wait, with the
 //! next deadline as its timeout. In steady state that is the only syscall, however many
-//! requests complete in between.
+//! requests complete in between. In open loop receives are multishot `recvmsg`s that carry
+//! each read's arrival stamp, and a lazy wait (`Io::wait`) asks for more completions than can
+//! come, so that only its timeout wakes the thread.
 //!
-//! `unsafe` in pelt lives only here: the ring takes raw pointers to memory that must stay
-//! valid until the kernel is done with it. Each block says why it holds.
+//! Nearly all of pelt's `unsafe` lives here: the ring takes raw pointers to memory that must
+//! stay valid until the kernel is done with it. Each block says why it holds.
 
-use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read};
+use crate::backend::{
+    enable_stamps, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, STAMP_CONTROL,
+};
 use crate::Config;
-use io_uring::types::{BufRingEntry, Fd, SubmitArgs, Timespec};
+use io_uring::types::{BufRingEntry, Fd, RecvMsgOut, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::io::Errno;
@@ -31,6 +35,14 @@ const OP_CONNECT: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_RECV: u64 = 3;
 const OP_SEND_COPY: u64 = 4;
+/// Where a stamped receive's payload starts in its buffer: after `io_uring_recvmsg_out`, no
+/// name, and the control messages (`STAMP_CONTROL`).
+const STAMPED_PAYLOAD: usize = RECVMSG_OUT + STAMP_CONTROL;
+/// The size of `struct io_uring_recvmsg_out` (four u32s), which starts such a buffer.
+const RECVMSG_OUT: usize = 16;
+/// Completions a lazy wait asks for: more than can come, so only its timeout ends it (with
+/// `DEFER_TASKRUN` the kernel then does not wake the thread for each one).
+const LAZY_WANT: usize = 1 << 20;
 
 /// `user_data`: what the operation is, the connection, and the connection's generation (so a
 /// completion from a socket closed since is recognised and dropped).
@@ -166,6 +178,9 @@ pub(crate) struct UringIo {
     /// Buffers of copied sends still in the kernel when their socket was closed, by the
     /// send's user_data: freed when its completion comes.
     retired: Vec<(u64, Vec<u8>)>,
+    /// Open loop: sockets stamp what they receive, and receives are multishot `recvmsg`s
+    /// described by this header (no name, room for the stamp).
+    stamps: Option<Box<libc::msghdr>>,
     // Dropped after `ring` (fields drop in order): the kernel may use them until then.
     bufs: BufRing,
 }
@@ -288,6 +303,13 @@ impl UringIo {
         } else {
             (conns.next_power_of_two().clamp(512, 4096), 4 * 1024)
         };
+        let stamps = config.rate.is_some().then(|| {
+            // SAFETY: msghdr is plain data; all zero is an empty header (no name, no iovec).
+            let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+            msg.msg_controllen = STAMP_CONTROL;
+            msg
+        });
+        let size = size + if stamps.is_some() { STAMPED_PAYLOAD } else { 0 };
         let bufs = BufRing::new(count as u16, size)?;
         // SAFETY: the ring memory is valid for `count` entries and outlives the registration
         // (unregistered in `UringIo::drop`, freed after the ring is dropped).
@@ -305,6 +327,7 @@ impl UringIo {
             }),
             rearm: Vec::new(),
             retired: Vec::new(),
+            stamps,
             bufs,
         })
     }
@@ -362,9 +385,12 @@ impl UringIo {
             return;
         }
         s.recv_armed = true;
-        let entry = opcode::RecvMulti::new(Fd(fd.as_raw_fd()), BGID)
-            .build()
-            .user_data(user_data(OP_RECV, conn, s.generation));
+        let entry = match &self.stamps {
+            // The kernel reads the header when the receive is armed.
+            Some(msg) => opcode::RecvMsgMulti::new(Fd(fd.as_raw_fd()), &**msg, BGID).build(),
+            None => opcode::RecvMulti::new(Fd(fd.as_raw_fd()), BGID).build(),
+        }
+        .user_data(user_data(OP_RECV, conn, s.generation));
         self.push(&entry);
     }
 
@@ -390,6 +416,16 @@ impl UringIo {
                         // The bytes wait in the socket until buffers come back.
                         self.rearm.push(conn);
                     } else {
+                        let res = match (&self.stamps, bid) {
+                            // A stamped receive's result counts its header too: the token
+                            // keeps the payload's length (0: the end of the stream).
+                            (Some(msg), Some(b)) if res > 0 => {
+                                let buf = self.bufs.buffer(b, res as usize);
+                                RecvMsgOut::parse(buf, msg)
+                                    .map_or(-libc::EIO, |m| m.payload_data().len() as i32)
+                            }
+                            _ => res,
+                        };
                         if res > 0 && !cqueue::more(flags) {
                             self.rearm.push(conn);
                         }
@@ -454,6 +490,9 @@ impl Io for UringIo {
         // Blocking mode: the ring waits for the socket, never the thread.
         let fd = net::socket_with(to.family(), SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
         let _ = net::sockopt::set_tcp_nodelay(&fd, true);
+        if self.stamps.is_some() {
+            enable_stamps(&fd)?;
+        }
         if self.socks.len() <= conn {
             self.socks.resize_with(conn + 1, Sock::default);
         }
@@ -514,7 +553,12 @@ impl Io for UringIo {
         match untoken(token) {
             (res, _) if res < 0 => Read::Failed(Errno::from_raw_os_error(-res)),
             (0, _) => Read::Eof,
-            (res, Some(bid)) => Read::Data(self.bufs.buffer(bid, res as usize)),
+            (res, Some(bid)) if self.stamps.is_some() => {
+                let buf = self.bufs.buffer(bid, STAMPED_PAYLOAD + res as usize);
+                let stamp = parse_stamp(&buf[RECVMSG_OUT..STAMPED_PAYLOAD]);
+                Read::Data(&buf[STAMPED_PAYLOAD..], stamp)
+            }
+            (res, Some(bid)) => Read::Data(self.bufs.buffer(bid, res as usize), Stamp(0)),
             (_, None) => Read::Again,
         }
     }
@@ -552,7 +596,13 @@ impl Io for UringIo {
         self.socks.get(conn).map_or(0, |s| s.generation)
     }
 
-    fn wait(&mut self, timeout: Duration, due: Option<Duration>, events: &mut Vec<Event>) {
+    fn wait(
+        &mut self,
+        timeout: Duration,
+        due: Option<Duration>,
+        lazy: bool,
+        events: &mut Vec<Event>,
+    ) {
         let rearm = std::mem::take(&mut self.rearm);
         for &conn in &rearm {
             self.arm_recv(conn);
@@ -565,7 +615,12 @@ impl Io for UringIo {
             .sec(wait.as_secs())
             .nsec(wait.subsec_nanos());
         let args = SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args(1, &args) {
+        let want = if lazy && !wait.is_zero() {
+            LAZY_WANT
+        } else {
+            1
+        };
+        match self.ring.submitter().submit_with_args(want, &args) {
             Ok(_) => {}
             Err(e)
                 if matches!(

@@ -63,6 +63,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("stages", "stages", "STAGES"),
     ("arrival", "arrival", "KIND"),
     ("maxConnections", "max-connections", "N"),
+    ("batchWindow", "batch-window", "TIME"),
     ("pipeline", "pipeline", "D"),
     ("http2", "http2", ""),
     ("streams", "streams", "N"),
@@ -331,6 +332,7 @@ pub fn spec(options: &Map<String, Value>) -> Result<LoadSpec, OptionError> {
     for (a, b) in [
         ("arrival", "rate"),
         ("maxConnections", "rate"),
+        ("batchWindow", "rate"),
         ("streams", "http2"),
         ("cert", "key"),
         ("key", "cert"),
@@ -409,6 +411,7 @@ pub fn spec(options: &Map<String, Value>) -> Result<LoadSpec, OptionError> {
                 ])?
             }
             "maxConnections" => s.max_connections = Some(o.parse(values::connections)?),
+            "batchWindow" => s.batch_window = o.parse(values::batch_window)?,
             "pipeline" => s.pipeline = o.parse(values::pipeline)?,
             "http2" => s.http2 = o.boolean()?,
             "streams" => s.streams = Some(o.parse(values::streams)?),
@@ -474,7 +477,7 @@ mod tests {
             "body": "{}", "keepAlive": true, "timeout": 3, "rate": "20k",
             "stages": [{"duration": "1s", "target": 100}, {"duration": 0, "target": "1k"}],
             "arrival": "poisson", "maxConnections": 64, "expect": ["p99<20ms", "errors<1%"],
-            "io": "epoll", "seed": 7, "grace": 0, "connectRate": "1k",
+            "io": "epoll", "seed": 7, "grace": 0, "connectRate": "1k", "batchWindow": "250us",
         }))
         .unwrap();
         assert_eq!(s.connections, 8);
@@ -490,6 +493,7 @@ mod tests {
         assert_eq!(s.expect.len(), 2);
         assert_eq!((s.seed, s.grace), (Some(7), Duration::ZERO));
         assert_eq!(s.io, IoChoice::Epoll);
+        assert_eq!(s.batch_window, Duration::from_micros(250));
         assert!(matches!(s.body, Body::Bytes(ref b) if b == b"{}"));
         let s = spec_of(json!({"url": "http://x/", "keepAlive": false, "stages": "1s:5"})).unwrap();
         assert!(!s.keep_alive);

@@ -217,6 +217,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     config.rate = rate;
     config.arrival = spec.arrival;
     config.max_connections = max_connections;
+    config.batch_window = spec.batch_window;
     config.warmup = spec.warmup.unwrap_or_default();
     config.grace = spec.grace;
     config.io = io;
@@ -276,6 +277,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         rate: config.rate.map(|r| r.as_f64()),
         arrival: open.then_some(config.arrival),
         max_connections: open.then_some(max_connections),
+        batch_window_us: open.then_some(spec.batch_window.as_micros() as u64),
         warmup_s: config.warmup.as_secs_f64(),
         grace_s: config.grace.as_secs_f64(),
         duration_limit_s: duration.map(|d| d.as_secs_f64()),

@@ -51,6 +51,8 @@ pub struct LoadSpec {
     pub arrival: Arrival,
     /// Open loop: the most connections pelt may open (`None`: `connections`).
     pub max_connections: Option<usize>,
+    /// Open loop: the batch window (`engine::Config::batch_window`).
+    pub batch_window: Duration,
     /// HTTP/1.1 pipelining depth (1: none).
     pub pipeline: usize,
     pub http2: bool,
@@ -92,6 +94,7 @@ impl LoadSpec {
             sample_every: None,
             arrival: Arrival::Constant,
             max_connections: None,
+            batch_window: pelt_engine::DEFAULT_BATCH_WINDOW,
             pipeline: 1,
             http2: false,
             streams: None,

@@ -41,6 +41,15 @@ pub fn duration_or_zero(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// The open loop's batch window: a duration from 0 (none) to 10ms.
+pub fn batch_window(s: &str) -> Result<Duration, String> {
+    let d = duration_or_zero(s)?;
+    if d > Duration::from_millis(10) {
+        return Err("is too long (at most 10ms; 0 turns batching off)".into());
+    }
+    Ok(d)
+}
+
 /// `100`, `10k`, `1m` (also `1M`, `2g`, `1_000`). Must be positive.
 pub fn count(s: &str) -> Result<u64, String> {
     const HELP: &str = "expected a positive whole number like 100, 10k or 1m";

@@ -466,6 +466,7 @@ mod tests {
             rate: None,
             arrival: None,
             max_connections: None,
+            batch_window_us: None,
             warmup_s: 0.0,
             grace_s: 1.0,
             duration_limit_s: Some(2.0),

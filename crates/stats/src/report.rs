@@ -37,6 +37,10 @@ pub struct RunInfo {
     pub arrival: Option<Arrival>,
     /// Open loop: the most connections pelt may open (`--max-connections`).
     pub max_connections: Option<usize>,
+    /// Open loop: the batch window, microseconds (`--batch-window`; 0: none): requests due
+    /// within one start together at its end.
+    #[serde(default)]
+    pub batch_window_us: Option<u64>,
     /// Warm-up before the measured part, seconds (0: none).
     pub warmup_s: f64,
     /// How long an interrupted run waits for requests in flight, seconds.

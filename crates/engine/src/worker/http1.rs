@@ -167,6 +167,7 @@ impl Protocol for Http1 {
         ledger: &mut Ledger,
         config: &Config,
         data: &[u8],
+        arrived: Option<Instant>,
         now: &mut Instant,
         sending: bool,
     ) -> AfterRead {
@@ -202,7 +203,8 @@ impl Protocol for Http1 {
                     }
                     let slot = conn.slots.pop().expect("a request is in flight");
                     let (status, due, sent) = (response.status, slot.due, slot.sent);
-                    ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, *now);
+                    let at = arrived.unwrap_or(*now);
+                    ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, at);
                     if !(response.keep_alive && config.keep_alive) {
                         return AfterRead::Close;
                     }

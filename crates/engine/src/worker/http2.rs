@@ -154,10 +154,11 @@ impl<'a> Protocol for Http2<'a> {
         ledger: &mut Ledger,
         _config: &Config,
         data: &[u8],
+        arrived: Option<Instant>,
         now: &mut Instant,
         _sending: bool,
     ) -> AfterRead {
-        receive(conn, ledger, data, now)
+        receive(conn, ledger, data, arrived, now)
     }
 
     fn after_read<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
@@ -395,6 +396,7 @@ fn receive(
     conn: &mut Conn<Http2<'_>>,
     ledger: &mut Ledger,
     data: &[u8],
+    arrived: Option<Instant>,
     now: &mut Instant,
 ) -> AfterRead {
     let Conn { proto, slots, .. } = conn;
@@ -420,7 +422,8 @@ fn receive(
             stamped = true;
         }
         let (status, due, sent) = (slot.stream.status, slot.due, slot.sent);
-        ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, *now);
+        let at = arrived.unwrap_or(*now);
+        ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, at);
     };
     let result = session.receive(data, out, &mut |event| match event {
         h2::Event::Headers {

@@ -30,7 +30,7 @@ use http2::Http2;
 use plain::Plain;
 use tls::Tls;
 
-use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read};
+use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
 use crate::ledger::Ledger;
 use crate::model::Model;
@@ -43,6 +43,11 @@ use rustix::io::Errno;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// Open loop: the longest wait that leaves completions unread (see `Worker::due_wake`), or
+/// the batch window if longer: below a thousand requests a second per worker, every
+/// completion wakes the loop, so a connect or a handshake is never held up by more than this.
+const LAZY_LIMIT_NS: u64 = 1_000_000;
 
 /// How often deadlines (timeouts, backoff) are checked: no timer per request.
 const DEADLINE_SCAN: Duration = Duration::from_millis(10);
@@ -255,11 +260,14 @@ trait Protocol: Sized {
     /// The socket is writable again: goes on with what waits.
     fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
     /// Reads one read's (plain) bytes; `sending`: the transport still holds output.
+    /// Responses complete at `arrived` (the kernel's stamp of the read) or, without one, at
+    /// the time the first completes (`now` is set to it).
     fn receive(
         conn: &mut Conn<Self>,
         ledger: &mut Ledger,
         config: &Config,
         data: &[u8],
+        arrived: Option<Instant>,
         now: &mut Instant,
         sending: bool,
     ) -> AfterRead;
@@ -287,7 +295,7 @@ trait Transport: Sized {
     fn clean_close(&self, i: usize) -> bool;
     /// Connection `i`'s socket connected.
     fn connected<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
-    /// One read's bytes, through to the protocol.
+    /// One read's bytes, through to the protocol (`arrived`: see `Protocol::receive`).
     #[allow(clippy::too_many_arguments)]
     fn receive<P: Protocol>(
         &mut self,
@@ -296,6 +304,7 @@ trait Transport: Sized {
         ledger: &mut Ledger,
         config: &Config,
         data: &[u8],
+        arrived: Option<Instant>,
         now: &mut Instant,
     ) -> AfterRead;
     /// After a read the connection keeps: sends what the transport has to say.
@@ -351,6 +360,13 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     /// The values templates draw (`{{rand}}`, `{{uuid}}`), seeded per worker.
     values: fastrand::Rng,
     ledger: Ledger,
+    /// Open loop with a batch window: the window in nanoseconds (0: none), and the clock
+    /// that turns the kernel's arrival stamps into `Instant`s.
+    window_ns: u64,
+    stamps: StampClock,
+    /// The last read carried no arrival stamp (the kernel had not turned stamping on yet, or
+    /// the socket cannot stamp): waits are not lazy then, so nothing is booked late.
+    unstamped: bool,
     events: Vec<Event>,
     proto: P,
     transport: T,
@@ -481,10 +497,17 @@ impl<I: Io> Setup<'_, I> {
                     ^ (plan.worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             ),
             ledger,
+            window_ns: config.batch_window.as_nanos() as u64,
+            stamps: StampClock::new(),
+            unstamped: false,
             events: Vec::with_capacity(1024),
             proto,
             transport,
         };
+        if let Some(end) = plan.end {
+            let end_ns = w.ledger.elapsed_ns(end);
+            w.model.end_at(end_ns);
+        }
         let now = Instant::now();
         for _ in 0..plan.connections {
             w.add_conn(now);
@@ -557,11 +580,17 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 }
             }
             if plan.end.is_some_and(|end| now >= end) {
-                return if drain_until.is_some() {
-                    StopReason::Signal
-                } else {
-                    StopReason::Duration
-                };
+                if drain_until.is_some() {
+                    return StopReason::Signal;
+                }
+                if self.model.is_open() {
+                    // Requests due before the end that waited for their batch window's end
+                    // start now (none due later: `Model::end_at`), handed to the socket
+                    // before the worker ends.
+                    self.fill(now);
+                    self.turn(Duration::ZERO, None, false, &mut now);
+                }
+                return StopReason::Duration;
             }
             if self.model.exhausted() && !self.in_flight() {
                 return StopReason::Requests;
@@ -577,8 +606,9 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 wake = wake.min(until);
             }
             let wait = wake.saturating_duration_since(now);
-            let due = self.due_wake().map(|d| d.saturating_duration_since(now));
-            self.turn(wait, due, &mut now);
+            let (due, lazy) = self.due_wake(now);
+            let due = due.map(|d| d.saturating_duration_since(now));
+            self.turn(wait, due, lazy, &mut now);
             if now >= next_scan {
                 self.scan_deadlines(now);
                 self.follow_ramp(now);
@@ -639,19 +669,20 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 break;
             }
             let due = (start + gap.mul_f64(next as f64)).saturating_duration_since(*now);
-            self.turn(due.min(DEADLINE_SCAN), Some(due), now);
+            self.turn(due.min(DEADLINE_SCAN), Some(due), false, now);
             self.scan_deadlines(*now);
         }
     }
 
-    /// One turn of the loop: submit and wait (up to `wait`, or `due` when sooner), handle
-    /// what happened, flush what the batch queued (HTTP/2 frames go out once per batch), and
-    /// hand the second's figures over when a second has passed.
+    /// One turn of the loop: submit and wait (up to `wait`, or `due` when sooner; `lazy`:
+    /// all of it, see `Io::wait`), handle what happened, flush what the batch queued (HTTP/2
+    /// frames go out once per batch), and hand the second's figures over when a second has
+    /// passed.
     #[inline]
-    fn turn(&mut self, wait: Duration, due: Option<Duration>, now: &mut Instant) {
+    fn turn(&mut self, wait: Duration, due: Option<Duration>, lazy: bool, now: &mut Instant) {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
-        self.io.wait(wait, due, &mut events);
+        self.io.wait(wait, due, lazy, &mut events);
         *now = Instant::now();
         P::begin_batch(self);
         for &ev in &events {
@@ -662,16 +693,38 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         if *now >= self.ledger.next_tick() {
             self.ledger.connections = self.open_connections();
             self.ledger.tick(*now);
+            if self.model.is_open() {
+                self.stamps = StampClock::new();
+            }
         }
     }
 
-    /// Open loop: when the next due request could start (a connection is free or may be
-    /// opened); `None` when nothing is due or nothing could take it.
+    /// Open loop: when to wake for the next due request, and whether to sleep until then
+    /// whatever completes (see `Io::wait`): responses are read at the wake-up, booked at the
+    /// kernel's arrival stamps, so one wake-up serves both the requests due and the
+    /// responses that came. With a batch window the wake-up is the end of the window the
+    /// request is due in (windows count from the run's start). The sleep is not lazy when it
+    /// would be long (`LAZY_LIMIT_NS`, or the window), nor while reads come without stamps, nor when a due
+    /// request waits for a busy connection (no wake-up then: a response ends the wait, as it
+    /// frees one).
     #[inline]
-    fn due_wake(&self) -> Option<Instant> {
-        let due = self.model.next_due_ns()?;
+    fn due_wake(&self, now: Instant) -> (Option<Instant>, bool) {
+        let Some(due) = self.model.next_due_ns() else {
+            return (None, false);
+        };
         let can_start = !self.free.is_empty() || self.conns.len() < self.max_conns;
-        can_start.then(|| self.ledger.at_ns(due))
+        let elapsed = self.ledger.elapsed_ns(now);
+        if !self.model.is_open() || (!can_start && due <= elapsed) {
+            return (None, false);
+        }
+        // Busy connections may be free by then: their responses are read first.
+        let end = match self.window_ns {
+            0 => due,
+            w => due.div_ceil(w).saturating_mul(w),
+        };
+        let limit = LAZY_LIMIT_NS.max(self.window_ns);
+        let lazy = !self.unstamped && end.saturating_sub(elapsed) <= limit;
+        (Some(self.ledger.at_ns(end)), lazy)
     }
 
     /// Open loop: starts every due request that a connection can take, oldest first.
@@ -830,12 +883,14 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 self.io.release(token);
                 return P::on_eof(self, i, *now);
             }
-            Read::Data(data) => {
+            Read::Data(data, stamp) => {
                 self.ledger.current().bytes_received += data.len() as u64;
+                let arrived = self.stamps.instant(stamp, *now);
+                self.unstamped = arrived.is_none();
                 let conn = &mut self.conns[i];
                 let ledger = &mut self.ledger;
                 self.transport
-                    .receive(i, conn, ledger, self.config, data, now)
+                    .receive(i, conn, ledger, self.config, data, arrived, now)
             }
         };
         self.io.release(token);

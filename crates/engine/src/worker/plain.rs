@@ -34,9 +34,10 @@ impl Transport for Plain {
         ledger: &mut Ledger,
         config: &Config,
         data: &[u8],
+        arrived: Option<Instant>,
         now: &mut Instant,
     ) -> AfterRead {
-        P::receive(conn, ledger, config, data, now, false)
+        P::receive(conn, ledger, config, data, arrived, now, false)
     }
 
     #[inline]

@@ -132,6 +132,7 @@ impl Transport for Tls {
         ledger: &mut Ledger,
         config: &Config,
         data: &[u8],
+        arrived: Option<Instant>,
         now: &mut Instant,
     ) -> AfterRead {
         use std::io::Read as _;
@@ -157,7 +158,7 @@ impl Transport for Tls {
                 }
             );
             if awaiting_tls && !session.is_handshaking() {
-                count_handshake(ledger, session, c.started, *now);
+                count_handshake(ledger, session, c.started, arrived.unwrap_or(*now));
                 if let Err(failed) = P::established(conn, session.alpn_protocol(), config, *now) {
                     return failed;
                 }
@@ -169,10 +170,12 @@ impl Transport for Tls {
                         c.closed = true;
                         break;
                     }
-                    Ok(n) => match P::receive(conn, ledger, config, &plain[..n], now, sending) {
-                        AfterRead::Keep => {}
-                        other => return other,
-                    },
+                    Ok(n) => {
+                        match P::receive(conn, ledger, config, &plain[..n], arrived, now, sending) {
+                            AfterRead::Keep => {}
+                            other => return other,
+                        }
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e) => return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}")),
                 }
