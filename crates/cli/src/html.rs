@@ -363,10 +363,11 @@ pub fn report(r: &Report) -> String {
     kv(&mut b, "method", &i.method);
     let model = match (i.rate, &i.arrival) {
         (Some(rate), arrival) => format!(
-            "open loop, {}/s, {} arrivals, up to {} connections",
+            "open loop, {}/s, {} arrivals, up to {} connections{}",
             crate::output::rate(rate),
             arrival.unwrap_or(Arrival::Constant),
-            i.max_connections.unwrap_or(i.connections)
+            i.max_connections.unwrap_or(i.connections),
+            crate::output::batch_window(i)
         ),
         (None, _) => "closed loop".into(),
     };

@@ -34,6 +34,14 @@ pub fn start_line(info: &RunInfo, c: &Config) -> String {
     line
 }
 
+/// `, batch window 100us` for an open loop that batches, else nothing.
+pub fn batch_window(i: &RunInfo) -> String {
+    match i.batch_window_us {
+        Some(0) | None => String::new(),
+        Some(us) => format!(", batch window {}", latency(us as f64)),
+    }
+}
+
 /// `N thing` or `N things`.
 fn plural(n: usize, thing: &str) -> String {
     format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
@@ -235,10 +243,7 @@ pub fn summary(r: &Report) -> String {
             rate_plain(rate),
             i.arrival.unwrap_or(Arrival::Constant),
             i.max_connections.unwrap_or(i.connections),
-            match i.batch_window_us {
-                Some(0) | None => String::new(),
-                Some(us) => format!(", batch window {}", latency(us as f64)),
-            }
+            batch_window(i)
         );
     }
     if let Some(st) = &i.stages {
