@@ -157,17 +157,30 @@ pub(crate) trait Io {
     /// Which socket connection `conn` has now: an event of another generation is from a
     /// socket closed since it was reaped (in the same batch), and means nothing.
     fn generation(&self, conn: usize) -> u32;
-    /// Submits what is pending and waits up to `timeout` for events, or up to `due` (finer
-    /// than a millisecond) when that is sooner; appends what happened to `events`. `lazy`:
-    /// sleeps that whole time, whatever completes meanwhile (an open loop's batch window:
-    /// one wake-up, and the reads say when their bytes arrived).
-    fn wait(
-        &mut self,
-        timeout: Duration,
-        due: Option<Duration>,
-        lazy: bool,
-        events: &mut Vec<Event>,
-    );
+    /// Submits what is pending and waits as `wait` says; appends what happened to `events`.
+    fn wait(&mut self, wait: Wait, events: &mut Vec<Event>);
+}
+
+/// How long [`Io::wait`] waits: up to `timeout` for events, or up to `due` (finer than a
+/// millisecond) when that is sooner. `lazy`: sleeps that whole time, whatever completes
+/// meanwhile (an open loop's batch window: one wake-up, and the reads say when their bytes
+/// arrived).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wait {
+    pub timeout: Duration,
+    pub due: Option<Duration>,
+    pub lazy: bool,
+}
+
+impl Wait {
+    /// Up to `timeout`, woken by the first event.
+    pub fn eager(timeout: Duration) -> Wait {
+        Wait {
+            timeout,
+            due: None,
+            lazy: false,
+        }
+    }
 }
 
 /// When the kernel received a read's bytes: `CLOCK_REALTIME` nanoseconds from the socket's
@@ -381,7 +394,7 @@ mod tests {
             match listener.accept() {
                 Ok((s, _)) => break s,
                 Err(_) if Instant::now() < deadline => {
-                    io.wait(Duration::from_millis(10), None, false, &mut events)
+                    io.wait(Wait::eager(Duration::from_millis(10)), &mut events)
                 }
                 Err(e) => panic!("no connection: {e} {events:?}"),
             }
@@ -396,7 +409,7 @@ mod tests {
                 )
             })
         {
-            io.wait(Duration::from_millis(50), None, false, &mut events);
+            io.wait(Wait::eager(Duration::from_millis(50)), &mut events);
         }
         io.finish_connect(0).expect("connected");
         // The kernel turns stamping on for the whole stack a moment after the first socket
@@ -410,7 +423,7 @@ mod tests {
         let mut token = None;
         while token.is_none() && Instant::now() < deadline {
             events.clear();
-            io.wait(Duration::from_millis(50), None, false, &mut events);
+            io.wait(Wait::eager(Duration::from_millis(50)), &mut events);
             token = events.iter().find_map(|e| match e.kind {
                 EventKind::Received(t) => Some(t),
                 EventKind::Ready { readable: true, .. } => Some(0),

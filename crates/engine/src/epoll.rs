@@ -9,7 +9,8 @@
 //! that carry the arrival stamp.
 
 use crate::backend::{
-    enable_stamps, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, STAMP_CONTROL,
+    enable_stamps, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, Wait,
+    STAMP_CONTROL,
 };
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::fd::OwnedFd;
@@ -285,13 +286,8 @@ impl Io for EpollIo {
         }
     }
 
-    fn wait(
-        &mut self,
-        timeout: Duration,
-        due: Option<Duration>,
-        lazy: bool,
-        events: &mut Vec<Event>,
-    ) {
+    fn wait(&mut self, w: Wait, events: &mut Vec<Event>) {
+        let Wait { timeout, due, lazy } = w;
         let mut wait = match due {
             Some(due) if lazy => due.min(timeout),
             Some(due) => self.wait_for_due(due, timeout),

@@ -9,7 +9,7 @@
 //! the whole-request deadline, bytes on an idle connection, and a TLS close with and without
 //! close_notify (a real rustls server session runs inside the scripted socket).
 
-use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read};
+use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, Wait};
 use rustix::io::Errno;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -159,13 +159,8 @@ impl Io for FakeIo {
         self.conns.get(conn).map_or(0, |c| c.generation)
     }
 
-    fn wait(
-        &mut self,
-        timeout: Duration,
-        due: Option<Duration>,
-        _lazy: bool,
-        events: &mut Vec<Event>,
-    ) {
+    fn wait(&mut self, w: Wait, events: &mut Vec<Event>) {
+        let Wait { timeout, due, .. } = w;
         if self.pending.is_empty() {
             // Nothing will happen but time passing: let it pass (bounded by the caller).
             std::thread::sleep(due.map_or(timeout, |d| d.min(timeout)));

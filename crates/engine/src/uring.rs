@@ -16,7 +16,8 @@
 //! stay valid until the kernel is done with it. Each block says why it holds.
 
 use crate::backend::{
-    enable_stamps, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, STAMP_CONTROL,
+    enable_stamps, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, Wait,
+    STAMP_CONTROL,
 };
 use crate::Config;
 use io_uring::types::{BufRingEntry, Fd, RecvMsgOut, SubmitArgs, Timespec};
@@ -27,7 +28,6 @@ use rustix::net::{self, AddressFamily, SocketFlags, SocketType};
 use std::alloc::Layout;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::time::Duration;
 
 /// The buffer group of the worker's receive buffers (one group per ring).
 const BGID: u16 = 0;
@@ -596,13 +596,8 @@ impl Io for UringIo {
         self.socks.get(conn).map_or(0, |s| s.generation)
     }
 
-    fn wait(
-        &mut self,
-        timeout: Duration,
-        due: Option<Duration>,
-        lazy: bool,
-        events: &mut Vec<Event>,
-    ) {
+    fn wait(&mut self, w: Wait, events: &mut Vec<Event>) {
+        let Wait { timeout, due, lazy } = w;
         let rearm = std::mem::take(&mut self.rearm);
         for &conn in &rearm {
             self.arm_recv(conn);

@@ -30,7 +30,7 @@ use http2::Http2;
 use plain::Plain;
 use tls::Tls;
 
-use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock};
+use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock, Wait};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
 use crate::ledger::Ledger;
 use crate::model::Model;
@@ -600,7 +600,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                     // start now (none due later: `Model::end_at`), handed to the socket
                     // before the worker ends.
                     self.fill(now);
-                    self.turn(Duration::ZERO, None, false, &mut now);
+                    self.turn(Wait::eager(Duration::ZERO), &mut now);
                 }
                 return StopReason::Duration;
             }
@@ -620,7 +620,14 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             let wait = wake.saturating_duration_since(now);
             let (due, lazy) = self.due_wake(now);
             let due = due.map(|d| d.saturating_duration_since(now));
-            self.turn(wait, due, lazy, &mut now);
+            self.turn(
+                Wait {
+                    timeout: wait,
+                    due,
+                    lazy,
+                },
+                &mut now,
+            );
             if now >= next_scan {
                 self.scan_deadlines(now);
                 self.follow_ramp(now);
@@ -681,20 +688,23 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 break;
             }
             let due = (start + gap.mul_f64(next as f64)).saturating_duration_since(*now);
-            self.turn(due.min(DEADLINE_SCAN), Some(due), false, now);
+            let wait = Wait {
+                due: Some(due),
+                ..Wait::eager(due.min(DEADLINE_SCAN))
+            };
+            self.turn(wait, now);
             self.scan_deadlines(*now);
         }
     }
 
-    /// One turn of the loop: submit and wait (up to `wait`, or `due` when sooner; `lazy`:
-    /// all of it, see `Io::wait`), handle what happened, flush what the batch queued (HTTP/2
-    /// frames go out once per batch), and hand the second's figures over when a second has
-    /// passed.
+    /// One turn of the loop: submit and wait (as `wait` says), handle what happened, flush
+    /// what the batch queued (HTTP/2 frames go out once per batch), and hand the second's
+    /// figures over when a second has passed.
     #[inline]
-    fn turn(&mut self, wait: Duration, due: Option<Duration>, lazy: bool, now: &mut Instant) {
+    fn turn(&mut self, wait: Wait, now: &mut Instant) {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
-        self.io.wait(wait, due, lazy, &mut events);
+        self.io.wait(wait, &mut events);
         *now = Instant::now();
         P::begin_batch(self);
         for &ev in &events {
