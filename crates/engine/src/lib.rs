@@ -158,6 +158,42 @@ pub struct Config {
     /// at the kernel's arrival time (the socket's receive timestamp). Their wait shows in the lag.
     /// `ZERO`: each request starts at its own due time and responses are read as they come.
     pub batch_window: Duration,
+    /// One process's part of a run spread over several (a fleet): `None` runs it all here.
+    pub slice: Option<Slice>,
+}
+
+/// A fleet run is one run whose workers live in several processes: this process runs workers
+/// `first .. first + threads` of `workers` in all. The config's figures (connections,
+/// `--max-connections`, `-n`, the rate and its stages, `--connect-rate`) are then the whole
+/// fleet's, and each worker takes the share it would take as a thread of one process: the
+/// shares add up exactly over the fleet, request *i* of the open-loop schedule goes to the
+/// same worker wherever it runs, and `--order sequential` and `{{seq}}` count over all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slice {
+    pub first: usize,
+    pub workers: usize,
+}
+
+impl Slice {
+    /// Checks that this process's `threads` workers fit in the fleet, and that every worker of
+    /// the fleet gets a connection (as `effective_threads` ensures in one process).
+    pub fn check(&self, threads: usize, connections: usize) -> Result<(), String> {
+        if threads == 0 || self.first + threads > self.workers {
+            return Err(format!(
+                "workers {}..{} are not within the fleet's {}",
+                self.first,
+                self.first + threads,
+                self.workers
+            ));
+        }
+        if connections < self.workers {
+            return Err(format!(
+                "{connections} connections cannot give each of the fleet's {} workers one",
+                self.workers
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// An HTTP/2 run's request and concurrency. `request` and `pipeline` are unused then.
@@ -226,12 +262,16 @@ impl Config {
             http2: None,
             sample_every: None,
             batch_window: DEFAULT_BATCH_WINDOW,
+            slice: None,
         }
     }
 
-    /// Worker threads that will actually run.
+    /// Worker threads that will actually run (with a [`Slice`], its threads as given).
     pub fn effective_threads(&self) -> usize {
-        self.threads.clamp(1, self.connections.max(1))
+        match self.slice {
+            Some(_) => self.threads.max(1),
+            None => self.threads.clamp(1, self.connections.max(1)),
+        }
     }
 }
 
@@ -301,6 +341,8 @@ pub fn run(
     let start = Instant::now();
     let end = config.duration.map(|d| start + config.warmup + d);
     let max_connections = config.max_connections.max(config.connections) as u64;
+    // This process's workers, numbered within the whole run (see `Slice`).
+    let (first, workers) = config.slice.map_or((0, threads), |s| (s.first, s.workers));
     let (tx, rx) = mpsc::channel();
     // Every write of k pipelined requests sends the first k of these; built once, and alive
     // until every worker has ended (the io_uring backend sends from it asynchronously).
@@ -314,19 +356,20 @@ pub fn run(
             &repeated[..]
         }
     };
-    let mut timeline = TimelineBuilder::new(threads, config.warmup, config.stages.clone());
+    let mut timeline = TimelineBuilder::new(threads, first, config.warmup, config.stages.clone());
     let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
+                let w = first + i;
                 let plan = WorkerPlan {
-                    worker: i,
-                    workers: threads,
-                    connections: share(config.connections as u64, threads, i) as usize,
-                    max_connections: share(max_connections, threads, i) as usize,
-                    budget: config.requests.map(|n| share(n, threads, i)),
+                    worker: w,
+                    workers,
+                    connections: share(config.connections as u64, workers, w) as usize,
+                    max_connections: share(max_connections, workers, w) as usize,
+                    budget: config.requests.map(|n| share(n, workers, w)),
                     start,
                     end,
-                    connect_rate: config.connect_rate.map(|r| r / threads as f64),
+                    connect_rate: config.connect_rate.map(|r| r / workers as f64),
                     tx: tx.clone(),
                 };
                 std::thread::Builder::new()
@@ -375,8 +418,10 @@ pub fn run(
 /// Merges the workers' per-second intervals into timeline points, in order, each as soon as
 /// every worker has reported that second (or finished).
 struct TimelineBuilder {
-    /// Per worker: the last second it reported, and whether it has finished.
+    /// Per worker (this process's, from `first`): the last second it reported, and whether
+    /// it has finished.
     reported: Vec<(Option<u64>, bool)>,
+    first: usize,
     pending: BTreeMap<u64, Interval>,
     warmup_s: f64,
     /// With stages, each point carries what they asked for.
@@ -385,9 +430,10 @@ struct TimelineBuilder {
 }
 
 impl TimelineBuilder {
-    fn new(workers: usize, warmup: Duration, stages: Option<stages::Stages>) -> Self {
+    fn new(workers: usize, first: usize, warmup: Duration, stages: Option<stages::Stages>) -> Self {
         TimelineBuilder {
             reported: vec![(None, false); workers],
+            first,
             pending: BTreeMap::new(),
             warmup_s: warmup.as_secs_f64(),
             stages,
@@ -403,7 +449,7 @@ impl TimelineBuilder {
                 self.pending.insert(index, p.interval);
             }
         }
-        self.reported[p.worker] = (Some(index), p.last);
+        self.reported[p.worker - self.first] = (Some(index), p.last);
         // A second is complete once every worker has moved past it or finished; it is a
         // whole second if some worker has moved past it (the run went on).
         while let Some(&k) = self.pending.keys().next() {
@@ -510,7 +556,7 @@ mod tests {
 
     #[test]
     fn timeline_emits_each_second_once_every_worker_is_past_it() {
-        let mut t = TimelineBuilder::new(2, Duration::from_millis(1500), None);
+        let mut t = TimelineBuilder::new(2, 0, Duration::from_millis(1500), None);
         let mut seen = vec![];
         let mut on = |p: &TimelinePoint| seen.push((p.second, p.length_s, p.warmup, p.sent));
         let iv = |index, sent| Interval {
