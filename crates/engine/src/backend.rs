@@ -249,12 +249,13 @@ pub(crate) fn enable_stamps(fd: &impl rustix::fd::AsRawFd) -> Result<(), Errno> 
     if r == 0 {
         Ok(())
     } else {
-        Err(Errno::from_raw_os_error(
-            std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO),
-        ))
+        Err(errno(&std::io::Error::last_os_error()))
     }
+}
+
+/// The errno of an I/O error from std or io-uring (EIO if it carries none).
+pub(crate) fn errno(e: &std::io::Error) -> Errno {
+    Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 /// The `SCM_TIMESTAMPNS` time in a read's control messages (the bytes of `msg_control` the

@@ -9,7 +9,7 @@
 //! that carry the arrival stamp.
 
 use crate::backend::{
-    enable_stamps, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, Wait,
+    enable_stamps, errno, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, Wait,
     STAMP_CONTROL,
 };
 use rustix::event::epoll::{self, EventData, EventFlags};
@@ -145,11 +145,7 @@ fn recv_stamped<'a>(fd: &OwnedFd, buf: &'a mut [u8], control: &mut Control) -> R
             let len = msg.msg_controllen.min(STAMP_CONTROL);
             Read::Data(&buf[..n as usize], parse_stamp(&control.0[..len]))
         }
-        _ => match Errno::from_raw_os_error(
-            std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO),
-        ) {
+        _ => match errno(&std::io::Error::last_os_error()) {
             Errno::AGAIN | Errno::INTR => Read::Again,
             e => Read::Failed(e),
         },

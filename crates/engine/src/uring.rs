@@ -16,7 +16,7 @@
 //! stay valid until the kernel is done with it. Each block says why it holds.
 
 use crate::backend::{
-    enable_stamps, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, Wait,
+    enable_stamps, errno, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, Wait,
     STAMP_CONTROL,
 };
 use crate::Config;
@@ -226,10 +226,6 @@ fn build_ring(entries: u32, cq_entries: u32) -> std::io::Result<IoUring> {
         }
     }
     Err(last.expect("at least one try"))
-}
-
-fn errno(e: &std::io::Error) -> Errno {
-    Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
