@@ -194,6 +194,10 @@ impl Server {
             }
             None => {
                 let l = TcpListener::bind(config.addr)?;
+                // std listens with a backlog of 128: thousands of connects at once (a test's
+                // `-c 2000`) overflowed it under load, and the dropped handshakes came back
+                // only with SYN-ACK retransmits 1, 2, 4, 8 s later. listen() again raises it.
+                rustix::net::listen(&l, 4096)?;
                 l.set_nonblocking(true)?;
                 let addr = l.local_addr()?;
                 (Listener::Tcp(l), addr)
