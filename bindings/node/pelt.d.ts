@@ -40,6 +40,8 @@ export interface RunOptions {
   /** -H: `{Name: value}` or `['Name: value', ...]`. */
   headers?: Record<string, string | number> | string[] | string
   body?: string
+  /** A body that is not text, base64-encoded. */
+  bodyBase64?: string
   bodyFile?: string
   /** --targets: a file (vegeta's http format or JSON lines), or the targets themselves. */
   targets?: string | Target[]
@@ -178,6 +180,18 @@ export interface Result {
   started_unix_ms: number
   histograms: { latency_us: string; service_time_us: string | null; lag_us: string | null; handshake_us: string | null; warmup_latency_us: string | null }
   merged_from: string[]
+  /** A fleet run (pelt URL --agents N): each agent's part; null for one process. */
+  fleet: {
+    agents: {
+      rank: number; host: string; address: string; threads: number; first_worker: number
+      clock_offset_ms: number; rtt_ms: number; start_skew_ms: number | null
+      state: 'finished' | 'lost'; problem: string | null
+      requests: Requests; rps: number; latency_us: Latency | null
+    }[]
+    start_spread_ms: number | null
+    start_skew_max_ms: number | null
+    lost: string[]
+  } | null
 }
 
 /** A run under way: awaitable (resolves to the result), with a 'tick' each second. */

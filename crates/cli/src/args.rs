@@ -27,13 +27,99 @@ fn stage_list(s: &str) -> Result<StageList, String> {
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
-    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ --rate 20k -d 30s --warmup 5s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt http://127.0.0.1:8080/ -d 30s --expect 'p99<20ms' --expect 'errors<0.1%'\n  pelt http://127.0.0.1:8080/ --http2 --streams 100 -c 4\n  pelt http://127.0.0.1:8080/ -d 30s --json r.json --html r.html\n  pelt merge gen1.json gen2.json --json all.json --html all.html\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed and every --expect held (whatever the server answered), 1 internal failure (a result could not be written), 2 bad input (nothing was sent), 3 an --expect threshold was not met, 130 interrupted (Ctrl-C or SIGTERM; results are still written)."
+    after_help = "Examples:\n  pelt http://127.0.0.1:8080/ -c 64 -d 10s\n  pelt http://127.0.0.1:8080/ --rate 20k -d 30s --warmup 5s\n  pelt http://127.0.0.1:8080/ -n 100k --json result.json\n  pelt http://127.0.0.1:8080/ -d 30s --expect 'p99<20ms' --expect 'errors<0.1%'\n  pelt http://127.0.0.1:8080/ --http2 --streams 100 -c 4\n  pelt http://127.0.0.1:8080/ -d 30s --json r.json --html r.html\n  pelt merge gen1.json gen2.json --json all.json --html all.html\n  pelt serve --port 8080\n  pelt demo\n\nExit codes: 0 the run completed and every --expect held (whatever the server answered), 1 internal failure (a result could not be written), 2 bad input (nothing was sent), 3 an --expect threshold was not met, 4 a fleet run (--agents) lost an agent or not every agent joined, 130 interrupted (Ctrl-C or SIGTERM; results are still written)."
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
     #[command(flatten)]
     pub load: LoadArgs,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// A plain run's flags for a fleet: this pelt coordinates, `pelt agent`s send.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Fleet (a run sent by several agents, see pelt agent)")]
+pub struct FleetArgs {
+    /// Coordinate a fleet of N agents instead of sending: wait for all N (pelt agent), split
+    /// the run between them exactly, start them together, merge their results.
+    #[arg(long = "agents", value_name = "N", value_parser = agents)]
+    pub agents: Option<u32>,
+
+    /// Where the coordinator listens for its agents (0.0.0.0:7070 to take them from other
+    /// machines).
+    #[arg(long = "listen", value_name = "ADDR", default_value = "127.0.0.1:7070", requires = "agents", value_parser = listen_addr)]
+    pub listen: std::net::SocketAddr,
+
+    /// The fleet's shared token, in a file (a mounted Kubernetes Secret); or give the token
+    /// itself in PELT_FLEET_TOKEN.
+    #[arg(
+        long = "token-file",
+        value_name = "PATH",
+        env = "PELT_FLEET_TOKEN_FILE",
+        requires = "agents"
+    )]
+    pub token_file: Option<PathBuf>,
+
+    /// How long to wait for every agent to join.
+    #[arg(long = "join-timeout", value_name = "TIME", default_value = "60s", requires = "agents", value_parser = values::duration)]
+    pub join_timeout: Duration,
+}
+
+fn agents(s: &str) -> Result<u32, String> {
+    values::count_at_most(s, 10_000).map(|n| n as u32)
+}
+
+fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse()
+        .map_err(|_| "expected an IP address and port, like 0.0.0.0:7070 or [::]:7070".into())
+}
+
+/// `pelt agent`.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The coordinator's control address, HOST:PORT (on Kubernetes, its headless Service).
+    #[arg(
+        long = "coordinator",
+        value_name = "HOST:PORT",
+        env = "PELT_COORDINATOR"
+    )]
+    pub coordinator: String,
+
+    /// This agent's rank, 0 .. N-1 [default: JOB_COMPLETION_INDEX (a Kubernetes Indexed
+    /// Job), else SLURM_PROCID].
+    #[arg(long = "rank", value_name = "N")]
+    pub rank: Option<u32>,
+
+    /// The fleet's size N, checked against the coordinator's [default: PELT_AGENTS with
+    /// JOB_COMPLETION_INDEX, SLURM_NTASKS with SLURM_PROCID].
+    #[arg(long = "agents", value_name = "N", value_parser = agents)]
+    pub agents: Option<u32>,
+
+    /// Worker threads this agent runs [default: its CPUs; the coordinator's -t overrides].
+    #[arg(short = 't', long = "threads", value_name = "N", value_parser = values::threads)]
+    pub threads: Option<usize>,
+
+    /// The fleet's shared token, in a file; or give the token itself in PELT_FLEET_TOKEN.
+    #[arg(
+        long = "token-file",
+        value_name = "PATH",
+        env = "PELT_FLEET_TOKEN_FILE"
+    )]
+    pub token_file: Option<PathBuf>,
+
+    /// How long to keep trying to reach the coordinator.
+    #[arg(long = "join-timeout", value_name = "TIME", default_value = "60s", value_parser = values::duration)]
+    pub join_timeout: Duration,
+
+    /// This agent's own result (its part of the run) as files too.
+    #[command(flatten)]
+    pub out: Outputs,
+
+    /// No progress notes on stderr, and no summary.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -61,6 +147,12 @@ pub enum Command {
         after_help = "Examples:\n  pelt find-max http://127.0.0.1:8080/ --slo 'p99<20ms' --slo 'errors<0.1%'\n  pelt find-max http://127.0.0.1:8080/ --slo 'p99<5ms' --start 10k --max-rate 200k -d 10s -c 256\n\nEach step is an open-loop run of -d (default 10s) after --warmup (default 1s), latency measured from each request's due time. A step passes when every --slo holds and at least 95% of the requests asked for completed. Without --start, a closed-loop probe finds what the server does flat out and the search starts at half of it. Exit 0 with an answer, 3 when no rate tried met the objectives."
     )]
     FindMax(Box<FindMaxArgs>),
+    /// Join a fleet: take this agent's part of a run from its coordinator (pelt URL ...
+    /// --agents N), send it from the start instant, and report back.
+    #[command(
+        after_help = "Examples:\n  pelt http://10.0.0.9:8080/ -n 1m -c 300 --agents 3 --listen 0.0.0.0:7070 --token-file token\n  pelt agent --coordinator 10.0.0.1:7070 --rank 0 --token-file token   (on each of 3 machines, ranks 0, 1, 2)\n\nOn Kubernetes (pelt k8s writes the manifests) the rank comes from JOB_COMPLETION_INDEX and the token from a Secret; under Slurm from SLURM_PROCID and SLURM_NTASKS. Exit 0 when its part ran, 2 when it cannot run what it was given, 4 when it could not join or its coordinator went away (its load then stops), 130 interrupted."
+    )]
+    Agent(AgentArgs),
 }
 
 /// `pelt find-max`.

@@ -24,6 +24,7 @@ pub fn demo() -> Result<ExitCode> {
         out: Outputs::default(),
         jsonl: None,
         quiet: false,
+        agents: None,
     };
     let stop = stop_flag()?;
     let (code, report) = run_and_report(&p, &stop)?;

@@ -13,6 +13,7 @@ mod compare;
 mod demo;
 mod files;
 mod find_max;
+mod fleet;
 mod html;
 mod live;
 mod merge;
@@ -32,6 +33,9 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_FAILURE: u8 = 1;
 /// Exit code when an `--expect` threshold did not hold.
 const EXIT_THRESHOLD: u8 = 3;
+/// Exit code when a fleet run lost an agent, could not gather its agents, or an agent lost
+/// its coordinator.
+const EXIT_FLEET: u8 = 4;
 /// Exit code after Ctrl-C / SIGTERM.
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -83,7 +87,11 @@ fn main() -> ExitCode {
         Some(Command::FindMax(a)) => {
             run::stop_flag().and_then(|stop| find_max::find_max(&a, &stop))
         }
-        None => run::load(&cli.load),
+        Some(Command::Agent(a)) => fleet::agent(&a),
+        None => match cli.fleet.agents {
+            Some(n) => fleet::coordinate(&cli.load, &cli.fleet, n),
+            None => run::load(&cli.load),
+        },
     };
     match result {
         Ok(code) => code,

@@ -12,7 +12,16 @@ pub use pelt_load::fmt::{bytes, latency, rate, thousands};
 /// The line on stderr that says what is about to run: the summary's first line (the same
 /// words, so one run has one description) and how long it will run.
 pub fn start_line(info: &RunInfo, c: &Config) -> String {
-    let mut line = title(info);
+    start_line_of(info, c, None)
+}
+
+/// The start line of a fleet's coordinator: the agents send, their threads are not known yet.
+pub fn fleet_start_line(info: &RunInfo, c: &Config, agents: u32) -> String {
+    start_line_of(info, c, Some(agents as usize))
+}
+
+fn start_line_of(info: &RunInfo, c: &Config, agents: Option<usize>) -> String {
+    let mut line = title(info, agents.map(|n| (n, false)));
     match (c.duration, c.requests) {
         (Some(d), Some(n)) => line.push_str(&format!(
             ", for {d:?} or {} requests, whichever comes first",
@@ -48,7 +57,8 @@ fn plural(n: usize, thing: &str) -> String {
 }
 
 /// What ran: `GET URL with 32 connections on 1 thread (io_uring, keep-alive)`.
-fn title(i: &RunInfo) -> String {
+/// What ran how. `fleet`: the agents, and whether their threads are known (the result's).
+fn title(i: &RunInfo, fleet: Option<(usize, bool)>) -> String {
     let how = if let Some(n) = i.streams {
         format!("HTTP/2, {} per connection", plural(n, "stream"))
     } else if i.pipeline > 1 {
@@ -62,14 +72,55 @@ fn title(i: &RunInfo) -> String {
         .unix_socket
         .as_ref()
         .map_or(String::new(), |p| format!(" via unix:{p}"));
+    let on = match fleet {
+        None => format!("on {} ({}, {how})", plural(i.threads, "thread"), i.io),
+        Some((n, false)) => format!("sent by {} ({how})", plural(n, "agent")),
+        Some((n, true)) => format!(
+            "on {} of {} ({}, {how})",
+            plural(i.threads, "thread"),
+            plural(n, "agent"),
+            i.io
+        ),
+    };
     format!(
-        "{} {}{via} with {} on {} ({}, {how})",
+        "{} {}{via} with {} {on}",
         i.method,
         i.target,
         plural(i.connections, "connection"),
-        plural(i.threads, "thread"),
-        i.io,
     )
+}
+
+/// A fleet run's agents, one line each: what each sent, and how it started.
+fn fleet_table(s: &mut String, r: &Report) {
+    let Some(f) = &r.fleet else {
+        return;
+    };
+    let _ = writeln!(s);
+    for (n, a) in f.agents.iter().enumerate() {
+        let label = if n == 0 { "  Agents" } else { "" };
+        let figures = match &a.latency_us {
+            Some(l) => format!(
+                "{:>12} completed  {:>10}/s  p99 {:<8}",
+                thousands(a.requests.completed),
+                rate(a.rps),
+                latency(l.p99_us as f64)
+            ),
+            None => format!(
+                "{:>12} completed before it was LOST: {}",
+                thousands(a.requests.completed),
+                a.problem.as_deref().unwrap_or("")
+            ),
+        };
+        let start = a
+            .start_skew_ms
+            .map_or(String::new(), |k| format!("  start {k:+.1}ms"));
+        let _ = writeln!(
+            s,
+            "{label:<15}{:<3}{:<22}{figures}{start}",
+            a.rank,
+            format!("{} ({}t)", a.host, a.threads)
+        );
+    }
 }
 
 /// A rate without forced decimals: `20,000`, `0.5`.
@@ -185,7 +236,8 @@ fn targets_table(s: &mut String, r: &Report) {
 pub fn summary(r: &Report) -> String {
     let mut s = String::new();
     let i = &r.info;
-    let _ = writeln!(s, "{}", title(i));
+    let fleet = r.fleet.as_ref().map(|f| (f.agents.len(), true));
+    let _ = writeln!(s, "{}", title(i, fleet));
     if let Some(tls) = &i.tls {
         let verified = if tls.insecure {
             "certificate NOT verified (--insecure)".to_string()
@@ -312,6 +364,7 @@ pub fn summary(r: &Report) -> String {
         }
     }
     targets_table(&mut s, r);
+    fleet_table(&mut s, r);
     if !r.errors.is_empty() {
         let _ = writeln!(s);
         for (n, kind) in ErrorKind::ALL

@@ -8,7 +8,7 @@ use anyhow::{anyhow, Result};
 use pelt_load::{
     Body, IoChoice, LoadSpec, Requests, TargetOrder, TargetsFormat, TargetsSource, TlsSpec,
 };
-use pelt_stats::Report;
+use pelt_stats::{Report, TimelinePoint};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +21,8 @@ pub struct Prepared {
     pub out: Outputs,
     pub jsonl: Option<PathBuf>,
     pub quiet: bool,
+    /// A fleet's coordinator: its agents (they send, not this process).
+    pub agents: Option<u32>,
 }
 
 pub fn is_stdout(p: &Option<PathBuf>) -> bool {
@@ -95,6 +97,12 @@ fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
 /// The flags checked and prepared by the library, and the output paths checked: every
 /// problem is bad input (exit 2) before any traffic.
 pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
+    prepare_for(a, false).map(|(p, _)| p)
+}
+
+/// [`prepare`], for a fleet's coordinator when `fleet` (which opens no connection itself);
+/// returns the spec too, which a coordinator hands its agents.
+pub fn prepare_for(a: &LoadArgs, fleet: bool) -> Result<(Prepared, LoadSpec)> {
     // With --targets the first target's origin is the run's.
     let url = match (a.url.as_deref(), &a.targets) {
         (Some(url), _) => url,
@@ -105,7 +113,13 @@ pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
             )))
         }
     };
-    let run = pelt_load::prepare(&spec(a, url)).map_err(bad)?;
+    let spec = spec(a, url);
+    let run = if fleet {
+        pelt_load::fleet::validate(&spec)
+    } else {
+        pelt_load::prepare(&spec)
+    }
+    .map_err(bad)?;
     check_outputs(&a.out)?;
     if let Some(p) = a.jsonl.as_ref().filter(|p| p.as_os_str() != "-") {
         output::check_writable(p)
@@ -116,12 +130,14 @@ pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
             "--json - and --jsonl - both want stdout; send one of them to a file"
         )));
     }
-    Ok(Prepared {
+    let p = Prepared {
         run,
         out: a.out.clone(),
         jsonl: a.jsonl.clone(),
         quiet: a.quiet,
-    })
+        agents: None,
+    };
+    Ok((p, spec))
 }
 
 /// Installs Ctrl-C / SIGTERM handling: the first sets the flag (stop and report), the second
@@ -146,8 +162,23 @@ pub fn load(a: &LoadArgs) -> Result<ExitCode> {
 }
 
 pub fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)> {
+    report_run(p, stop, &mut |on_second| {
+        Ok(pelt_load::run(&p.run, stop, on_second))
+    })
+}
+
+/// What runs a load test: given where each second goes, it returns the result.
+pub type Runner<'a> = &'a mut dyn FnMut(&mut dyn FnMut(&TimelinePoint)) -> Result<Report>;
+
+/// Runs with `run` (here, or by a fleet), showing its seconds live and streaming them, then
+/// writes the outputs and the summary; the exit code is the run's.
+pub fn report_run(p: &Prepared, stop: &AtomicBool, run: Runner) -> Result<(ExitCode, Report)> {
     if !p.quiet {
-        eprintln!("pelt: {}", output::start_line(&p.run.info, &p.run.config));
+        let line = match p.agents {
+            Some(n) => output::fleet_start_line(&p.run.info, &p.run.config, n),
+            None => output::start_line(&p.run.info, &p.run.config),
+        };
+        eprintln!("pelt: {line}");
     }
     let mut stream = match &p.jsonl {
         None => None,
@@ -157,7 +188,7 @@ pub fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Repo
     let mut view = (!p.quiet && !is_stdout(&p.jsonl))
         .then(|| live::LiveView::new(&p.run.config))
         .flatten();
-    let report = pelt_load::run(&p.run, stop, &mut |point| {
+    let report = run(&mut |point| {
         if let Some(v) = view.as_mut() {
             v.show(point);
         }
@@ -168,6 +199,7 @@ pub fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Repo
     if let Some(v) = view.as_mut() {
         v.clear();
     }
+    let report = report?;
     let json_to_stdout = write_outputs(&report, &p.out)?;
     if let Some(s) = stream.as_mut() {
         s.finish()?;

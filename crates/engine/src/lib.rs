@@ -194,6 +194,20 @@ impl Slice {
         }
         Ok(())
     }
+
+    /// This process's exact part of a fleet-wide count (connections, `-n`): the sum of its
+    /// `threads` workers' shares. The parts of all processes add up to `total`.
+    pub fn part(&self, total: u64, threads: usize) -> u64 {
+        (self.first..self.first + threads)
+            .map(|w| share(total, self.workers, w))
+            .sum()
+    }
+
+    /// This process's fraction of the fleet's workers, for rates (its part of the schedule, to
+    /// within one request).
+    pub fn fraction(&self, threads: usize) -> f64 {
+        threads as f64 / self.workers as f64
+    }
 }
 
 /// An HTTP/2 run's request and concurrency. `request` and `pipeline` are unused then.
@@ -357,6 +371,8 @@ pub fn run(
         }
     };
     let mut timeline = TimelineBuilder::new(threads, first, config.warmup, config.stages.clone());
+    // A slice's points carry its part of what the stages ask for, so a fleet's parts add up.
+    timeline.part = config.slice.map_or(1.0, |s| s.fraction(threads));
     let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
@@ -426,6 +442,8 @@ struct TimelineBuilder {
     warmup_s: f64,
     /// With stages, each point carries what they asked for.
     stages: Option<stages::Stages>,
+    /// The part of the stages' targets this process runs (1: all of it).
+    part: f64,
     points: Vec<TimelinePoint>,
 }
 
@@ -437,6 +455,7 @@ impl TimelineBuilder {
             pending: BTreeMap::new(),
             warmup_s: warmup.as_secs_f64(),
             stages,
+            part: 1.0,
             points: Vec::new(),
         }
     }
@@ -487,7 +506,7 @@ impl TimelineBuilder {
             point.target = self.stages.as_ref().map(|s| match s.of() {
                 stages::Ramped::Rate => s.mean_over(from, to),
                 stages::Ramped::Connections => s.connections_at(to) as f64,
-            });
+            } * self.part);
             on_second(&point);
             // The samples were for on_second; the result's timeline keeps none.
             point.samples = Vec::new();

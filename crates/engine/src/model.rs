@@ -78,7 +78,8 @@ impl Model {
     pub fn backlog(&self, elapsed_ns: u64) -> u64 {
         match &self.schedule {
             Some(s) if !self.exhausted() => {
-                let due = s.backlog(elapsed_ns);
+                // Requests due at the end or later were never to start: no backlog.
+                let due = s.backlog(elapsed_ns.min(self.horizon.saturating_sub(1)));
                 self.remaining.map_or(due, |n| due.min(n))
             }
             _ => 0,
@@ -136,6 +137,10 @@ mod tests {
         assert_eq!(m.next_due_ns(), Some(1_000_000));
         // 10 ms later, 10 are due but only 4 remain in the budget.
         assert_eq!(m.backlog(10_000_000), 4);
+        // Past the end (a run that stopped late), requests due after it are not a backlog.
+        let mut ended = m.clone();
+        ended.end_at(3_000_000);
+        assert_eq!(ended.backlog(10_000_000), 2);
         assert_eq!(m.take(10_000_000, false), Some(1_000_000), "oldest first");
         m.stop();
         assert_eq!(m.take(10_000_000, false), None);

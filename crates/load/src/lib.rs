@@ -31,6 +31,7 @@
 //! client's TLS settings, [`fmt`] the numbers as reports write them.
 
 pub mod expect;
+pub mod fleet;
 pub mod fmt;
 pub mod options;
 mod prepare;
@@ -44,7 +45,7 @@ mod template;
 pub mod tls;
 pub mod values;
 
-pub use pelt_engine::{Arrival, IoBackend, Ramped, Rate, Stage};
+pub use pelt_engine::{Arrival, IoBackend, Ramped, Rate, Slice, Stage};
 pub use pelt_stats::{Report, TimelinePoint};
 pub use prepare::{prepare, Prepared, SpecError};
 pub use sources::{TargetEntry, TargetsFormat, TargetsSource};

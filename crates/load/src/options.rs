@@ -10,6 +10,7 @@
 
 use crate::sources::{TargetEntry, TargetsFormat, TargetsSource};
 use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder, TlsVersion};
+use crate::SpecError;
 use crate::{expect, values};
 use pelt_engine::{Arrival, Stage};
 use serde_json::{Map, Value};
@@ -79,8 +80,10 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("warmup", "warmup", "TIME"),
     ("grace", "grace", "TIME"),
     ("expect", "expect", "EXPR"),
-    // A library option with no CLI flag: keep every N-th request that ends, per thread.
+    // Library options with no CLI flag: keep every N-th request that ends, per thread; a
+    // body that is not text (what a fleet's coordinator sends its agents for --body-file).
     ("sampleEvery", "", "N"),
+    ("bodyBase64", "", "BASE64"),
 ];
 
 /// The flag as clap shows it in messages: `--rate <RATE>`, `--http2`.
@@ -314,6 +317,9 @@ pub fn spec(options: &Map<String, Value>) -> Result<LoadSpec, OptionError> {
     }
     for (a, b) in [
         ("body", "bodyFile"),
+        ("body", "bodyBase64"),
+        ("bodyBase64", "bodyFile"),
+        ("bodies", "bodyBase64"),
         ("bodies", "body"),
         ("bodies", "bodyFile"),
         ("bodies", "targets"),
@@ -377,6 +383,15 @@ pub fn spec(options: &Map<String, Value>) -> Result<LoadSpec, OptionError> {
                 }
             }
             "bodyFile" => s.body = Body::File(PathBuf::from(o.string()?)),
+            "bodyBase64" => {
+                use base64::Engine as _;
+                let text = o.string()?;
+                s.body = Body::Bytes(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(text.trim())
+                        .map_err(|e| range_error(format!("option 'bodyBase64': {e}")))?,
+                )
+            }
             "targets" => {
                 s.requests_from = Requests::Targets {
                     source: targets(&o)?,
@@ -453,6 +468,165 @@ pub fn spec(options: &Map<String, Value>) -> Result<LoadSpec, OptionError> {
         *format = targets_format;
     }
     Ok(s)
+}
+
+/// A duration as the options read it back, to the microsecond.
+fn duration_text(d: std::time::Duration) -> Value {
+    Value::String(format!("{}us", d.as_micros()))
+}
+
+/// The options of `spec` (the inverse of [`spec`]), with every file it names read and
+/// inlined: the body, the targets or bodies (as a list of targets), so another process can
+/// run it without them. TLS files (`cacert`, `cert`, `key`) and `unixSocket` stay paths: they
+/// belong to the machine that connects. Thresholds are left out (they judge a whole run).
+/// `seed` is the one to give (the spec's, or one the caller chose for it).
+pub fn inline(spec: &LoadSpec, seed: Option<u64>) -> Result<Map<String, Value>, SpecError> {
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| Value::String(base64::engine::general_purpose::STANDARD.encode(b));
+    let d = LoadSpec::new("");
+    let mut o = Map::new();
+    let mut put = |k: &str, v: Value| {
+        o.insert(k.to_string(), v);
+    };
+    put("url", Value::String(spec.url.clone()));
+    let body = match &spec.body {
+        Body::None => Vec::new(),
+        Body::Bytes(b) => b.clone(),
+        Body::File(p) => std::fs::read(p)
+            .map_err(|e| SpecError(format!("cannot read --body-file {}: {e}", p.display())))?,
+    };
+    // A bodies file's entries carry the body; the command line's is for targets that have none.
+    let bodies = matches!(spec.requests_from, Requests::Bodies(_));
+    match std::str::from_utf8(&body) {
+        _ if body.is_empty() || bodies => {}
+        Ok(text) => put("body", Value::String(text.into())),
+        Err(_) => put("bodyBase64", b64(&body)),
+    }
+    if !matches!(spec.requests_from, Requests::One) {
+        let (list, _) = crate::prepare::entries(spec, &body)?.unwrap_or_default();
+        let targets = list
+            .iter()
+            .map(|t| {
+                let mut e = Map::new();
+                e.insert("url".into(), Value::String(t.url.clone()));
+                if let Some(m) = &t.method {
+                    e.insert("method".into(), Value::String(m.clone()));
+                }
+                if !t.headers.is_empty() {
+                    e.insert("headers".into(), serde_json::json!(t.headers));
+                }
+                if let Some(b) = &t.body {
+                    e.insert("body_base64".into(), b64(b));
+                }
+                if let Some(n) = &t.name {
+                    e.insert("name".into(), Value::String(n.clone()));
+                }
+                Value::Object(e)
+            })
+            .collect();
+        put("targets", Value::Array(targets));
+    }
+    if spec.order == TargetOrder::Random {
+        put("order", "random".into());
+    }
+    if let Some(seed) = seed.or(spec.seed) {
+        put("seed", seed.into());
+    }
+    if let Some(p) = &spec.unix_socket {
+        put("unixSocket", p.display().to_string().into());
+    }
+    put("method", spec.method.clone().into());
+    if !spec.headers.is_empty() {
+        put("headers", serde_json::json!(spec.headers));
+    }
+    if !spec.keep_alive {
+        put("keepAlive", false.into());
+    }
+    put("connections", spec.connections.into());
+    if let Some(t) = spec.threads {
+        put("threads", t.into());
+    }
+    if let Some(dur) = spec.duration {
+        put("duration", duration_text(dur));
+    }
+    if let Some(n) = spec.requests {
+        put("requests", n.into());
+    }
+    put("timeout", duration_text(spec.timeout));
+    put("connectTimeout", duration_text(spec.connect_timeout));
+    if let Some(r) = spec.rate {
+        put("rate", r.into());
+        put(
+            "arrival",
+            match spec.arrival {
+                Arrival::Constant => "constant",
+                Arrival::Poisson => "poisson",
+            }
+            .into(),
+        );
+        if let Some(m) = spec.max_connections {
+            put("maxConnections", m.into());
+        }
+        put("batchWindow", duration_text(spec.batch_window));
+    }
+    if !spec.stages.is_empty() {
+        let stages = spec
+            .stages
+            .iter()
+            .map(|st| serde_json::json!({"duration": duration_text(st.duration), "target": st.target}))
+            .collect();
+        put("stages", Value::Array(stages));
+    }
+    if let Some(n) = spec.sample_every {
+        put("sampleEvery", n.into());
+    }
+    if spec.pipeline != d.pipeline {
+        put("pipeline", spec.pipeline.into());
+    }
+    if spec.http2 {
+        put("http2", true.into());
+        if let Some(n) = spec.streams {
+            put("streams", n.into());
+        }
+    }
+    if let Some(r) = spec.connect_rate {
+        put("connectRate", r.into());
+    }
+    let t = &spec.tls;
+    let path = |p: &std::path::Path| Value::String(p.display().to_string());
+    if let Some(p) = &t.cacert {
+        put("cacert", path(p));
+    }
+    if t.insecure {
+        put("insecure", true.into());
+    }
+    if t.full_handshake {
+        put("tlsFullHandshake", true.into());
+    }
+    if let Some(v) = t.version {
+        put("tlsVersion", v.name().into());
+    }
+    if let Some(n) = &t.sni {
+        put("sni", n.clone().into());
+    }
+    if let (Some(c), Some(k)) = (&t.cert, &t.key) {
+        put("cert", path(c));
+        put("key", path(k));
+    }
+    put(
+        "io",
+        match spec.io {
+            IoChoice::Auto => "auto",
+            IoChoice::Uring => "uring",
+            IoChoice::Epoll => "epoll",
+        }
+        .into(),
+    );
+    if let Some(w) = spec.warmup {
+        put("warmup", duration_text(w));
+    }
+    put("grace", duration_text(spec.grace));
+    Ok(o)
 }
 
 #[cfg(test)]
@@ -532,5 +706,85 @@ mod tests {
             assert!(e.message.contains(says), "{v}: {e}");
             assert!(!e.message.contains('\n'));
         }
+    }
+
+    /// The spec as a comparable text (Expectation has no equality; thresholds are not
+    /// inlined anyway).
+    fn shape(s: &LoadSpec) -> String {
+        let mut s = s.clone();
+        s.expect.clear();
+        // A target's line is where it was read (a list given back numbers them afresh).
+        if let Requests::Targets {
+            source: TargetsSource::List(list),
+            ..
+        } = &mut s.requests_from
+        {
+            list.iter_mut().for_each(|t| t.line = 0);
+        }
+        format!("{s:?}")
+    }
+
+    #[test]
+    fn inlined_options_give_back_the_same_spec() {
+        let url = "http://127.0.0.1:1/x";
+        for v in [
+            json!({"url": url}),
+            json!({"url": url, "connections": 7, "threads": 3, "duration": "1500ms",
+                   "requests": "20k", "method": "PUT", "headers": ["A: b", "C: d"],
+                   "body": "hello", "keepAlive": false, "timeout": "3s",
+                   "connectTimeout": "250ms", "warmup": "2s", "grace": "0", "io": "epoll"}),
+            json!({"url": url, "rate": 1234.5, "arrival": "poisson", "maxConnections": 50,
+                   "batchWindow": "1ms", "stages": "10s:2k,5s:0", "connectRate": 100,
+                   "order": "random", "seed": 42, "sampleEvery": 10,
+                   "targets": [{"url": url, "method": "POST", "body": "b", "name": "n"}, {"url": url}]}),
+            json!({"url": "https://127.0.0.1:1/", "http2": true, "streams": 20, "insecure": true,
+                   "tlsVersion": "1.3", "sni": "example.com", "tlsFullHandshake": true}),
+            json!({"url": url, "pipeline": 8, "unixSocket": "/tmp/x.sock"}),
+        ] {
+            let given = spec_of(v.clone()).unwrap();
+            let back = spec(&inline(&given, None).unwrap()).unwrap();
+            assert_eq!(shape(&back), shape(&given), "{v}");
+        }
+    }
+
+    #[test]
+    fn inlining_reads_the_files_another_machine_lacks() {
+        let dir = std::env::temp_dir().join(format!("pelt-inline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let url = "http://127.0.0.1:1/";
+        // A binary body file travels as base64.
+        let body = dir.join("body.bin");
+        std::fs::write(&body, [0u8, 159, 146, 150, 10]).unwrap();
+        let s = spec_of(json!({"url": url, "bodyFile": body.display().to_string()})).unwrap();
+        let o = inline(&s, None).unwrap();
+        assert_eq!(o["bodyBase64"], "AJ+Slgo=");
+        assert!(
+            matches!(spec(&o).unwrap().body, Body::Bytes(ref b) if b == &[0, 159, 146, 150, 10])
+        );
+        // A targets file and a bodies file travel as the targets they hold.
+        let targets = dir.join("targets.txt");
+        std::fs::write(&targets, format!("GET {url}a\n\nPOST {url}b\nX-Y: z\n")).unwrap();
+        let s = spec_of(json!({"url": url, "targets": targets.display().to_string()})).unwrap();
+        let o = inline(&s, Some(7)).unwrap();
+        assert_eq!(o["seed"], 7);
+        assert_eq!(
+            o["targets"],
+            json!([{"url": format!("{url}a"), "method": "GET"},
+                   {"url": format!("{url}b"), "method": "POST", "headers": ["X-Y: z"]}])
+        );
+        let bodies = dir.join("bodies.txt");
+        std::fs::write(&bodies, "{\"a\":1}\n{\"a\":2}\n").unwrap();
+        let s = spec_of(json!({"url": url, "bodies": bodies.display().to_string()})).unwrap();
+        let o = inline(&s, None).unwrap();
+        assert_eq!(o["targets"][1]["body_base64"], "eyJhIjoyfQ==");
+        assert!(o.get("body").is_none() && o.get("bodies").is_none());
+        // A file that cannot be read is the CLI's one line.
+        let s = spec_of(json!({"url": url, "bodyFile": dir.join("nope").display().to_string()}))
+            .unwrap();
+        assert!(inline(&s, None)
+            .unwrap_err()
+            .0
+            .starts_with("cannot read --body-file"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -38,6 +38,12 @@ pub struct Prepared {
 /// file, reads the TLS files, raises the soft fd limit to the hard one and checks the
 /// connections fit. Nothing is sent.
 pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
+    prepare_here(spec, true)
+}
+
+/// [`prepare`], where `connects` says whether this process opens the connections (a fleet's
+/// coordinator validates the whole run but opens none, so its fd limit does not matter).
+pub(crate) fn prepare_here(spec: &LoadSpec, connects: bool) -> Result<Prepared, SpecError> {
     let headers = spec
         .headers
         .iter()
@@ -122,7 +128,19 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     }
     .encode()
     .map_err(|e| bad(format!("invalid request: {e}")))?;
-    engine::ensure_fd_limit(max_connections).map_err(bad)?;
+    let threads = spec.threads.unwrap_or_else(engine::default_threads);
+    if let Some(slice) = spec.slice {
+        slice
+            .check(threads, connections)
+            .map_err(|e| bad(format!("this agent's part of the fleet: {e}")))?;
+    }
+    // A fleet's agent opens its part of the connections only.
+    let opened = spec.slice.map_or(max_connections as u64, |s| {
+        s.part(max_connections as u64, threads)
+    });
+    if connects {
+        engine::ensure_fd_limit(opened as usize).map_err(bad)?;
+    }
     let https = target.tls_host.is_some();
     let t = &spec.tls;
     if !https && t.is_set() {
@@ -209,7 +227,8 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     config.head_request = spec.method.eq_ignore_ascii_case("HEAD");
     config.keep_alive = spec.keep_alive;
     config.connections = connections;
-    config.threads = spec.threads.unwrap_or_else(engine::default_threads);
+    config.threads = threads;
+    config.slice = spec.slice;
     config.duration = duration;
     config.requests = spec.requests;
     config.timeout = spec.timeout;
@@ -288,11 +307,33 @@ pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         stages: stages_info,
     };
     config.http2 = http2;
+    let mut info = info;
+    if let Some(slice) = spec.slice {
+        info_part(&mut info, slice, threads);
+    }
     Ok(Prepared {
         config,
         info,
         expect: spec.expect.clone(),
     })
+}
+
+/// A fleet agent's report says what its part was, so the parts of a fleet's reports add up
+/// to the run asked for (`pelt merge` adds these).
+fn info_part(info: &mut RunInfo, slice: engine::Slice, threads: usize) {
+    let exact = |n: usize| slice.part(n as u64, threads) as usize;
+    let f = slice.fraction(threads);
+    info.connections = exact(info.connections);
+    info.max_connections = info.max_connections.map(exact);
+    info.requests_limit = info.requests_limit.map(|n| slice.part(n, threads));
+    info.rate = info.rate.map(|r| r * f);
+    info.connect_rate = info.connect_rate.map(|r| r * f);
+    if let Some(s) = info.stages.as_mut() {
+        s.start *= f;
+        for st in &mut s.stages {
+            st.target *= f;
+        }
+    }
 }
 
 /// `--stages` checked against what they move: the rate with `--rate` (starting from it),
@@ -322,10 +363,13 @@ fn stages(spec: &LoadSpec) -> Result<Option<engine::Stages>, SpecError> {
 }
 
 /// Where many requests came from: `targets` or `bodies`, and the file.
-type From = (&'static str, Option<String>);
+pub(crate) type From = (&'static str, Option<String>);
 
 /// The entries of `--targets` or `--bodies`, read completely (`None`: one request).
-fn entries(spec: &LoadSpec, body: &[u8]) -> Result<Option<(Vec<TargetEntry>, From)>, SpecError> {
+pub(crate) fn entries(
+    spec: &LoadSpec,
+    body: &[u8],
+) -> Result<Option<(Vec<TargetEntry>, From)>, SpecError> {
     match &spec.requests_from {
         Requests::One => {
             // A request with templates is a set of one: its bytes change per request.

@@ -68,6 +68,9 @@ pub struct LoadSpec {
     pub grace: Duration,
     /// Thresholds checked against the report (`--expect`).
     pub expect: Vec<crate::expect::Expectation>,
+    /// This process runs one part of a fleet's run (`threads` must then be given): the
+    /// figures above are the whole fleet's, and this process takes its workers' shares.
+    pub slice: Option<pelt_engine::Slice>,
 }
 
 impl LoadSpec {
@@ -104,6 +107,7 @@ impl LoadSpec {
             warmup: None,
             grace: pelt_engine::DEFAULT_GRACE,
             expect: Vec::new(),
+            slice: None,
         }
     }
 }

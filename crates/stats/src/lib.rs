@@ -22,6 +22,7 @@
 //! bounded whatever the run length; no I/O, no clock.
 
 mod errors;
+mod fleet;
 mod histogram;
 mod kinds;
 mod merge;
@@ -30,9 +31,10 @@ mod targets;
 mod timeline;
 
 pub use errors::{ErrorCounts, ErrorKind};
+pub use fleet::{AgentReport, AgentState, FleetInfo};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
 pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
-pub use merge::{check_mergeable, merge};
+pub use merge::{check_mergeable, merge, merge_points};
 pub use report::{
     BytesReport, HandshakesReport, Histograms, OpenLoopReport, Report, RequestSetInfo,
     RequestsReport, RunInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,

@@ -169,6 +169,7 @@ pub fn merge(reports: &[Report]) -> Result<Report, String> {
             warmup_latency_us: warm_latency,
         }),
         merged_from: Vec::new(),
+        fleet: None,
     })
 }
 
@@ -369,28 +370,46 @@ fn merged_timeline(reports: &[Report], started: u64) -> Result<Vec<TimelinePoint
     for r in reports {
         let offset = ((r.started_unix_ms - started) as f64 / 1000.0).round() as u64;
         for p in &r.timeline {
-            let h = LatencyHistogram::decode(p.histogram.as_deref().unwrap_or_default())?;
-            let s = seconds
+            seconds
                 .entry(offset.saturating_add(p.second))
-                .or_insert_with(Second::new);
-            s.length_s = s.length_s.max(p.length_s);
-            s.warmup &= p.warmup;
-            s.sent += p.sent;
-            s.completed += p.completed;
-            s.errors += p.errors;
-            s.connections += p.connections;
-            // Each run's share of what its stages asked for adds up to the whole's.
-            if let Some(t) = p.target {
-                *s.target.get_or_insert(0.0) += t;
-            }
-            add_maps(&mut s.classes, &p.status_classes);
-            s.latency.merge(&h);
+                .or_insert_with(Second::new)
+                .add(p)?;
         }
     }
     Ok(seconds.into_iter().map(|(n, s)| s.point(n)).collect())
 }
 
+/// The same second of several runs as one point (a fleet's live view): counts add, the
+/// latency figures come from the sum of their histograms.
+pub fn merge_points<'a>(
+    second: u64,
+    points: impl IntoIterator<Item = &'a TimelinePoint>,
+) -> Result<TimelinePoint, String> {
+    let mut s = Second::new();
+    for p in points {
+        s.add(p)?;
+    }
+    Ok(s.point(second))
+}
+
 impl Second {
+    fn add(&mut self, p: &TimelinePoint) -> Result<(), String> {
+        let h = LatencyHistogram::decode(p.histogram.as_deref().unwrap_or_default())?;
+        self.length_s = self.length_s.max(p.length_s);
+        self.warmup &= p.warmup;
+        self.sent += p.sent;
+        self.completed += p.completed;
+        self.errors += p.errors;
+        self.connections += p.connections;
+        // Each run's share of what its stages asked for adds up to the whole's.
+        if let Some(t) = p.target {
+            *self.target.get_or_insert(0.0) += t;
+        }
+        add_maps(&mut self.classes, &p.status_classes);
+        self.latency.merge(&h);
+        Ok(())
+    }
+
     fn new() -> Second {
         Second {
             length_s: 0.0,

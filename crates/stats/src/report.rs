@@ -277,6 +277,9 @@ pub struct Report {
     /// The results this one was merged from (`pelt merge`); empty for a single run.
     #[serde(default)]
     pub merged_from: Vec<String>,
+    /// A fleet run (`--agents`): each agent's part and start; `null` for one process.
+    #[serde(default)]
+    pub fleet: Option<crate::FleetInfo>,
     /// Per target name (`--targets`), in the targets' order; empty otherwise. Their counts
     /// add up to `requests`.
     #[serde(default)]
@@ -369,6 +372,7 @@ impl Report {
                 warmup_latency_us: None,
             }),
             merged_from: Vec::new(),
+            fleet: None,
             targets: Vec::new(),
         }
     }

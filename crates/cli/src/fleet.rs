@@ -1,0 +1,169 @@
+//! A fleet run: `pelt URL ... --agents N` coordinates, `pelt agent` sends. The work is the
+//! library's (`pelt_load::fleet`); this file reads the token, maps the outcome to exit codes
+//! and writes the same outputs as a plain run.
+
+use crate::args::{AgentArgs, FleetArgs, LoadArgs};
+use crate::files::{check_outputs, write_outputs};
+use crate::run::{is_stdout, prepare_for, report_run, stop_flag};
+use crate::{bad, output, EXIT_FLEET, EXIT_INTERRUPTED};
+use anyhow::{anyhow, Result};
+use pelt_load::fleet::{self, AgentError, Coordinator, CoordinatorOptions, FleetError, Token};
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+/// The token from `--token-file`, else from `PELT_FLEET_TOKEN`: bad input when neither.
+fn token(file: Option<&Path>) -> Result<Token> {
+    match (file, std::env::var("PELT_FLEET_TOKEN")) {
+        (Some(path), _) => Token::from_file(path),
+        (None, Ok(text)) => Token::new(&text).map_err(|e| format!("PELT_FLEET_TOKEN: {e}")),
+        (None, Err(_)) => Err(
+            "a fleet needs a shared token: give --token-file PATH or set PELT_FLEET_TOKEN \
+             (make one with: head -c 32 /dev/urandom | base64 > token)"
+                .into(),
+        ),
+    }
+    .map_err(|e| bad(anyhow!(e)))
+}
+
+/// `pelt URL ... --agents N`: the coordinator.
+pub fn coordinate(a: &LoadArgs, f: &FleetArgs, agents: u32) -> Result<ExitCode> {
+    let token = token(f.token_file.as_deref())?;
+    let (mut p, spec) = prepare_for(a, true)?;
+    p.agents = Some(agents);
+    let opts = CoordinatorOptions {
+        agents,
+        token,
+        join_timeout: f.join_timeout,
+        silence: fleet::DEFAULT_SILENCE,
+    };
+    let coordinator = Coordinator::bind(f.listen, opts)
+        .map_err(|e| bad(anyhow!("cannot listen on {}: {e}", f.listen)))?;
+    // Always said, -q or not: with --listen on port 0 it is how the agents' address is known.
+    eprintln!(
+        "pelt: coordinator on {}: waiting for {agents} agent{}",
+        coordinator.local_addr(),
+        if agents == 1 { "" } else { "s" }
+    );
+    let stop = stop_flag()?;
+    let quiet = p.quiet;
+    let mut lost = false;
+    let ran = report_run(&p, &stop, &mut |on_second| {
+        let mut log = |line: &str| {
+            if !quiet {
+                eprintln!("pelt: {line}");
+            }
+        };
+        match coordinator.run(&spec, &p.run, &stop, on_second, &mut log) {
+            Ok(run) => {
+                lost = run.lost;
+                Ok(run.report)
+            }
+            Err(e @ FleetError::Split(_)) => Err(bad(e)),
+            Err(e) => Err(anyhow!(FleetFailure(e.to_string()))),
+        }
+    });
+    match ran {
+        Ok((code, report)) => {
+            if let Some(f) = &report.fleet {
+                for l in &f.lost {
+                    eprintln!("pelt: lost {l}");
+                }
+            }
+            Ok(if lost && !stop.load(Ordering::Relaxed) {
+                ExitCode::from(EXIT_FLEET)
+            } else {
+                code
+            })
+        }
+        Err(e) if e.downcast_ref::<FleetFailure>().is_some() => {
+            eprintln!("pelt: {e}");
+            Ok(ExitCode::from(if stop.load(Ordering::Relaxed) {
+                EXIT_INTERRUPTED
+            } else {
+                EXIT_FLEET
+            }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A fleet that could not run or lost everything (exit 4).
+#[derive(Debug)]
+struct FleetFailure(String);
+
+impl std::fmt::Display for FleetFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FleetFailure {}
+
+/// `pelt agent`.
+pub fn agent(a: &AgentArgs) -> Result<ExitCode> {
+    let token = token(a.token_file.as_deref())?;
+    let from_env = fleet::rank_from_env(|k| std::env::var(k).ok()).map_err(|e| bad(anyhow!(e)))?;
+    let (rank, size) = match (a.rank, from_env) {
+        (Some(r), env) => (r, a.agents.or(env.and_then(|e| e.agents))),
+        (None, Some(e)) => (e.rank, a.agents.or(e.agents)),
+        (None, None) => {
+            return Err(bad(anyhow!(
+                "no rank for this agent: give --rank N, or run it as a Kubernetes Indexed Job \
+                 (JOB_COMPLETION_INDEX) or under Slurm (SLURM_PROCID)"
+            )))
+        }
+    };
+    if let Some(n) = size.filter(|&n| rank >= n) {
+        return Err(bad(anyhow!(
+            "rank {rank} is not below the fleet's {n} agents"
+        )));
+    }
+    check_outputs(&a.out)?;
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map_or_else(|| "?".into(), |h| h.trim().to_string());
+    let opts = fleet::AgentOptions {
+        coordinator: a.coordinator.clone(),
+        rank,
+        agents: size,
+        threads: a.threads.unwrap_or_else(pelt_engine::default_threads),
+        token,
+        join_timeout: a.join_timeout,
+        silence: fleet::DEFAULT_SILENCE,
+        host,
+    };
+    let stop = stop_flag()?;
+    let quiet = a.quiet;
+    let mut log = |line: &str| {
+        if !quiet {
+            eprintln!("pelt agent {rank}: {line}");
+        }
+    };
+    let end = match fleet::run_agent(&opts, &stop, &mut log) {
+        Ok(end) => end,
+        Err(AgentError::Spec(m)) => return Err(bad(anyhow!(m))),
+        Err(e) => {
+            eprintln!("pelt agent {rank}: {e}");
+            return Ok(ExitCode::from(EXIT_FLEET));
+        }
+    };
+    if let Some(why) = &end.stopped {
+        log(&format!("stopped early: {why}"));
+    }
+    let json_to_stdout = write_outputs(&end.report, &a.out)?;
+    if !quiet && !json_to_stdout && !is_stdout(&a.out.json) {
+        print!("{}", output::summary(&end.report));
+    }
+    std::io::stdout().flush()?;
+    Ok(if end.orphaned {
+        ExitCode::from(EXIT_FLEET)
+    } else if stop.load(Ordering::Relaxed) && end.stopped.is_none() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,353 @@
+//! An agent: joins its coordinator, runs its part of the run from the start instant, streams
+//! its seconds, sends its result, and stops its load when the coordinator goes away.
+
+use super::wire::{nonce, now_us, send, FromAgent, ReadError, Reader, ToAgent, Token, PROTOCOL};
+use crate::{options, Report};
+use pelt_engine::Slice;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Clock pings per join; the one with the shortest round trip gives the offset.
+const PINGS: usize = 8;
+
+/// Who an agent is and where its coordinator is.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// The coordinator's control address, `host:port` (resolved at each try, so a Kubernetes
+    /// Service name that does not resolve yet is waited for).
+    pub coordinator: String,
+    pub rank: u32,
+    /// The fleet's size, when known (the coordinator refuses a mismatch).
+    pub agents: Option<u32>,
+    /// Worker threads this agent offers (the coordinator's `-t` overrides).
+    pub threads: usize,
+    pub token: Token,
+    /// How long to keep trying to reach the coordinator.
+    pub join_timeout: Duration,
+    /// A coordinator that sends nothing for this long is gone.
+    pub silence: Duration,
+    /// The name it gives (the host name).
+    pub host: String,
+}
+
+/// An agent's run that ran.
+#[derive(Debug)]
+pub struct AgentEnd {
+    /// Its own result (also sent to the coordinator).
+    pub report: Report,
+    /// Why it stopped early, when the coordinator stopped it or went away.
+    pub stopped: Option<String>,
+    /// The coordinator went away (its load stopped with nobody to report to).
+    pub orphaned: bool,
+}
+
+/// Why an agent did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentError {
+    /// It could not join: the coordinator was unreachable, refused it, or did not prove the
+    /// token.
+    Join(String),
+    /// The run it was given cannot run here (bad input on this machine).
+    Spec(String),
+    /// The coordinator went away or stopped it before the start.
+    Lost(String),
+}
+
+impl std::fmt::Display for AgentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgentError::Join(m) | AgentError::Spec(m) | AgentError::Lost(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+/// Joins the coordinator, runs this agent's part, and returns its result. `stop` (Ctrl-C)
+/// ends the run early as in a plain run; the coordinator's abort or its loss sets it too.
+pub fn run_agent(
+    opts: &AgentOptions,
+    stop: &Arc<AtomicBool>,
+    log: &mut dyn FnMut(&str),
+) -> Result<AgentEnd, AgentError> {
+    let stream = connect(opts, stop, log)?;
+    let mut reader = Reader::new(
+        stream
+            .try_clone()
+            .map_err(|e| AgentError::Join(e.to_string()))?,
+    );
+    let mut writer = stream;
+    let offset_us = handshake(opts, &mut reader, &mut writer)?;
+    log(&format!(
+        "joined the coordinator at {} as rank {} (clock {:+.3} ms)",
+        opts.coordinator,
+        opts.rank,
+        offset_us as f64 / 1000.0
+    ));
+    let gone = |e: ReadError| AgentError::Lost(format!("the coordinator {e} before the start"));
+    let (options, threads, first, workers, start_us) = loop {
+        match reader.read::<ToAgent>() {
+            Ok(ToAgent::Heartbeat) => {}
+            Ok(ToAgent::Run {
+                options,
+                threads,
+                first,
+                workers,
+                start_us,
+            }) => break (options, threads, first, workers, start_us),
+            Ok(ToAgent::Refused { reason } | ToAgent::Abort { reason }) => {
+                return Err(AgentError::Lost(format!(
+                    "the coordinator ended the test: {reason}"
+                )))
+            }
+            Ok(_) => {
+                return Err(AgentError::Lost(
+                    "the coordinator sent a message out of turn".into(),
+                ))
+            }
+            Err(e) => return Err(gone(e)),
+        }
+    };
+    let prepared = options::spec(&options)
+        .map_err(|e| e.message)
+        .and_then(|mut spec| {
+            spec.threads = Some(threads);
+            spec.slice = Some(Slice { first, workers });
+            crate::prepare(&spec).map_err(|e| e.0)
+        });
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(message) => {
+            let _ = send(
+                &mut writer,
+                &FromAgent::Failed {
+                    message: message.clone(),
+                },
+            );
+            return Err(AgentError::Spec(message));
+        }
+    };
+    let writer = Arc::new(Mutex::new(writer));
+    let why: Arc<Mutex<Option<(String, bool)>>> = Arc::default();
+    let finished = Arc::new(AtomicBool::new(false));
+    let _ = reader.stream().set_read_timeout(Some(opts.silence));
+    listen(reader, stop, &why, &finished);
+    beat(&writer, &finished);
+    // Start at the coordinator's instant, on this clock.
+    let wait_us = start_us + offset_us - now_us();
+    if wait_us > 0 {
+        let until = Instant::now() + Duration::from_micros(wait_us as u64);
+        while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+            std::thread::sleep((until - Instant::now()).min(Duration::from_millis(20)));
+        }
+    }
+    let tell = |m: &FromAgent| {
+        if let Ok(mut w) = writer.lock() {
+            let _ = send(&mut *w, m);
+        }
+    };
+    tell(&FromAgent::Started {
+        at_us: now_us() - offset_us,
+    });
+    let report = crate::run(&prepared, stop, &mut |point| {
+        tell(&FromAgent::Second {
+            point: point.clone(),
+        })
+    });
+    finished.store(true, Ordering::Relaxed);
+    tell(&FromAgent::Done {
+        report: Box::new(report.clone()),
+    });
+    if let Ok(w) = writer.lock() {
+        let _ = w.shutdown(std::net::Shutdown::Both);
+    }
+    let why = why.lock().ok().and_then(|w| w.clone());
+    Ok(AgentEnd {
+        report,
+        orphaned: why.as_ref().is_some_and(|w| w.1),
+        stopped: why.map(|w| w.0),
+    })
+}
+
+/// Connects, retrying until the join timeout.
+fn connect(
+    opts: &AgentOptions,
+    stop: &AtomicBool,
+    log: &mut dyn FnMut(&str),
+) -> Result<TcpStream, AgentError> {
+    let deadline = Instant::now() + opts.join_timeout;
+    let mut told = false;
+    loop {
+        let attempt = opts
+            .coordinator
+            .to_socket_addrs()
+            .map_err(|e| e.to_string())
+            .and_then(|addrs| {
+                let mut last = String::from("the name has no address");
+                for a in addrs {
+                    match TcpStream::connect_timeout(&a, Duration::from_secs(2)) {
+                        Ok(s) => return Ok(s),
+                        Err(e) => last = format!("{a}: {e}"),
+                    }
+                }
+                Err(last)
+            });
+        match attempt {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                return Ok(s);
+            }
+            Err(e) if Instant::now() >= deadline || stop.load(Ordering::Relaxed) => {
+                return Err(AgentError::Join(format!(
+                    "could not reach the coordinator at {} within {}s: {e}",
+                    opts.coordinator,
+                    opts.join_timeout.as_secs_f64()
+                )))
+            }
+            Err(e) => {
+                if !told {
+                    told = true;
+                    log(&format!(
+                        "waiting for the coordinator at {} ({e})",
+                        opts.coordinator
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        }
+    }
+}
+
+/// Hello, the proofs both ways, and the clock's offset to the coordinator's (returned,
+/// microseconds: this clock less the coordinator's).
+fn handshake(
+    opts: &AgentOptions,
+    reader: &mut Reader,
+    writer: &mut TcpStream,
+) -> Result<i64, AgentError> {
+    let io = |e: std::io::Error| {
+        AgentError::Join(format!("the coordinator at {}: {e}", opts.coordinator))
+    };
+    let read_err =
+        |e: ReadError| AgentError::Join(format!("the coordinator at {} {e}", opts.coordinator));
+    let refused = |reason: String| {
+        AgentError::Join(format!(
+            "the coordinator at {} refused this agent: {reason}",
+            opts.coordinator
+        ))
+    };
+    writer
+        .set_read_timeout(Some(opts.silence.max(Duration::from_secs(10))))
+        .map_err(io)?;
+    writer
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .map_err(io)?;
+    let own = nonce();
+    send(
+        writer,
+        &FromAgent::Hello {
+            protocol: PROTOCOL,
+            version: env!("CARGO_PKG_VERSION").into(),
+            rank: opts.rank,
+            agents: opts.agents,
+            threads: opts.threads,
+            host: opts.host.clone(),
+            nonce: own.clone(),
+        },
+    )
+    .map_err(io)?;
+    match reader.read::<ToAgent>().map_err(read_err)? {
+        ToAgent::Challenge {
+            nonce: theirs,
+            proof,
+        } => {
+            if !opts.token.check_coordinator(&own, &theirs, &proof) {
+                return Err(AgentError::Join(format!(
+                    "the coordinator at {} does not know the fleet token; not taking its orders",
+                    opts.coordinator
+                )));
+            }
+            let proof = opts.token.agent_proof(&theirs, &own);
+            send(writer, &FromAgent::Auth { proof }).map_err(io)?;
+        }
+        ToAgent::Refused { reason } => return Err(refused(reason)),
+        _ => {
+            return Err(refused(
+                "it did not answer the hello with a challenge".into(),
+            ))
+        }
+    }
+    // The offset over the quickest round trip: the coordinator read its clock about halfway.
+    let mut best: Option<(u64, i64)> = None;
+    for _ in 0..PINGS {
+        let sent_us = now_us();
+        send(writer, &FromAgent::Ping { sent_us }).map_err(io)?;
+        match reader.read::<ToAgent>().map_err(read_err)? {
+            ToAgent::Pong {
+                sent_us: echo,
+                at_us,
+            } if echo == sent_us => {
+                let back = now_us();
+                let rtt = (back - sent_us).max(0) as u64;
+                let offset = (sent_us + back) / 2 - at_us;
+                if best.is_none_or(|(r, _)| rtt < r) {
+                    best = Some((rtt, offset));
+                }
+            }
+            ToAgent::Refused { reason } => return Err(refused(reason)),
+            _ => return Err(refused("it did not answer a clock ping".into())),
+        }
+    }
+    let (rtt_us, offset_us) = best.expect("at least one ping");
+    send(writer, &FromAgent::Ready { offset_us, rtt_us }).map_err(io)?;
+    Ok(offset_us)
+}
+
+/// Follows the coordinator while the run goes on: an abort, its close or its silence stops
+/// the run.
+fn listen(
+    mut reader: Reader,
+    stop: &Arc<AtomicBool>,
+    why: &Arc<Mutex<Option<(String, bool)>>>,
+    finished: &Arc<AtomicBool>,
+) {
+    let (stop, why, finished) = (stop.clone(), why.clone(), finished.clone());
+    std::thread::spawn(move || loop {
+        let (reason, orphaned) = match reader.read::<ToAgent>() {
+            Ok(ToAgent::Heartbeat) => continue,
+            Ok(ToAgent::Abort { reason }) => {
+                (format!("the coordinator stopped the run: {reason}"), false)
+            }
+            Ok(_) => ("the coordinator sent a message out of turn".into(), true),
+            Err(e) => (format!("the coordinator {e}"), true),
+        };
+        if !finished.load(Ordering::Relaxed) {
+            if let Ok(mut w) = why.lock() {
+                w.get_or_insert((reason, orphaned));
+            }
+            stop.store(true, Ordering::Relaxed);
+        }
+        if orphaned || finished.load(Ordering::Relaxed) {
+            break;
+        }
+    });
+}
+
+/// Says "still here" once a second until the run has finished.
+fn beat(writer: &Arc<Mutex<TcpStream>>, finished: &Arc<AtomicBool>) {
+    let (writer, finished) = (writer.clone(), finished.clone());
+    std::thread::spawn(move || {
+        while !finished.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_secs(1));
+            if let Ok(mut w) = writer.lock() {
+                if !finished.load(Ordering::Relaxed)
+                    && send(&mut *w, &FromAgent::Heartbeat).is_err()
+                {
+                    break;
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,761 @@
+//! The coordinator: waits for the agents, splits the run, starts it, merges what they send.
+
+use super::wire::{nonce, now_us, send, FromAgent, ReadError, Reader, ToAgent, Token, PROTOCOL};
+use crate::{options, LoadSpec, Prepared};
+use pelt_stats::{
+    AgentReport, AgentState, FleetInfo, Report, RequestsReport, StopReason, TimelinePoint,
+};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How a coordinator waits and judges.
+#[derive(Debug, Clone)]
+pub struct CoordinatorOptions {
+    /// The fleet's size: ranks 0 .. agents.
+    pub agents: u32,
+    pub token: Token,
+    /// How long to wait for every agent to join.
+    pub join_timeout: Duration,
+    /// An agent that sends nothing for this long is lost.
+    pub silence: Duration,
+}
+
+/// A fleet run that ran: the merged result (with each agent's part in `fleet`).
+#[derive(Debug)]
+pub struct FleetRun {
+    pub report: Report,
+    /// Some agent was lost (named in `report.fleet.lost`).
+    pub lost: bool,
+}
+
+/// Why a fleet run did not run, or has no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FleetError {
+    /// Not every agent joined in time (or the coordinator was interrupted while waiting):
+    /// nothing was sent.
+    Join(String),
+    /// The run cannot be split over the agents that joined: nothing was sent.
+    Split(String),
+    /// The run started, but no agent delivered a result.
+    NoResult(String),
+}
+
+impl std::fmt::Display for FleetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FleetError::Join(m) | FleetError::Split(m) | FleetError::NoResult(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for FleetError {}
+
+/// A fleet's coordinator, bound to its control address.
+pub struct Coordinator {
+    listener: TcpListener,
+    opts: CoordinatorOptions,
+}
+
+/// An agent that passed the handshake.
+struct Joined {
+    rank: u32,
+    host: String,
+    address: SocketAddr,
+    threads: usize,
+    offset_us: i64,
+    rtt_us: u64,
+    reader: Reader,
+}
+
+enum Joining {
+    Joined(Box<Joined>),
+    /// A connection that was refused, with the line that says why.
+    Refused(String),
+}
+
+enum State {
+    Running,
+    Done(Box<Report>),
+    Lost(String),
+}
+
+/// An agent taking part in the run.
+struct Member {
+    rank: u32,
+    host: String,
+    address: SocketAddr,
+    threads: usize,
+    first: usize,
+    offset_us: i64,
+    rtt_us: u64,
+    writer: TcpStream,
+    /// When it started, on the coordinator's clock.
+    started_us: Option<i64>,
+    /// The last second it reported.
+    last_second: Option<u64>,
+    /// Its counts over the seconds it reported (what is kept of a lost agent).
+    seen: RequestsReport,
+    seconds: f64,
+    state: State,
+}
+
+impl Member {
+    fn running(&self) -> bool {
+        matches!(self.state, State::Running)
+    }
+
+    fn name(&self) -> String {
+        format!("agent {} ({}, {})", self.rank, self.host, self.address)
+    }
+}
+
+/// Validates a fleet run's spec as [`crate::prepare`] does, for a coordinator that opens no
+/// connection itself: every problem is bad input before any agent is asked to send anything.
+pub fn validate(spec: &LoadSpec) -> Result<Prepared, crate::SpecError> {
+    crate::prepare::prepare_here(spec, false)
+}
+
+impl Coordinator {
+    /// Listens on `addr` for agents.
+    pub fn bind(addr: SocketAddr, opts: CoordinatorOptions) -> std::io::Result<Coordinator> {
+        let listener = TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        Ok(Coordinator { listener, opts })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener")
+    }
+
+    /// Waits for the agents, runs `spec` (prepared by [`validate`]) over them, and returns the
+    /// merged result. `on_second` gets the fleet's merged seconds as they complete; `log`
+    /// gets one line per event worth telling (an agent joined, refused, lost).
+    pub fn run(
+        &self,
+        spec: &LoadSpec,
+        prepared: &Prepared,
+        stop: &AtomicBool,
+        on_second: &mut dyn FnMut(&TimelinePoint),
+        log: &mut dyn FnMut(&str),
+    ) -> Result<FleetRun, FleetError> {
+        let joined = self.join(stop, log)?;
+        let (mut members, start_us, rx) = self.start(spec, prepared, joined)?;
+        let mut run = Running {
+            members: &mut members,
+            pending: BTreeMap::new(),
+            aborted: None,
+            grace: prepared.config.grace,
+            interrupted: false,
+        };
+        run.events(&rx, stop, self.opts.silence, on_second, log);
+        let interrupted = run.interrupted;
+        finish(prepared, &members, start_us, interrupted)
+    }
+
+    /// Accepts agents until every rank has joined.
+    fn join(
+        &self,
+        stop: &AtomicBool,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Vec<Joined>, FleetError> {
+        let n = self.opts.agents;
+        let (tx, rx) = mpsc::channel();
+        let deadline = Instant::now() + self.opts.join_timeout;
+        let mut joined: BTreeMap<u32, Joined> = BTreeMap::new();
+        let mut beat = Instant::now();
+        loop {
+            loop {
+                match self.listener.accept() {
+                    Ok((stream, addr)) => {
+                        let (tx, token) = (tx.clone(), self.opts.token.clone());
+                        std::thread::spawn(move || {
+                            let _ = tx.send(handshake(stream, addr, &token, n));
+                        });
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        log(&format!("accepting an agent failed: {e}"));
+                        break;
+                    }
+                }
+            }
+            while let Ok(j) = rx.try_recv() {
+                match j {
+                    Joining::Refused(line) => log(&line),
+                    Joining::Joined(a) => match joined.get(&a.rank) {
+                        Some(b) => {
+                            let why = format!("rank {} already joined from {}", a.rank, b.address);
+                            log(&format!("refused the agent at {}: {why}", a.address));
+                            let mut w = a.reader.stream();
+                            let _ = send(&mut w, &ToAgent::Refused { reason: why });
+                        }
+                        None => {
+                            log(&format!(
+                                "agent {} joined from {} ({}, {} thread{}; clock {:+.3} ms, \
+                                 round trip {:.3} ms)",
+                                a.rank,
+                                a.address,
+                                a.host,
+                                a.threads,
+                                if a.threads == 1 { "" } else { "s" },
+                                a.offset_us as f64 / 1000.0,
+                                a.rtt_us as f64 / 1000.0
+                            ));
+                            joined.insert(a.rank, *a);
+                        }
+                    },
+                }
+            }
+            if joined.len() == n as usize {
+                return Ok(joined.into_values().collect());
+            }
+            let missing = || {
+                let ranks: Vec<String> = (0..n)
+                    .filter(|r| !joined.contains_key(r))
+                    .map(|r| r.to_string())
+                    .collect();
+                format!(
+                    "{} of {n} agents missing (rank{} {})",
+                    ranks.len(),
+                    if ranks.len() == 1 { "" } else { "s" },
+                    ranks.join(", ")
+                )
+            };
+            let why = if stop.load(Ordering::Relaxed) {
+                Some(format!(
+                    "interrupted while waiting for agents: {}",
+                    missing()
+                ))
+            } else if Instant::now() >= deadline {
+                Some(format!(
+                    "not every agent joined within {}s: {}",
+                    self.opts.join_timeout.as_secs_f64(),
+                    missing()
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                for a in joined.values() {
+                    let mut w = a.reader.stream();
+                    let _ = send(
+                        &mut w,
+                        &ToAgent::Refused {
+                            reason: why.clone(),
+                        },
+                    );
+                }
+                return Err(FleetError::Join(why));
+            }
+            if beat.elapsed() >= Duration::from_secs(1) {
+                beat = Instant::now();
+                for a in joined.values() {
+                    let mut w = a.reader.stream();
+                    let _ = send(&mut w, &ToAgent::Heartbeat);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Splits the run over the agents (in rank order) and sends each its part and the start
+    /// instant; their messages then come on the returned channel.
+    #[allow(clippy::type_complexity)]
+    fn start(
+        &self,
+        spec: &LoadSpec,
+        prepared: &Prepared,
+        joined: Vec<Joined>,
+    ) -> Result<
+        (
+            Vec<Member>,
+            i64,
+            mpsc::Receiver<(usize, Result<FromAgent, ReadError>)>,
+        ),
+        FleetError,
+    > {
+        let refuse_all = |joined: &[Joined], why: &str| {
+            for a in joined {
+                let mut w = a.reader.stream();
+                let _ = send(&mut w, &ToAgent::Refused { reason: why.into() });
+            }
+        };
+        // -t on the coordinator gives every agent that many threads; else each its own.
+        let threads: Vec<usize> = joined
+            .iter()
+            .map(|a| spec.threads.unwrap_or(a.threads))
+            .collect();
+        let workers: usize = threads.iter().sum();
+        let connections = prepared.config.connections;
+        if connections < workers {
+            let why =
+                format!(
+                "-c {connections} is fewer connections than the fleet's {workers} worker threads \
+                 ({}); give -c {workers} or more, or fewer threads per agent with -t",
+                threads.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" + ")
+            );
+            refuse_all(&joined, &why);
+            return Err(FleetError::Split(why));
+        }
+        let seed = prepared.info.request_set.as_ref().and_then(|s| s.seed);
+        let mut options = match options::inline(spec, seed) {
+            Ok(o) => o,
+            Err(e) => {
+                refuse_all(&joined, &e.0);
+                return Err(FleetError::Split(e.0));
+            }
+        };
+        options.remove("threads");
+        // The agents start together, once the slowest round trip has surely delivered this.
+        let slowest = joined.iter().map(|a| a.rtt_us).max().unwrap_or(0) as i64;
+        let start_us = now_us() + 500_000 + 4 * slowest;
+        let (tx, rx) = mpsc::channel();
+        let mut members = Vec::with_capacity(joined.len());
+        let mut first = 0;
+        for (i, (a, t)) in joined.into_iter().zip(threads).enumerate() {
+            let mut writer =
+                a.reader.stream().try_clone().map_err(|e| {
+                    FleetError::Split(format!("agent {}'s connection: {e}", a.rank))
+                })?;
+            let _ = writer.set_write_timeout(Some(Duration::from_secs(5)));
+            let sent = send(
+                &mut writer,
+                &ToAgent::Run {
+                    options: options.clone(),
+                    threads: t,
+                    first,
+                    workers,
+                    start_us,
+                },
+            );
+            let mut m = Member {
+                rank: a.rank,
+                host: a.host,
+                address: a.address,
+                threads: t,
+                first,
+                offset_us: a.offset_us,
+                rtt_us: a.rtt_us,
+                writer,
+                started_us: None,
+                last_second: None,
+                seen: RequestsReport {
+                    sent: 0,
+                    completed: 0,
+                    errors: 0,
+                    in_flight: 0,
+                },
+                seconds: 0.0,
+                state: State::Running,
+            };
+            first += t;
+            match sent {
+                Err(e) => m.state = State::Lost(format!("could not be sent its part: {e}")),
+                Ok(()) => {
+                    let (tx, mut reader) = (tx.clone(), a.reader);
+                    let _ = reader.stream().set_read_timeout(Some(self.opts.silence));
+                    std::thread::spawn(move || loop {
+                        let msg = reader.read::<FromAgent>();
+                        let end = msg.is_err();
+                        if tx.send((i, msg)).is_err() || end {
+                            break;
+                        }
+                    });
+                }
+            }
+            members.push(m);
+        }
+        Ok((members, start_us, rx))
+    }
+}
+
+/// Answers one connection: the agent's hello, the proofs both ways, its clock pings.
+fn handshake(stream: TcpStream, address: SocketAddr, token: &Token, agents: u32) -> Joining {
+    let refused = |why: String| Joining::Refused(format!("refused the agent at {address}: {why}"));
+    let setup = (|| {
+        stream.set_nonblocking(false)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+        stream.try_clone()
+    })();
+    let mut w = match setup {
+        Ok(w) => w,
+        Err(e) => return refused(e.to_string()),
+    };
+    let mut r = Reader::new(stream);
+    let refuse = |w: &mut TcpStream, why: String| {
+        let _ = send(
+            w,
+            &ToAgent::Refused {
+                reason: why.clone(),
+            },
+        );
+        refused(why)
+    };
+    let hello = match r.read::<FromAgent>() {
+        Ok(m) => m,
+        Err(e) => return refused(e.to_string()),
+    };
+    let FromAgent::Hello {
+        protocol,
+        version,
+        rank,
+        agents: told,
+        threads,
+        host,
+        nonce: agent_nonce,
+    } = hello
+    else {
+        return refuse(&mut w, "it did not begin with a hello".into());
+    };
+    let ours = env!("CARGO_PKG_VERSION");
+    if protocol != PROTOCOL || version != ours {
+        return refuse(
+            &mut w,
+            format!("it is pelt {version} (control protocol {protocol}); this coordinator is pelt {ours} (protocol {PROTOCOL})"),
+        );
+    }
+    if rank >= agents {
+        return refuse(
+            &mut w,
+            format!("rank {rank} is not below the fleet's {agents} agents"),
+        );
+    }
+    if let Some(n) = told.filter(|&n| n != agents) {
+        return refuse(
+            &mut w,
+            format!("it was told the fleet has {n} agents; this coordinator waits for {agents}"),
+        );
+    }
+    if threads == 0 || threads > 4096 {
+        return refuse(&mut w, format!("{threads} threads is no worker count"));
+    }
+    let own = nonce();
+    let challenge = ToAgent::Challenge {
+        proof: token.coordinator_proof(&agent_nonce, &own),
+        nonce: own.clone(),
+    };
+    if let Err(e) = send(&mut w, &challenge) {
+        return refused(e.to_string());
+    }
+    match r.read::<FromAgent>() {
+        Ok(FromAgent::Auth { proof }) if token.check_agent(&own, &agent_nonce, &proof) => {}
+        Ok(FromAgent::Auth { .. }) => return refuse(&mut w, "wrong token".into()),
+        Ok(_) => return refuse(&mut w, "it did not answer the challenge".into()),
+        Err(e) => return refused(e.to_string()),
+    }
+    loop {
+        match r.read::<FromAgent>() {
+            Ok(FromAgent::Ping { sent_us }) => {
+                if let Err(e) = send(
+                    &mut w,
+                    &ToAgent::Pong {
+                        sent_us,
+                        at_us: now_us(),
+                    },
+                ) {
+                    return refused(e.to_string());
+                }
+            }
+            Ok(FromAgent::Ready { offset_us, rtt_us }) => {
+                return Joining::Joined(Box::new(Joined {
+                    rank,
+                    host,
+                    address,
+                    threads,
+                    offset_us,
+                    rtt_us,
+                    reader: r,
+                }))
+            }
+            Ok(_) => return refuse(&mut w, "a message out of turn while syncing clocks".into()),
+            Err(e) => return refused(e.to_string()),
+        }
+    }
+}
+
+/// The run as the coordinator follows it.
+struct Running<'a> {
+    members: &'a mut Vec<Member>,
+    /// Seconds reported by some agents, not yet by all.
+    pending: BTreeMap<u64, Vec<TimelinePoint>>,
+    /// When the agents were told to stop, and how long they have to answer.
+    aborted: Option<Instant>,
+    grace: Duration,
+    interrupted: bool,
+}
+
+impl Running<'_> {
+    fn events(
+        &mut self,
+        rx: &mpsc::Receiver<(usize, Result<FromAgent, ReadError>)>,
+        stop: &AtomicBool,
+        silence: Duration,
+        on_second: &mut dyn FnMut(&TimelinePoint),
+        log: &mut dyn FnMut(&str),
+    ) {
+        let mut beat = Instant::now();
+        for i in 0..self.members.len() {
+            if let State::Lost(why) = &self.members[i].state {
+                let line = format!("{} lost: {why}", self.members[i].name());
+                log(&line);
+                self.abort(format!("agent {} was lost", self.members[i].rank));
+            }
+        }
+        while self.members.iter().any(Member::running) {
+            if stop.load(Ordering::Relaxed) && !self.interrupted {
+                self.interrupted = true;
+                log("interrupted: stopping every agent");
+                self.abort("the coordinator was interrupted".into());
+            }
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok((i, Ok(msg))) => self.message(i, msg, on_second, log),
+                Ok((i, Err(e))) => {
+                    let why = match e {
+                        ReadError::Silent => format!("sent nothing for {}s", silence.as_secs_f64()),
+                        e => e.to_string(),
+                    };
+                    self.lose(i, why, log);
+                }
+                Err(_) => {}
+            }
+            if let Some(t) = self.aborted {
+                // After a stop the agents have their grace period, and a few seconds more.
+                if t.elapsed() > self.grace + Duration::from_secs(5) {
+                    for i in 0..self.members.len() {
+                        if self.members[i].running() {
+                            let why = format!(
+                                "sent no result within {:.0}s of the stop",
+                                t.elapsed().as_secs_f64()
+                            );
+                            self.lose(i, why, log);
+                        }
+                    }
+                }
+            }
+            if beat.elapsed() >= Duration::from_secs(1) {
+                beat = Instant::now();
+                for m in self.members.iter_mut().filter(|m| m.running()) {
+                    let _ = send(&mut m.writer, &ToAgent::Heartbeat);
+                }
+            }
+            self.emit(on_second, log);
+        }
+        self.emit(on_second, log);
+    }
+
+    fn message(
+        &mut self,
+        i: usize,
+        msg: FromAgent,
+        on_second: &mut dyn FnMut(&TimelinePoint),
+        log: &mut dyn FnMut(&str),
+    ) {
+        let m = &mut self.members[i];
+        if !m.running() {
+            return;
+        }
+        match msg {
+            FromAgent::Heartbeat => {}
+            FromAgent::Started { at_us } => m.started_us = Some(at_us),
+            FromAgent::Second { point } => {
+                m.last_second = Some(point.second);
+                m.seen.sent += point.sent;
+                m.seen.completed += point.completed;
+                m.seen.errors += point.errors;
+                if !point.warmup {
+                    m.seconds += point.length_s;
+                }
+                self.pending.entry(point.second).or_default().push(point);
+                self.emit(on_second, log);
+            }
+            FromAgent::Done { report } => m.state = State::Done(report),
+            FromAgent::Failed { message } => self.lose(i, format!("failed: {message}"), log),
+            other => {
+                let kind = serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)))
+                    .unwrap_or_default();
+                self.lose(i, format!("sent a '{kind}' message out of turn"), log);
+            }
+        }
+    }
+
+    /// Marks agent `i` lost and stops the others.
+    fn lose(&mut self, i: usize, why: String, log: &mut dyn FnMut(&str)) {
+        let m = &mut self.members[i];
+        if !m.running() {
+            return;
+        }
+        let at = m
+            .last_second
+            .map_or(String::from("before its first second"), |s| {
+                format!("after second {s}")
+            });
+        log(&format!("{} lost {at}: {why}", m.name()));
+        let rank = m.rank;
+        m.state = State::Lost(format!("{why} ({at})"));
+        self.abort(format!("agent {rank} was lost"));
+    }
+
+    /// Tells every running agent to stop (once).
+    fn abort(&mut self, reason: String) {
+        if self.aborted.is_some() {
+            return;
+        }
+        self.aborted = Some(Instant::now());
+        for m in self.members.iter_mut().filter(|m| m.running()) {
+            let _ = send(
+                &mut m.writer,
+                &ToAgent::Abort {
+                    reason: reason.clone(),
+                },
+            );
+        }
+    }
+
+    /// Shows every second that all agents still running have reported.
+    fn emit(&mut self, on_second: &mut dyn FnMut(&TimelinePoint), log: &mut dyn FnMut(&str)) {
+        while let Some((&k, _)) = self.pending.first_key_value() {
+            let all_in = self
+                .members
+                .iter()
+                .all(|m| !m.running() || m.last_second.is_some_and(|s| s >= k));
+            if !all_in {
+                return;
+            }
+            let points = self.pending.remove(&k).unwrap_or_default();
+            match pelt_stats::merge_points(k, &points) {
+                Ok(p) => on_second(&p),
+                Err(e) => log(&format!(
+                    "second {k}: an agent's histogram does not decode: {e}"
+                )),
+            }
+        }
+    }
+}
+
+/// A lost agent's part: its counts over the seconds it reported.
+#[allow(clippy::type_complexity)]
+fn lost_part(
+    m: &Member,
+    why: &str,
+) -> (
+    AgentState,
+    Option<String>,
+    RequestsReport,
+    f64,
+    Option<pelt_stats::LatencySummary>,
+) {
+    let mut seen = m.seen.clone();
+    seen.in_flight = seen.sent.saturating_sub(seen.completed + seen.errors);
+    let rps = if m.seconds > 0.0 {
+        seen.completed as f64 / m.seconds
+    } else {
+        0.0
+    };
+    (AgentState::Lost, Some(why.to_string()), seen, rps, None)
+}
+
+/// The merged result of the agents that delivered theirs, with each agent's part.
+fn finish(
+    prepared: &Prepared,
+    members: &[Member],
+    start_us: i64,
+    interrupted: bool,
+) -> Result<FleetRun, FleetError> {
+    let mut reports = Vec::new();
+    let mut agents = Vec::new();
+    let mut lost = Vec::new();
+    for m in members {
+        let (state, problem, requests, rps, latency) = match &m.state {
+            State::Done(r) => {
+                // Timelines align on the coordinator's clock.
+                let mut r = (**r).clone();
+                r.started_unix_ms = (r.started_unix_ms as i64 - m.offset_us / 1000).max(0) as u64;
+                let part = (
+                    AgentState::Finished,
+                    None,
+                    r.requests.clone(),
+                    r.rps,
+                    Some(r.latency_us),
+                );
+                reports.push(r);
+                part
+            }
+            State::Lost(why) => lost_part(m, why),
+            State::Running => lost_part(m, "still running at the end"),
+        };
+        if let Some(p) = &problem {
+            lost.push(format!("{}: {p}", m.name()));
+        }
+        agents.push(AgentReport {
+            rank: m.rank,
+            host: m.host.clone(),
+            address: m.address.to_string(),
+            threads: m.threads,
+            first_worker: m.first,
+            clock_offset_ms: m.offset_us as f64 / 1000.0,
+            rtt_ms: m.rtt_us as f64 / 1000.0,
+            start_skew_ms: m.started_us.map(|s| (s - start_us) as f64 / 1000.0),
+            state,
+            problem,
+            requests,
+            rps,
+            latency_us: latency,
+        });
+    }
+    if reports.is_empty() {
+        return Err(FleetError::NoResult(format!(
+            "no agent delivered a result: {}",
+            lost.join("; ")
+        )));
+    }
+    let mut merged = pelt_stats::merge(&reports).map_err(FleetError::NoResult)?;
+    let io = merged.info.io;
+    merged.info = prepared.info.clone();
+    merged.info.io = io;
+    merged.info.threads = members.iter().map(|m| m.threads).sum();
+    let starts: Vec<i64> = members.iter().filter_map(|m| m.started_us).collect();
+    let spread = match (starts.iter().min(), starts.iter().max()) {
+        (Some(a), Some(b)) => Some((b - a) as f64 / 1000.0),
+        _ => None,
+    };
+    let skew = starts
+        .iter()
+        .map(|s| (s - start_us).abs() as f64 / 1000.0)
+        .reduce(f64::max);
+    merged.notes.push(format!(
+        "Run by a fleet of {} agents ({} worker threads){}.",
+        members.len(),
+        merged.info.threads,
+        spread.map_or(String::new(), |s| format!(
+            "; they started within {s:.1} ms of each other"
+        ))
+    ));
+    for l in &lost {
+        merged.notes.push(format!(
+            "Lost {l}. Its requests are not in these figures; what it reported before is under \
+             fleet.agents."
+        ));
+    }
+    if interrupted {
+        merged.interrupted = true;
+        merged.stopped_by = StopReason::Signal;
+    }
+    merged.fleet = Some(FleetInfo {
+        agents,
+        start_spread_ms: spread,
+        start_skew_max_ms: skew,
+        lost: lost.clone(),
+    });
+    merged.thresholds = prepared.expect.iter().map(|e| e.check(&merged)).collect();
+    Ok(FleetRun {
+        report: merged,
+        lost: !lost.is_empty(),
+    })
+}
