@@ -252,11 +252,13 @@ fn three_agents_send_exactly_n_and_the_result_is_the_merge_of_theirs() {
     let dir = std::path::Path::new(&token).parent().unwrap().to_path_buf();
     let merged = dir.join("merged.json");
     let m = merged.display().to_string();
+    let html = dir.join("merged.html");
+    let h = html.display().to_string();
     let coord = Coord::start(
         &url,
         3,
         &token,
-        &["-n", "30000", "-c", "6", "--json", &m, "-q"],
+        &["-n", "30000", "-c", "6", "--json", &m, "--html", &h, "-q"],
     );
     let outs: Vec<String> = (0..3)
         .map(|r| dir.join(format!("agent{r}.json")).display().to_string())
@@ -314,6 +316,18 @@ fn three_agents_send_exactly_n_and_the_result_is_the_merge_of_theirs() {
         "bytes",
     ] {
         assert_eq!(v[key], by_hand[key], "{key}");
+    }
+    // The HTML report lists the agents.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<h2>Agents (3, started within"),
+        "no agents table"
+    );
+    for r in 0..3 {
+        assert!(
+            page.contains(&format!("<td>{r}: ")),
+            "agent {r} missing from the page"
+        );
     }
     // Each agent's own result says what its part was, so the parts add up.
     let parts: Vec<serde_json::Value> = outs.iter().map(|o| json_file(o.as_ref())).collect();

@@ -273,6 +273,11 @@ fn three_hosts_send_exactly_n_counted_by_nginx_and_merged_exactly() {
         assert!(a["start_skew_ms"].is_number(), "{a}");
     }
     assert!(v["fleet"]["start_spread_ms"].is_number());
+    // Reported, not asserted (timings are the benchmarks' business): the agents' start skew.
+    eprintln!(
+        "start skew: max {} ms, spread {} ms",
+        v["fleet"]["start_skew_max_ms"], v["fleet"]["start_spread_ms"]
+    );
     // Equal to `pelt merge` of the agents' own results.
     let (out, _) = run(&["merge", &outs[0], &outs[1], &outs[2], "--json", "-"]);
     let by_hand: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

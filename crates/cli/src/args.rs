@@ -153,6 +153,110 @@ pub enum Command {
         after_help = "Examples:\n  pelt http://10.0.0.9:8080/ -n 1m -c 300 --agents 3 --listen 0.0.0.0:7070 --token-file token\n  pelt agent --coordinator 10.0.0.1:7070 --rank 0 --token-file token   (on each of 3 machines, ranks 0, 1, 2)\n\nOn Kubernetes (pelt k8s writes the manifests) the rank comes from JOB_COMPLETION_INDEX and the token from a Secret; under Slurm from SLURM_PROCID and SLURM_NTASKS. Exit 0 when its part ran, 2 when it cannot run what it was given, 4 when it could not join or its coordinator went away (its load then stops), 130 interrupted."
     )]
     Agent(AgentArgs),
+    /// Write the Kubernetes manifests of a fleet run: its token Secret, the coordinator's Job
+    /// behind a headless Service, and the agents' Indexed Job.
+    #[command(
+        after_help = "Examples:\n  pelt k8s http://my-service.default.svc:8080/ -d 5m --rate 100k -c 1000 --agents 8 > fleet.yaml\n  kubectl apply -f fleet.yaml\n  kubectl logs -f -l app.kubernetes.io/instance=pelt,app.kubernetes.io/component=agent --prefix --max-log-requests 8\n  kubectl wait --for=condition=complete job/pelt-coordinator --timeout=15m\n  kubectl logs job/pelt-coordinator > result.json && pelt report result.json --html report.html\n  kubectl delete -f fleet.yaml\n\nThe run's flags are those of a plain run (checked here, the host resolved in the cluster); files they name (--body-file, --targets, --bodies, --cacert, --cert, --key) are shipped in the Secret. Build the image with deploy/Dockerfile and push it where the cluster pulls from."
+    )]
+    K8s(Box<K8sArgs>),
+}
+
+/// `pelt k8s`.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// The fleet's size: the agents' Indexed Job runs this many pods.
+    #[arg(long = "agents", value_name = "N", required = true, value_parser = agents)]
+    pub agents: u32,
+
+    /// The container image (build it with deploy/Dockerfile and push it).
+    #[arg(long = "image", value_name = "IMAGE", default_value = concat!("pelt:", env!("CARGO_PKG_VERSION")))]
+    pub image: String,
+
+    /// Names the objects (NAME, NAME-coordinator, NAME-agents) and labels them.
+    #[arg(long = "name", value_name = "NAME", default_value = "pelt", value_parser = k8s_name)]
+    pub name: String,
+
+    /// The namespace to put them in [default: kubectl's current one].
+    #[arg(long = "namespace", value_name = "NS", value_parser = k8s_namespace)]
+    pub namespace: Option<String>,
+
+    /// Each agent's CPU, requested and its limit (a whole number gives it whole cores).
+    #[arg(long = "cpu", value_name = "CPU", default_value = "2", value_parser = k8s_cpu)]
+    pub cpu: String,
+
+    /// Each agent's memory, requested and its limit.
+    #[arg(long = "memory", value_name = "SIZE", default_value = "1Gi", value_parser = k8s_memory)]
+    pub memory: String,
+
+    /// The Jobs' activeDeadlineSeconds [default: the join timeout, the run (-d and
+    /// --warmup, or 1h for -n) and 5m].
+    #[arg(long = "deadline", value_name = "TIME", value_parser = values::duration)]
+    pub deadline: Option<Duration>,
+
+    /// The Jobs' ttlSecondsAfterFinished: how long they and their logs stay.
+    #[arg(long = "ttl", value_name = "TIME", default_value = "1h", value_parser = values::duration)]
+    pub ttl: Duration,
+
+    /// How long the coordinator waits for every agent, and each agent for it (pods take
+    /// time to be scheduled and to pull the image).
+    #[arg(long = "join-timeout", value_name = "TIME", default_value = "5m", value_parser = values::duration)]
+    pub join_timeout: Duration,
+
+    /// The token to put in the Secret, from a file [default: a new random one].
+    #[arg(long = "token-file", value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+
+    /// Write the manifests to PATH instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// The run: every flag of a plain run (URL, -c, -d, -n, --rate, -H, --expect, ...).
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// A Kubernetes object name pelt can add `-coordinator` to (an RFC 1035 label).
+fn k8s_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 50
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && !s.ends_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    ok.then(|| s.to_string()).ok_or_else(|| {
+        "expected a name of lowercase letters, digits and '-', starting with a letter, at most 50"
+            .into()
+    })
+}
+
+fn k8s_namespace(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 63
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && !s.ends_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    ok.then(|| s.to_string())
+        .ok_or_else(|| "expected a namespace of lowercase letters, digits and '-'".into())
+}
+
+/// `2`, `1.5`, `500m`.
+fn k8s_cpu(s: &str) -> Result<String, String> {
+    let num = s.strip_suffix('m').unwrap_or(s);
+    let ok = num.parse::<f64>().is_ok_and(|v| v > 0.0 && v.is_finite())
+        && num.chars().all(|c| c.is_ascii_digit() || c == '.');
+    ok.then(|| s.to_string())
+        .ok_or_else(|| "expected CPUs like 2, 1.5 or 500m".into())
+}
+
+/// `1Gi`, `512Mi`, `2G`.
+fn k8s_memory(s: &str) -> Result<String, String> {
+    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &s[digits.len()..];
+    let ok = digits.parse::<u64>().is_ok_and(|v| v > 0)
+        && ["", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti"].contains(&unit);
+    ok.then(|| s.to_string())
+        .ok_or_else(|| "expected a size like 1Gi, 512Mi or 2G".into())
 }
 
 /// `pelt find-max`.

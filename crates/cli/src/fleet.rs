@@ -4,7 +4,7 @@
 
 use crate::args::{AgentArgs, FleetArgs, LoadArgs};
 use crate::files::{check_outputs, write_outputs};
-use crate::run::{is_stdout, prepare_for, report_run, stop_flag};
+use crate::run::{is_stdout, prepare_with, report_run, stop_flag};
 use crate::{bad, output, EXIT_FLEET, EXIT_INTERRUPTED};
 use anyhow::{anyhow, Result};
 use pelt_load::fleet::{self, AgentError, Coordinator, CoordinatorOptions, FleetError, Token};
@@ -30,7 +30,7 @@ fn token(file: Option<&Path>) -> Result<Token> {
 /// `pelt URL ... --agents N`: the coordinator.
 pub fn coordinate(a: &LoadArgs, f: &FleetArgs, agents: u32) -> Result<ExitCode> {
     let token = token(f.token_file.as_deref())?;
-    let (mut p, spec) = prepare_for(a, true)?;
+    let (mut p, spec) = prepare_with(a, fleet::validate)?;
     p.agents = Some(agents);
     let opts = CoordinatorOptions {
         agents,
@@ -40,12 +40,15 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, agents: u32) -> Result<ExitCode> 
     };
     let coordinator = Coordinator::bind(f.listen, opts)
         .map_err(|e| bad(anyhow!("cannot listen on {}: {e}", f.listen)))?;
-    // Always said, -q or not: with --listen on port 0 it is how the agents' address is known.
-    eprintln!(
-        "pelt: coordinator on {}: waiting for {agents} agent{}",
-        coordinator.local_addr(),
-        if agents == 1 { "" } else { "s" }
-    );
+    // Said even with -q when the port was chosen here (--listen on port 0): it is how the
+    // agents' address is known. (On Kubernetes, -q keeps the log to the --json - result.)
+    if !p.quiet || f.listen.port() == 0 {
+        eprintln!(
+            "pelt: coordinator on {}: waiting for {agents} agent{}",
+            coordinator.local_addr(),
+            if agents == 1 { "" } else { "s" }
+        );
+    }
     let stop = stop_flag()?;
     let quiet = p.quiet;
     let mut lost = false;
@@ -66,7 +69,7 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, agents: u32) -> Result<ExitCode> 
     });
     match ran {
         Ok((code, report)) => {
-            if let Some(f) = &report.fleet {
+            if let Some(f) = report.fleet.as_ref().filter(|_| !quiet) {
                 for l in &f.lost {
                     eprintln!("pelt: lost {l}");
                 }

@@ -238,6 +238,44 @@ fn targets_section(b: &mut String, r: &Report) {
     b.push_str("</table></section>\n</div>\n");
 }
 
+/// A fleet run's agents: each one's part, start and state.
+fn fleet_section(b: &mut String, r: &Report) {
+    let Some(f) = &r.fleet else {
+        return;
+    };
+    let spread = f
+        .start_spread_ms
+        .map_or(String::new(), |s| format!(", started within {s:.1} ms"));
+    let _ = write!(
+        b,
+        "<section class=\"box\"><h2>Agents ({}{spread})</h2><table>\n<tr><th>agent (host, address)</th><th class=\"n\">threads</th><th class=\"n\">completed</th><th class=\"n\">errors</th><th class=\"n\">req/s</th><th class=\"n\">p99</th><th class=\"n\">start</th><th class=\"n\">clock</th><th>state</th></tr>\n",
+        f.agents.len()
+    );
+    for a in &f.agents {
+        let state = match &a.problem {
+            Some(p) => format!("lost: {p}"),
+            None => "finished".into(),
+        };
+        row(
+            b,
+            &[
+                &format!("{}: {} ({})", a.rank, a.host, a.address),
+                &a.threads.to_string(),
+                &thousands(a.requests.completed),
+                &thousands(a.requests.errors),
+                &rate(a.rps),
+                &a.latency_us
+                    .map_or(String::new(), |l| latency(l.p99_us as f64)),
+                &a.start_skew_ms
+                    .map_or(String::new(), |k| format!("{k:+.1} ms")),
+                &format!("{:+.2} ms", a.clock_offset_ms),
+                &state,
+            ],
+        );
+    }
+    b.push_str("</table></section>\n");
+}
+
 /// The whole HTML report of one result.
 pub fn report(r: &Report) -> String {
     let i = &r.info;
@@ -441,6 +479,7 @@ pub fn report(r: &Report) -> String {
     );
     b.push_str("</section>\n</div>\n");
     targets_section(&mut b, r);
+    fleet_section(&mut b, r);
     page(
         &format!("pelt: {}", i.target),
         &b,

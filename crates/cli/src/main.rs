@@ -15,6 +15,7 @@ mod files;
 mod find_max;
 mod fleet;
 mod html;
+mod k8s;
 mod live;
 mod merge;
 mod output;
@@ -88,6 +89,14 @@ fn main() -> ExitCode {
             run::stop_flag().and_then(|stop| find_max::find_max(&a, &stop))
         }
         Some(Command::Agent(a)) => fleet::agent(&a),
+        Some(Command::K8s(a)) => {
+            // The run's flags as typed, for the coordinator's command line.
+            let raw: Vec<std::ffi::OsString> = std::env::args_os()
+                .skip_while(|x| x != "k8s")
+                .skip(1)
+                .collect();
+            k8s::k8s(&a, &raw)
+        }
         None => match cli.fleet.agents {
             Some(n) => fleet::coordinate(&cli.load, &cli.fleet, n),
             None => run::load(&cli.load),

@@ -301,7 +301,10 @@ pub fn summary(r: &Report) -> String {
     if let Some(st) = &i.stages {
         let _ = writeln!(s, "stages: {}", stages(st));
     }
-    let stopped = if r.interrupted {
+    let lost = r.fleet.as_ref().map_or(0, |f| f.lost.len());
+    let stopped = if r.interrupted && lost > 0 {
+        format!("stopped early: {} lost", plural(lost, "agent"))
+    } else if r.interrupted {
         "interrupted (Ctrl-C or SIGTERM)".to_string()
     } else {
         format!("stopped by {}", r.stopped_by)

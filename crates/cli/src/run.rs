@@ -97,12 +97,15 @@ fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
 /// The flags checked and prepared by the library, and the output paths checked: every
 /// problem is bad input (exit 2) before any traffic.
 pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
-    prepare_for(a, false).map(|(p, _)| p)
+    prepare_with(a, pelt_load::prepare).map(|(p, _)| p)
 }
 
-/// [`prepare`], for a fleet's coordinator when `fleet` (which opens no connection itself);
-/// returns the spec too, which a coordinator hands its agents.
-pub fn prepare_for(a: &LoadArgs, fleet: bool) -> Result<(Prepared, LoadSpec)> {
+/// The library's validation for what this process does with the run: `pelt_load::prepare`
+/// (it sends), `fleet::validate` (it coordinates), `fleet::validate_elsewhere` (it describes).
+pub type Validate = fn(&LoadSpec) -> Result<pelt_load::Prepared, pelt_load::SpecError>;
+
+/// [`prepare`] with `validate`; returns the spec too (a coordinator hands it its agents).
+pub fn prepare_with(a: &LoadArgs, validate: Validate) -> Result<(Prepared, LoadSpec)> {
     // With --targets the first target's origin is the run's.
     let url = match (a.url.as_deref(), &a.targets) {
         (Some(url), _) => url,
@@ -114,12 +117,7 @@ pub fn prepare_for(a: &LoadArgs, fleet: bool) -> Result<(Prepared, LoadSpec)> {
         }
     };
     let spec = spec(a, url);
-    let run = if fleet {
-        pelt_load::fleet::validate(&spec)
-    } else {
-        pelt_load::prepare(&spec)
-    }
-    .map_err(bad)?;
+    let run = validate(&spec).map_err(bad)?;
     check_outputs(&a.out)?;
     if let Some(p) = a.jsonl.as_ref().filter(|p| p.as_os_str() != "-") {
         output::check_writable(p)

@@ -38,12 +38,22 @@ pub struct Prepared {
 /// file, reads the TLS files, raises the soft fd limit to the hard one and checks the
 /// connections fit. Nothing is sent.
 pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
-    prepare_here(spec, true)
+    prepare_here(spec, Here::Connects)
 }
 
-/// [`prepare`], where `connects` says whether this process opens the connections (a fleet's
-/// coordinator validates the whole run but opens none, so its fd limit does not matter).
-pub(crate) fn prepare_here(spec: &LoadSpec, connects: bool) -> Result<Prepared, SpecError> {
+/// What this process does with the run it prepares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Here {
+    /// Runs it: resolves the host, needs the file descriptors.
+    Connects,
+    /// Coordinates a fleet that runs it: resolves the host, opens no connection.
+    Coordinates,
+    /// Describes it for machines elsewhere (`pelt k8s`): the host may resolve only there.
+    Describes,
+}
+
+/// [`prepare`], for a process that does `here` with the run.
+pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, SpecError> {
     let headers = spec
         .headers
         .iter()
@@ -116,6 +126,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, connects: bool) -> Result<Prepared, 
             engine::check_unix_socket(path).map_err(bad)?;
             target::unresolved(url).map_err(bad)?
         }
+        None if here == Here::Describes => target::unresolved(url).map_err(bad)?,
         None => target::resolve(url).map_err(bad)?,
     };
     let request = pelt_codec::RequestSpec {
@@ -138,7 +149,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, connects: bool) -> Result<Prepared, 
     let opened = spec.slice.map_or(max_connections as u64, |s| {
         s.part(max_connections as u64, threads)
     });
-    if connects {
+    if here == Here::Connects {
         engine::ensure_fd_limit(opened as usize).map_err(bad)?;
     }
     let https = target.tls_host.is_some();

@@ -115,7 +115,13 @@ impl Member {
 /// Validates a fleet run's spec as [`crate::prepare`] does, for a coordinator that opens no
 /// connection itself: every problem is bad input before any agent is asked to send anything.
 pub fn validate(spec: &LoadSpec) -> Result<Prepared, crate::SpecError> {
-    crate::prepare::prepare_here(spec, false)
+    crate::prepare::prepare_here(spec, crate::prepare::Here::Coordinates)
+}
+
+/// Validates a fleet run's spec on a machine that only describes it (`pelt k8s`): as
+/// [`validate`], but the host is not resolved (it may resolve only where the fleet runs).
+pub fn validate_elsewhere(spec: &LoadSpec) -> Result<Prepared, crate::SpecError> {
+    crate::prepare::prepare_here(spec, crate::prepare::Here::Describes)
 }
 
 impl Coordinator {
@@ -729,8 +735,11 @@ fn finish(
         .iter()
         .map(|s| (s - start_us).abs() as f64 / 1000.0)
         .reduce(f64::max);
+    // Said here for a fleet rather than as `pelt merge` says it.
+    merged.notes.retain(|n| !n.starts_with("merged from "));
     merged.notes.push(format!(
-        "Run by a fleet of {} agents ({} worker threads){}.",
+        "Run by a fleet of {} agents ({} worker threads){}: counts are sums, latency \
+         percentiles come from the merged histograms.",
         members.len(),
         merged.info.threads,
         spread.map_or(String::new(), |s| format!(

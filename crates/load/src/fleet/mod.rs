@@ -19,7 +19,9 @@ mod coordinator;
 pub mod wire;
 
 pub use agent::{run_agent, AgentEnd, AgentError, AgentOptions};
-pub use coordinator::{validate, Coordinator, CoordinatorOptions, FleetError, FleetRun};
+pub use coordinator::{
+    validate, validate_elsewhere, Coordinator, CoordinatorOptions, FleetError, FleetRun,
+};
 pub use wire::Token;
 
 use std::time::Duration;
