@@ -195,6 +195,13 @@ impl Coord {
         }
     }
 
+    /// Starts agents 0 .. n with `args`.
+    fn agents(&self, n: u32, token: &str, args: &[&str]) -> Vec<Child> {
+        (0..n)
+            .map(|r| agent(&self.addr, r, n, token, args))
+            .collect()
+    }
+
     /// Waits for the exit (bounded); returns the exit code, stdout and all of stderr.
     fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
         let (out, _) = wait_bounded(self.child, limit);
@@ -304,19 +311,7 @@ fn three_agents_send_exactly_n_and_the_result_is_the_merge_of_theirs() {
     }
     assert!(fleet["start_spread_ms"].as_f64().is_some());
     // The coordinator's result is `pelt merge` of the agents' own.
-    let (out, _) = run(&["merge", &outs[0], &outs[1], &outs[2], "--json", "-"]);
-    assert!(out.status.success());
-    let by_hand: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for key in [
-        "requests",
-        "status",
-        "errors",
-        "latency_us",
-        "histograms",
-        "bytes",
-    ] {
-        assert_eq!(v[key], by_hand[key], "{key}");
-    }
+    assert_is_merge_of(&v, &outs);
     // The HTML report lists the agents.
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
@@ -348,9 +343,7 @@ fn an_open_loop_fleet_holds_its_total_rate() {
             "--rate", "3000", "-d", "2s", "-c", "30", "--json", "-", "-q",
         ],
     );
-    let agents: Vec<Child> = (0..3)
-        .map(|r| agent(&coord.addr, r, 3, &token, &["-q"]))
-        .collect();
+    let agents = coord.agents(3, &token, &["-q"]);
     let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
     for a in agents {
         wait_bounded(a, CHILD_LIMIT);
@@ -382,9 +375,7 @@ fn an_agent_killed_mid_run_is_named_and_the_fleet_stops() {
         &token,
         &["--rate", "300", "-d", "60s", "-c", "3", "--json", "-"],
     );
-    let mut agents: Vec<Child> = (0..3)
-        .map(|r| agent(&coord.addr, r, 3, &token, &[]))
-        .collect();
+    let mut agents = coord.agents(3, &token, &[]);
     coord.wait_for("agent 1 joined");
     // Let the run go a second or two, then kill -9 agent 1 (by its PID, through its handle).
     std::thread::sleep(Duration::from_secs(3));
@@ -427,9 +418,7 @@ fn agents_stop_when_their_coordinator_dies() {
     let (_server, url) = serve(ServerConfig::default());
     let token = token_file("orphans", TOKEN);
     let mut coord = Coord::start(&url, 2, &token, &["--rate", "200", "-d", "60s", "-c", "2"]);
-    let agents: Vec<Child> = (0..2)
-        .map(|r| agent(&coord.addr, r, 2, &token, &[]))
-        .collect();
+    let agents = coord.agents(2, &token, &[]);
     coord.wait_for("agent 0 joined");
     coord.wait_for("agent 1 joined");
     std::thread::sleep(Duration::from_secs(2));
@@ -523,9 +512,7 @@ fn ctrl_c_on_the_coordinator_stops_the_fleet_and_keeps_the_results() {
         &token,
         &["--rate", "200", "-d", "60s", "-c", "2", "--json", "-"],
     );
-    let agents: Vec<Child> = (0..2)
-        .map(|r| agent(&coord.addr, r, 2, &token, &["-q"]))
-        .collect();
+    let agents = coord.agents(2, &token, &["-q"]);
     coord.wait_for("agent 0 joined");
     coord.wait_for("agent 1 joined");
     std::thread::sleep(Duration::from_secs(3));
@@ -639,9 +626,7 @@ fn fleet_bad_input_is_one_line_before_any_traffic() {
     }
     // Fewer connections than the fleet's workers: refused once the agents have joined.
     let coord = Coord::start(&url, 2, &good, &["-n", "10", "-c", "1"]);
-    let agents: Vec<Child> = (0..2)
-        .map(|r| agent(&coord.addr, r, 2, &good, &[]))
-        .collect();
+    let agents = coord.agents(2, &good, &[]);
     let (code, _, stderr) = coord.finish(CHILD_LIMIT);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(

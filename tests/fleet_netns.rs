@@ -173,6 +173,18 @@ http {{
         std::fs::read_to_string(self.dir.join("access.log")).map_or(0, |t| t.lines().count() as u64)
     }
 
+    /// Waits (at most 30 s) until nginx has served `n` requests: the fleet is running.
+    fn wait_served(&self, n: u64) {
+        let started = Instant::now();
+        while self.served() < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the fleet never started"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// The coordinator on its host, listening on its address, port 7070.
     fn coordinator(&self, url: &str, agents: u32, args: &[&str]) -> Child {
         let token = self.dir.join("token");
@@ -279,18 +291,7 @@ fn three_hosts_send_exactly_n_counted_by_nginx_and_merged_exactly() {
         v["fleet"]["start_skew_max_ms"], v["fleet"]["start_spread_ms"]
     );
     // Equal to `pelt merge` of the agents' own results.
-    let (out, _) = run(&["merge", &outs[0], &outs[1], &outs[2], "--json", "-"]);
-    let by_hand: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for key in [
-        "requests",
-        "status",
-        "errors",
-        "latency_us",
-        "histograms",
-        "bytes",
-    ] {
-        assert_eq!(v[key], by_hand[key], "{key}");
-    }
+    assert_is_merge_of(&v, &outs);
 }
 
 #[test]
@@ -336,14 +337,7 @@ fn a_killed_agent_host_is_named_and_a_dead_coordinator_stops_every_agent() {
         &["--rate", "300", "-d", "60s", "-c", "3", "--json", "-"],
     );
     let mut agents: Vec<Child> = (0..3).map(|r| lab.agent(r, 3, TOKEN, &[])).collect();
-    let started = Instant::now();
-    while lab.served() < 300 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the fleet never started"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    lab.wait_served(300);
     agents[2].kill().unwrap();
     let killed = Instant::now();
     let (out, _) = wait_bounded(coord, Duration::from_secs(30));
@@ -366,14 +360,7 @@ fn a_killed_agent_host_is_named_and_a_dead_coordinator_stops_every_agent() {
     let url = lab.start_nginx();
     let mut coord = lab.coordinator(&url, 2, &["--rate", "300", "-d", "60s", "-c", "2"]);
     let agents: Vec<Child> = (0..2).map(|r| lab.agent(r, 2, TOKEN, &[])).collect();
-    let started = Instant::now();
-    while lab.served() < 300 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the fleet never started"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    lab.wait_served(300);
     coord.kill().unwrap();
     let _ = coord.wait();
     let killed = Instant::now();

@@ -125,6 +125,30 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
     v
 }
 
+/// Checks that `v` has the figures `pelt merge` gives for the result files `parts`.
+pub fn assert_is_merge_of(v: &serde_json::Value, parts: &[String]) {
+    let mut args = vec!["merge"];
+    args.extend(parts.iter().map(String::as_str));
+    args.extend(["--json", "-"]);
+    let (out, _) = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let by_hand: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "requests",
+        "status",
+        "errors",
+        "latency_us",
+        "histograms",
+        "bytes",
+    ] {
+        assert_eq!(v[key], by_hand[key], "{key}");
+    }
+}
+
 /// sent == completed + errors + in_flight; the status and error maps add up. When the suite
 /// runs under `PELT_IO=epoll|uring` (pelt reads it as --io), the report names that backend.
 pub fn assert_invariant(v: &serde_json::Value) {
