@@ -36,6 +36,53 @@ pub struct Cli {
     pub load: LoadArgs,
     #[command(flatten)]
     pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+/// A plain run's (or a coordinator's) live metrics for Prometheus.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Live metrics (Prometheus)")]
+pub struct MetricsArgs {
+    /// Serve the run's metrics at http://ADDR/metrics while it runs, in Prometheus' text
+    /// format: IP:PORT, or a PORT on 127.0.0.1.
+    #[arg(long = "metrics-listen", value_name = "ADDR", value_parser = metrics_addr)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
+    /// Keep serving the final values this long after the run, so the last scrape sees them.
+    #[arg(long = "metrics-linger", value_name = "TIME", default_value = "15s", requires = "metrics_listen", value_parser = values::duration_or_zero)]
+    pub metrics_linger: Duration,
+
+    /// Send the metrics once a second, and the final values at the end, to this Prometheus
+    /// remote-write URL (Prometheus with --web.enable-remote-write-receiver:
+    /// http://HOST:9090/api/v1/write; Mimir, Thanos, VictoriaMetrics...).
+    #[arg(long = "metrics-push", value_name = "URL", value_parser = push_url)]
+    pub metrics_push: Option<String>,
+
+    /// The `run` label on every series [default: pelt-<start time, Unix seconds>].
+    #[arg(long = "metrics-run", value_name = "NAME")]
+    pub metrics_run: Option<String>,
+}
+
+/// An http:// or https:// URL with a host.
+fn push_url(s: &str) -> Result<String, String> {
+    let u = url::Url::parse(s).map_err(|e| format!("not a URL ({e})"))?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+        return Err(
+            "expected an http:// or https:// URL, like http://127.0.0.1:9090/api/v1/write".into(),
+        );
+    }
+    Ok(s.to_string())
+}
+
+/// `9464` (on 127.0.0.1) or `IP:PORT`.
+fn metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| {
+        "expected a port (on 127.0.0.1) or an IP address and port, like 9464 or 0.0.0.0:9464".into()
+    })
 }
 
 /// A plain run's flags for a fleet: this pelt coordinates, `pelt agent`s send.

@@ -2,10 +2,10 @@
 //! library's (`pelt_load::fleet`); this file reads the token, maps the outcome to exit codes
 //! and writes the same outputs as a plain run.
 
-use crate::args::{AgentArgs, FleetArgs, LoadArgs};
+use crate::args::{AgentArgs, FleetArgs, LoadArgs, MetricsArgs};
 use crate::files::{check_outputs, write_outputs};
 use crate::run::{is_stdout, prepare_with, report_run, stop_flag};
-use crate::{bad, output, EXIT_FLEET, EXIT_INTERRUPTED};
+use crate::{bad, metrics, output, EXIT_FLEET, EXIT_INTERRUPTED};
 use anyhow::{anyhow, Result};
 use pelt_load::fleet::{self, AgentError, Coordinator, CoordinatorOptions, FleetError, Token};
 use std::io::Write;
@@ -28,10 +28,11 @@ fn token(file: Option<&Path>) -> Result<Token> {
 }
 
 /// `pelt URL ... --agents N`: the coordinator.
-pub fn coordinate(a: &LoadArgs, f: &FleetArgs, agents: u32) -> Result<ExitCode> {
+pub fn coordinate(a: &LoadArgs, f: &FleetArgs, m: &MetricsArgs, agents: u32) -> Result<ExitCode> {
     let token = token(f.token_file.as_deref())?;
     let (mut p, spec) = prepare_with(a, fleet::validate)?;
     p.agents = Some(agents);
+    let live = metrics::start(m, &p.run.info)?;
     let opts = CoordinatorOptions {
         agents,
         token,
@@ -52,7 +53,7 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, agents: u32) -> Result<ExitCode> 
     let stop = stop_flag()?;
     let quiet = p.quiet;
     let mut lost = false;
-    let ran = report_run(&p, &stop, &mut |on_second| {
+    let ran = report_run(&p, &stop, live.as_ref(), &mut |on_second| {
         let mut log = |line: &str| {
             if !quiet {
                 eprintln!("pelt: {line}");
@@ -67,6 +68,9 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, agents: u32) -> Result<ExitCode> 
             Err(e) => Err(anyhow!(FleetFailure(e.to_string()))),
         }
     });
+    if let Some(live) = live {
+        live.finish(quiet, &stop);
+    }
     match ran {
         Ok((code, report)) => {
             if let Some(f) = report.fleet.as_ref().filter(|_| !quiet) {

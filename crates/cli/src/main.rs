@@ -18,6 +18,7 @@ mod html;
 mod k8s;
 mod live;
 mod merge;
+mod metrics;
 mod output;
 mod report;
 mod run;
@@ -98,8 +99,8 @@ fn main() -> ExitCode {
             k8s::k8s(&a, &raw)
         }
         None => match cli.fleet.agents {
-            Some(n) => fleet::coordinate(&cli.load, &cli.fleet, n),
-            None => run::load(&cli.load),
+            Some(n) => fleet::coordinate(&cli.load, &cli.fleet, &cli.metrics, n),
+            None => run::load(&cli.load, &cli.metrics),
         },
     };
     match result {

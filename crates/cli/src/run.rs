@@ -1,9 +1,9 @@
 //! A plain run (`pelt URL ...`): the flags as the library's spec, prepared, run with a live
 //! view and streams, reported, and the exit code.
 
-use crate::args::{self, LoadArgs, Outputs};
+use crate::args::{self, LoadArgs, MetricsArgs, Outputs};
 use crate::files::{check_outputs, write_outputs};
-use crate::{bad, live, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
+use crate::{bad, live, metrics, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use anyhow::{anyhow, Result};
 use pelt_load::{
     Body, IoChoice, LoadSpec, Requests, TargetOrder, TargetsFormat, TargetsSource, TlsSpec,
@@ -153,14 +153,21 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-pub fn load(a: &LoadArgs) -> Result<ExitCode> {
+pub fn load(a: &LoadArgs, m: &MetricsArgs) -> Result<ExitCode> {
     let p = prepare(a)?;
+    let live = metrics::start(m, &p.run.info)?;
     let stop = stop_flag()?;
-    Ok(run_and_report(&p, &stop)?.0)
+    let (code, _) = report_run(&p, &stop, live.as_ref(), &mut |on_second| {
+        Ok(pelt_load::run(&p.run, &stop, on_second))
+    })?;
+    if let Some(live) = live {
+        live.finish(p.quiet, &stop);
+    }
+    Ok(code)
 }
 
 pub fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)> {
-    report_run(p, stop, &mut |on_second| {
+    report_run(p, stop, None, &mut |on_second| {
         Ok(pelt_load::run(&p.run, stop, on_second))
     })
 }
@@ -170,7 +177,12 @@ pub type Runner<'a> = &'a mut dyn FnMut(&mut dyn FnMut(&TimelinePoint)) -> Resul
 
 /// Runs with `run` (here, or by a fleet), showing its seconds live and streaming them, then
 /// writes the outputs and the summary; the exit code is the run's.
-pub fn report_run(p: &Prepared, stop: &AtomicBool, run: Runner) -> Result<(ExitCode, Report)> {
+pub fn report_run(
+    p: &Prepared,
+    stop: &AtomicBool,
+    live: Option<&metrics::Live>,
+    run: Runner,
+) -> Result<(ExitCode, Report)> {
     if !p.quiet {
         let line = match p.agents {
             Some(n) => output::fleet_start_line(&p.run.info, &p.run.config, n),
@@ -187,6 +199,9 @@ pub fn report_run(p: &Prepared, stop: &AtomicBool, run: Runner) -> Result<(ExitC
         .then(|| live::LiveView::new(&p.run.config))
         .flatten();
     let report = run(&mut |point| {
+        if let Some(m) = live {
+            m.add(point);
+        }
         if let Some(v) = view.as_mut() {
             v.show(point);
         }

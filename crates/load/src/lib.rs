@@ -33,6 +33,7 @@
 pub mod expect;
 pub mod fleet;
 pub mod fmt;
+pub mod metrics;
 pub mod options;
 mod prepare;
 #[cfg(test)]

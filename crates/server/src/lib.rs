@@ -16,6 +16,10 @@
 //! dropping the handle stops it too. The error share is exact, not random: with
 //! `error_rate` r, of any n consecutive requests `floor(n * r)` (+-1) answer 500.
 
+mod endpoint;
+
+pub use endpoint::{Text, TextEndpoint};
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming};

@@ -1,0 +1,168 @@
+//! `--metrics-listen`: the run's live metrics (`pelt_load::metrics`) served for Prometheus
+//! while it runs, and for `--metrics-linger` after, from the seconds the run hands the main
+//! thread (never from the per-request path).
+
+use crate::args::MetricsArgs;
+use crate::bad;
+use anyhow::{anyhow, Result};
+use pelt_load::metrics::Metrics;
+use pelt_stats::{RunInfo, TimelinePoint};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The Prometheus text format's content type.
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Metrics being served or pushed.
+pub struct Live {
+    metrics: Arc<Mutex<Metrics>>,
+    endpoint: Option<pelt_server::TextEndpoint>,
+    linger: Duration,
+    push: Option<Pusher>,
+}
+
+/// Starts serving, before any traffic: an address that cannot be bound is bad input.
+pub fn start(a: &MetricsArgs, info: &RunInfo) -> Result<Option<Live>> {
+    if a.metrics_listen.is_none() && a.metrics_push.is_none() {
+        if a.metrics_run.is_some() {
+            return Err(bad(anyhow!(
+                "--metrics-run names the series of --metrics-listen or --metrics-push; give one"
+            )));
+        }
+        return Ok(None);
+    }
+    let run = a.metrics_run.clone().unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!("pelt-{now}")
+    });
+    let metrics = Arc::new(Mutex::new(Metrics::new(info, &run, &[])));
+    let endpoint = match a.metrics_listen {
+        None => None,
+        Some(addr) => {
+            let m = metrics.clone();
+            let text = Arc::new(move || m.lock().map(|m| m.text()).unwrap_or_default());
+            Some(
+                pelt_server::TextEndpoint::start(addr, "/metrics", TEXT_FORMAT, text)
+                    .map_err(|e| bad(anyhow!("cannot listen on --metrics-listen {addr}: {e}")))?,
+            )
+        }
+    };
+    Ok(Some(Live {
+        metrics,
+        endpoint,
+        linger: a.metrics_linger,
+        push: a.metrics_push.clone().map(Pusher::start),
+    }))
+}
+
+/// Sends remote-write requests from a thread of its own, so a slow receiver never holds up
+/// the run's main thread; a request that finds the previous one still going is dropped
+/// (the next carries the newer values anyway).
+struct Pusher {
+    tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+    thread: std::thread::JoinHandle<(u64, Option<String>)>,
+}
+
+impl Pusher {
+    fn start(url: String) -> Pusher {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let thread = std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .timeout_global(Some(Duration::from_secs(5)))
+                .http_status_as_error(false)
+                .build()
+                .into();
+            let (mut failed, mut first) = (0u64, None);
+            for body in rx {
+                let sent = agent
+                    .post(&url)
+                    .header("Content-Encoding", "snappy")
+                    .header("Content-Type", "application/x-protobuf")
+                    .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+                    .header("User-Agent", concat!("pelt/", env!("CARGO_PKG_VERSION")))
+                    .send(&body[..]);
+                let problem = match sent {
+                    Ok(r) if r.status().is_success() => None,
+                    Ok(mut r) => {
+                        let text = r.body_mut().read_to_string().unwrap_or_default();
+                        Some(format!("HTTP {}: {}", r.status(), text.trim()))
+                    }
+                    Err(e) => Some(e.to_string()),
+                };
+                if let Some(p) = problem {
+                    failed += 1;
+                    first.get_or_insert(p);
+                }
+            }
+            (failed, first)
+        });
+        Pusher { tx, thread }
+    }
+
+    fn send(&self, body: Vec<u8>) {
+        let _ = self.tx.try_send(body);
+    }
+
+    /// Sends the last request (waiting for room), then waits for every send to end.
+    fn finish(self, body: Vec<u8>, quiet: bool) {
+        let _ = self.tx.send(body);
+        drop(self.tx);
+        if let Ok((failed, Some(first))) = self.thread.join() {
+            if !quiet {
+                eprintln!(
+                    "pelt: --metrics-push: {failed} of the pushes failed; the first: {first}"
+                );
+            }
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Live {
+    /// Adds one second of the run (and pushes the values, with --metrics-push).
+    pub fn add(&self, p: &TimelinePoint) {
+        if let Ok(mut m) = self.metrics.lock() {
+            let _ = m.add(p);
+            if let Some(push) = &self.push {
+                push.send(m.write_request(now_ms()));
+            }
+        }
+    }
+
+    /// The run has ended: pushes the final values, and serves them for the linger time (a
+    /// Ctrl-C during it ends it), then stops.
+    pub fn finish(self, quiet: bool, stop: &AtomicBool) {
+        let last = self.metrics.lock().map(|mut m| {
+            m.finish();
+            m.write_request(now_ms())
+        });
+        if let (Some(push), Ok(last)) = (self.push, last) {
+            push.finish(last, quiet);
+        }
+        let Some(endpoint) = self.endpoint else {
+            return;
+        };
+        if !self.linger.is_zero() && !stop.load(Ordering::Relaxed) {
+            if !quiet {
+                eprintln!(
+                    "pelt: the final metrics stay on http://{}/metrics for {:?} (--metrics-linger)",
+                    endpoint.addr(),
+                    self.linger
+                );
+            }
+            let end = Instant::now() + self.linger;
+            while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        endpoint.stop();
+    }
+}

@@ -1,0 +1,419 @@
+//! Live metrics for Prometheus, from the run's per-second points (on the thread that calls
+//! `on_second`, never on the per-request path): counters of requests sent and completed,
+//! errors, responses by status class; gauges of connections, the rate asked for and the rate
+//! reached, and the last second's latency percentiles; and latency as a Prometheus histogram.
+//!
+//! The text exposition is written here rather than through the prometheus-client crate: its
+//! histograms take observations one at a time, while pelt already has each second's latency
+//! as an HDR histogram, whose cumulative bucket counts are read off directly
+//! (`count_between`, exact to HdrHistogram's 3 significant digits at a bucket's edge).
+
+use pelt_stats::{LatencyHistogram, RunInfo, TimelinePoint};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The latency histogram's upper bounds, seconds (500 us to 10 s, then +Inf).
+pub const LATENCY_BUCKETS_S: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// The run's metrics so far.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    /// `name="value"` pairs on every series: the run, and (in a fleet) the agent.
+    labels: Vec<(String, String)>,
+    target: String,
+    method: String,
+    model: String,
+    /// The rate asked for (open loop), per second; the stages' target replaces it each second.
+    rate: Option<f64>,
+    sent: u64,
+    completed: u64,
+    errors: u64,
+    classes: BTreeMap<String, u64>,
+    /// Responses at or under each bound of [`LATENCY_BUCKETS_S`].
+    buckets: [u64; LATENCY_BUCKETS_S.len()],
+    latency_sum_s: f64,
+    connections: u64,
+    seconds: u64,
+    /// The last second: its rate, and its latency percentiles (p50, p90, p99, max), seconds.
+    last_rps: f64,
+    last: Option<[f64; 4]>,
+    finished: bool,
+}
+
+impl Metrics {
+    /// Metrics of a run described by `info`, labelled `run` (and any `extra` labels).
+    pub fn new(info: &RunInfo, run: &str, extra: &[(&str, &str)]) -> Metrics {
+        let mut labels = vec![("run".to_string(), run.to_string())];
+        labels.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        Metrics {
+            labels,
+            target: info.target.clone(),
+            method: info.method.clone(),
+            model: info.load_model.to_string(),
+            rate: info.rate,
+            sent: 0,
+            completed: 0,
+            errors: 0,
+            classes: BTreeMap::new(),
+            buckets: [0; LATENCY_BUCKETS_S.len()],
+            latency_sum_s: 0.0,
+            connections: 0,
+            seconds: 0,
+            last_rps: 0.0,
+            last: None,
+            finished: false,
+        }
+    }
+
+    /// Adds one second (of the whole run: a fleet's coordinator adds its merged seconds).
+    pub fn add(&mut self, p: &TimelinePoint) -> Result<(), String> {
+        self.sent += p.sent;
+        self.completed += p.completed;
+        self.errors += p.errors;
+        for (class, n) in &p.status_classes {
+            *self.classes.entry(class.clone()).or_insert(0) += n;
+        }
+        if let Some(h) = &p.histogram {
+            let h = LatencyHistogram::decode(h)?;
+            let hdr = h.hdr();
+            for (b, bound) in self.buckets.iter_mut().zip(LATENCY_BUCKETS_S) {
+                *b += hdr.count_between(0, (bound * 1e6) as u64);
+            }
+            self.latency_sum_s += hdr.mean() * hdr.len() as f64 / 1e6;
+        }
+        self.connections = p.connections;
+        if p.target.is_some() {
+            self.rate = p.target.filter(|_| self.model == "open");
+        }
+        self.seconds += 1;
+        self.last_rps = p.rps;
+        let s = |us: u64| us as f64 / 1e6;
+        self.last = (p.completed > 0).then(|| {
+            let l = &p.latency_us;
+            [s(l.p50), s(l.p90), s(l.p99), s(l.max)]
+        });
+        Ok(())
+    }
+
+    /// The run has ended: its final values stay.
+    pub fn finish(&mut self) {
+        self.finished = true;
+    }
+
+    /// Requests completed so far (what `pelt_requests_completed_total` says).
+    pub fn completed(&self) -> u64 {
+        self.completed
+    }
+
+    /// Every metric family so far, with its series (the text format and remote write both
+    /// come from this).
+    pub fn families(&self) -> Vec<Family> {
+        let mut f = Vec::new();
+        let one = |name: &'static str, kind, help, v: f64, labels: Vec<(String, String)>| Family {
+            name,
+            kind,
+            help,
+            series: vec![Series {
+                name: name.to_string(),
+                labels,
+                value: v,
+            }],
+        };
+        let base = || self.labels.clone();
+        let with = |more: &[(&str, &str)]| {
+            let mut l = self.labels.clone();
+            l.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            l
+        };
+        f.push(one(
+            "pelt_run_info",
+            "gauge",
+            "The run: its target, method and load model (always 1).",
+            1.0,
+            with(&[
+                ("target", &self.target),
+                ("method", &self.method),
+                ("load_model", &self.model),
+            ]),
+        ));
+        f.push(one(
+            "pelt_run_finished",
+            "gauge",
+            "1 once the run has ended (the values are then final).",
+            f64::from(u8::from(self.finished)),
+            base(),
+        ));
+        f.push(one(
+            "pelt_requests_sent_total",
+            "counter",
+            "Requests started.",
+            self.sent as f64,
+            base(),
+        ));
+        f.push(one(
+            "pelt_requests_completed_total",
+            "counter",
+            "Requests that ended in a complete response (any status).",
+            self.completed as f64,
+            base(),
+        ));
+        f.push(one(
+            "pelt_request_errors_total",
+            "counter",
+            "Requests that ended in an error (no complete response).",
+            self.errors as f64,
+            base(),
+        ));
+        let mut classes = one(
+            "pelt_responses_total",
+            "counter",
+            "Complete responses by status class.",
+            0.0,
+            base(),
+        );
+        classes.series = self
+            .classes
+            .iter()
+            .map(|(c, n)| Series {
+                name: classes.name.into(),
+                labels: with(&[("class", c)]),
+                value: *n as f64,
+            })
+            .collect();
+        f.push(classes);
+        f.push(one(
+            "pelt_connections",
+            "gauge",
+            "Connections open (or opening) at the end of the last second.",
+            self.connections as f64,
+            base(),
+        ));
+        if let Some(r) = self.rate {
+            f.push(one(
+                "pelt_target_rate_requests_per_second",
+                "gauge",
+                "Open loop: the arrival rate asked for (with stages, the last second's).",
+                r,
+                base(),
+            ));
+        }
+        f.push(one(
+            "pelt_achieved_rate_requests_per_second",
+            "gauge",
+            "Complete responses per second in the last second.",
+            self.last_rps,
+            base(),
+        ));
+        if let Some(last) = self.last {
+            let mut q = one(
+                "pelt_latency_last_second_seconds",
+                "gauge",
+                "The last second's latency percentiles, exact from its HDR histogram (quantile 1: the max).",
+                0.0,
+                base(),
+            );
+            q.series = ["0.5", "0.9", "0.99", "1"]
+                .iter()
+                .zip(last)
+                .map(|(quantile, v)| Series {
+                    name: q.name.into(),
+                    labels: with(&[("quantile", quantile)]),
+                    value: v,
+                })
+                .collect();
+            f.push(q);
+        }
+        let mut h = one(
+            "pelt_latency_seconds",
+            "histogram",
+            "Latency of complete responses (open loop: from the due time).",
+            0.0,
+            base(),
+        );
+        let bucket = |le: &str, n: u64| Series {
+            name: "pelt_latency_seconds_bucket".into(),
+            labels: with(&[("le", le)]),
+            value: n as f64,
+        };
+        h.series = LATENCY_BUCKETS_S
+            .iter()
+            .zip(self.buckets)
+            .map(|(le, n)| bucket(&number(*le), n))
+            .collect();
+        h.series.push(bucket("+Inf", self.completed));
+        h.series.push(Series {
+            name: "pelt_latency_seconds_sum".into(),
+            labels: base(),
+            value: self.latency_sum_s,
+        });
+        h.series.push(Series {
+            name: "pelt_latency_seconds_count".into(),
+            labels: base(),
+            value: self.completed as f64,
+        });
+        f.push(h);
+        f
+    }
+
+    /// A Prometheus remote-write request (protobuf, snappy-compressed, as
+    /// `Content-Encoding: snappy`, `Content-Type: application/x-protobuf` and
+    /// `X-Prometheus-Remote-Write-Version: 0.1.0` say) of every series' value at
+    /// `timestamp_ms` (milliseconds since the Unix epoch).
+    pub fn write_request(&self, timestamp_ms: i64) -> Vec<u8> {
+        use prometheus_remote_write as rw;
+        let timeseries = self
+            .families()
+            .into_iter()
+            .flat_map(|f| f.series)
+            .map(|s| {
+                let mut labels = vec![rw::Label {
+                    name: rw::LABEL_NAME.into(),
+                    value: s.name,
+                }];
+                labels.extend(
+                    s.labels
+                        .into_iter()
+                        .map(|(name, value)| rw::Label { name, value }),
+                );
+                rw::TimeSeries {
+                    labels,
+                    samples: vec![rw::Sample {
+                        value: s.value,
+                        timestamp: timestamp_ms,
+                    }],
+                }
+            })
+            .collect();
+        rw::WriteRequest { timeseries }
+            .encode_compressed()
+            .expect("snappy compresses any input")
+    }
+
+    /// The Prometheus text exposition (format 0.0.4) of the metrics so far.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for f in self.families() {
+            let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
+            let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
+            for s in &f.series {
+                let labels: Vec<String> = s
+                    .labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{}{{{}}} {}",
+                    s.name,
+                    labels.join(","),
+                    number(s.value)
+                );
+            }
+        }
+        out
+    }
+}
+
+/// A metric family: its name, type and help, and its series.
+#[derive(Debug, Clone)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub help: &'static str,
+    pub series: Vec<Series>,
+}
+
+/// One series' current value (a histogram's series are named `_bucket`, `_sum`, `_count`).
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+}
+
+/// A label value as the text format wants it: backslash, quote and newline escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A sample value: integers without a fraction, others as Rust prints them (round-trip).
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(second: u64, latencies_us: &[u64], errors: u64) -> TimelinePoint {
+        let mut iv = pelt_stats::Interval::new(second);
+        for &l in latencies_us {
+            iv.record_response(200, l);
+        }
+        iv.sent = latencies_us.len() as u64 + errors;
+        iv.errors = errors;
+        iv.connections = 4;
+        iv.point(1.0, false)
+    }
+
+    fn info() -> RunInfo {
+        let spec = crate::LoadSpec::new("http://127.0.0.1:1/a\"b");
+        crate::fleet::validate_elsewhere(&spec).unwrap().info
+    }
+
+    #[test]
+    fn counters_add_up_and_buckets_are_cumulative() {
+        let mut m = Metrics::new(&info(), "r1", &[("agent", "2")]);
+        m.add(&point(0, &[100, 700, 3_000], 1)).unwrap();
+        m.add(&point(1, &[20_000_000], 0)).unwrap();
+        let t = m.text();
+        for line in [
+            "pelt_requests_sent_total{run=\"r1\",agent=\"2\"} 5",
+            "pelt_requests_completed_total{run=\"r1\",agent=\"2\"} 4",
+            "pelt_request_errors_total{run=\"r1\",agent=\"2\"} 1",
+            "pelt_responses_total{run=\"r1\",agent=\"2\",class=\"2xx\"} 4",
+            "pelt_connections{run=\"r1\",agent=\"2\"} 4",
+            "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"0.0005\"} 1",
+            "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"0.001\"} 2",
+            "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"0.005\"} 3",
+            "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"10\"} 3",
+            "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"+Inf\"} 4",
+            "pelt_latency_seconds_count{run=\"r1\",agent=\"2\"} 4",
+            "pelt_run_finished{run=\"r1\",agent=\"2\"} 0",
+            "# TYPE pelt_latency_seconds histogram",
+        ] {
+            assert!(t.lines().any(|l| l == line), "no {line:?} in\n{t}");
+        }
+        // The target's quote is escaped; the last second's percentiles are its own.
+        assert!(
+            t.contains("target=\"http://127.0.0.1:1/a%22b\"") || t.contains("a\\\"b"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "pelt_latency_last_second_seconds{run=\"r1\",agent=\"2\",quantile=\"0.5\"} 2"
+            ),
+            "{t}"
+        );
+        m.finish();
+        assert!(m
+            .text()
+            .contains("pelt_run_finished{run=\"r1\",agent=\"2\"} 1"));
+    }
+
+    #[test]
+    fn label_values_and_numbers_are_written_as_the_format_wants() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(number(3.0), "3");
+        assert_eq!(number(0.0025), "0.0025");
+        assert_eq!(number(1e20), "100000000000000000000");
+    }
+}
