@@ -126,6 +126,8 @@ fn the_manifests_pass_the_kubernetes_api_schemas() {
             "2",
             "--image",
             "registry.example.com/pelt:1",
+            "--metrics-push",
+            "http://prometheus.monitoring.svc:9090/api/v1/write",
         ],
     ]
     .into_iter()

@@ -69,9 +69,12 @@ impl Prometheus {
         Some(p)
     }
 
-    /// The value of the instant query `metric` for the series labelled run=`run`, if any.
+    /// The last value Prometheus holds of `metric` for the series labelled run=`run`, if any.
+    /// (`last_over_time`: once pelt has exited, a failed scrape marks its series stale, and a
+    /// plain instant query finds nothing.)
     fn value(&self, metric: &str, run: &str) -> Option<f64> {
-        let (status, body) = get(&self.addr, &format!("/api/v1/query?query={metric}"));
+        let query = encode(&format!("last_over_time({metric}[5m])"));
+        let (status, body) = get(&self.addr, &format!("/api/v1/query?query={query}"));
         assert_eq!(status, 200, "{body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         v["data"]["result"]
@@ -155,6 +158,9 @@ fn prometheus_scrapes_a_run_and_stores_its_exact_counts() {
     ]);
     let completed = count(&v, &["requests", "completed"]);
     assert!(completed > 0);
+    // pelt has gone: the next scrape fails and marks its series stale. What Prometheus holds
+    // must still be right (the queries below read the last values, as a dashboard would).
+    std::thread::sleep(Duration::from_secs(2));
     // The last scrapes, during the linger, saw the final values.
     wait_value(
         &prom,
@@ -193,10 +199,17 @@ fn prometheus_scrapes_a_run_and_stores_its_exact_counts() {
                 .unwrap()
                 .replace("$run", "scraped")
                 .replace("$__rate_interval", "10s");
-            let (status, body) = get(
-                &prom.addr,
-                &format!("/api/v1/query?query={}", encode(&expr)),
+            // As Grafana asks: over a range (the last minute, a point a second).
+            let end = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            let path = format!(
+                "/api/v1/query_range?query={}&start={}&end={end}&step=1",
+                encode(&expr),
+                end - 60
             );
+            let (status, body) = get(&prom.addr, &path);
             assert_eq!(status, 200, "{expr}: {body}");
             let v: serde_json::Value = serde_json::from_str(&body).unwrap();
             let found = v["data"]["result"].as_array().map_or(0, Vec::len);

@@ -260,6 +260,11 @@ pub struct K8sArgs {
     /// The run: every flag of a plain run (URL, -c, -d, -n, --rate, -H, --expect, ...).
     #[command(flatten)]
     pub load: LoadArgs,
+
+    /// The coordinator's live metrics (--metrics-push URL to the cluster's Prometheus, or
+    /// --metrics-listen 0.0.0.0:9464 for it to scrape the coordinator's pod).
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// A Kubernetes object name pelt can add `-coordinator` to (an RFC 1035 label).
