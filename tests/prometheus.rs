@@ -178,6 +178,21 @@ fn prometheus_scrapes_a_run_and_stores_its_exact_counts() {
         Some(completed as f64)
     );
     assert_eq!(prom.value("pelt_run_finished", "scraped"), Some(1.0));
+    // The counts a worker keeps only as totals, taken once a second: codes, bytes, lag.
+    assert_eq!(
+        prom.value("pelt_responses_total", "scraped"),
+        Some(completed as f64),
+        "every response was a 200"
+    );
+    let bytes = count(&v, &["bytes", "received"]) as f64;
+    assert_eq!(
+        prom.value("pelt_received_bytes_total", "scraped"),
+        Some(bytes)
+    );
+    assert_eq!(prom.value("pelt_lag_seconds_count", "scraped"), Some(sent));
+    assert!(prom
+        .value("pelt_lag_last_second_seconds", "scraped")
+        .is_some());
     assert_eq!(
         prom.value("pelt_target_rate_requests_per_second", "scraped"),
         Some(2000.0)

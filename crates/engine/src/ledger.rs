@@ -4,7 +4,10 @@
 //! Backend-neutral: every backend records through a `Ledger`, so the accounting (the invariant
 //! `sent == completed + errors + in_flight`, per phase) is written once.
 
-use pelt_stats::{ErrorKind, Interval, Sample, TargetStats, WorkerStats};
+use pelt_stats::{
+    Detail, ErrorCounts, ErrorKind, Interval, LatencyHistogram, Sample, StatusCounts, TargetStats,
+    WorkerStats,
+};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -39,6 +42,75 @@ pub(crate) struct Ledger {
     sample_every: u64,
     /// Requests to end before the next sample.
     sample_in: u64,
+    /// The totals at the last hand-over, for each second's [`Detail`].
+    handed: Totals,
+}
+
+/// A worker's totals (warm-up and measured together) at a hand-over: each second's
+/// [`Detail`] is the difference from the one before, so the per-request path counts nothing
+/// twice.
+#[derive(Default)]
+struct Totals {
+    codes: StatusCounts,
+    errors: ErrorCounts,
+    bytes_sent: u64,
+    bytes_received: u64,
+    late: u64,
+    lag: Option<LatencyHistogram>,
+}
+
+impl Totals {
+    fn of(main: &WorkerStats, warm: &WorkerStats, open: bool) -> Totals {
+        let mut codes = main.status.clone();
+        codes.merge(&warm.status);
+        let mut errors = main.errors.clone();
+        errors.merge(&warm.errors);
+        let lag = open.then(|| {
+            let mut lag = main.lag.clone();
+            lag.merge(&warm.lag);
+            lag
+        });
+        Totals {
+            codes,
+            errors,
+            bytes_sent: main.bytes_sent + warm.bytes_sent,
+            bytes_received: main.bytes_received + warm.bytes_received,
+            late: main.late + warm.late,
+            lag,
+        }
+    }
+
+    /// What `now` added to `self`.
+    fn since(&self, now: &Totals) -> Detail {
+        Detail {
+            codes: now
+                .codes
+                .iter()
+                .filter_map(|(c, n)| {
+                    let d = n - self.codes.count(c);
+                    (d > 0).then_some((c, d))
+                })
+                .collect(),
+            errors: now
+                .errors
+                .iter()
+                .filter_map(|(k, n, _)| {
+                    let d = n - self.errors.count(k);
+                    (d > 0).then(|| (k.name().to_string(), d))
+                })
+                .collect(),
+            bytes_sent: now.bytes_sent - self.bytes_sent,
+            bytes_received: now.bytes_received - self.bytes_received,
+            late: now.late - self.late,
+            lag: now.lag.as_ref().map(|l| {
+                let mut d = l.clone();
+                if let Some(before) = &self.lag {
+                    d.subtract(before);
+                }
+                d
+            }),
+        }
+    }
 }
 
 #[inline]
@@ -78,6 +150,7 @@ impl Ledger {
             next_tick: start + Duration::from_secs(1),
             worker,
             tx,
+            handed: Totals::default(),
         }
     }
 
@@ -255,6 +328,10 @@ impl Ledger {
     fn publish(&mut self, next: Interval, last: bool) {
         let mut interval = std::mem::replace(&mut self.interval, next);
         interval.connections = self.connections;
+        // Once a second, off the per-request path: what the second added to the totals.
+        let now = Totals::of(&self.main, &self.warm, self.open);
+        interval.detail = self.handed.since(&now);
+        self.handed = now;
         // The receiver outlives the workers; if it is gone, nobody is listening.
         let _ = self.tx.send(Published {
             worker: self.worker,

@@ -1,7 +1,8 @@
 //! Live metrics for Prometheus, from the run's per-second points (on the thread that calls
 //! `on_second`, never on the per-request path): counters of requests sent and completed,
-//! errors, responses by status class; gauges of connections, the rate asked for and the rate
-//! reached, and the last second's latency percentiles; and latency as a Prometheus histogram.
+//! errors by kind, responses by status code and class, bytes, late starts; gauges of
+//! connections, the rate asked for and the rate reached, and the last second's latency (and
+//! open-loop lag) percentiles; and latency and lag as Prometheus histograms.
 //!
 //! The text exposition is written here rather than through the prometheus-client crate: its
 //! histograms take observations one at a time, while pelt already has each second's latency
@@ -30,16 +31,51 @@ pub struct Metrics {
     sent: u64,
     completed: u64,
     errors: u64,
-    classes: BTreeMap<String, u64>,
-    /// Responses at or under each bound of [`LATENCY_BUCKETS_S`].
-    buckets: [u64; LATENCY_BUCKETS_S.len()],
-    latency_sum_s: f64,
+    errors_by_kind: BTreeMap<String, u64>,
+    codes: BTreeMap<u16, u64>,
+    bytes_sent: u64,
+    bytes_received: u64,
+    late: u64,
+    latency: Buckets,
+    /// Open loop: the lag's histogram.
+    lag: Option<Buckets>,
     connections: u64,
     seconds: u64,
-    /// The last second: its rate, and its latency percentiles (p50, p90, p99, max), seconds.
+    /// The last second: its rate, and its latency and lag percentiles (p50, p90, p99, max),
+    /// seconds.
     last_rps: f64,
     last: Option<[f64; 4]>,
+    last_lag: Option<[f64; 4]>,
     finished: bool,
+}
+
+/// A Prometheus histogram: cumulative counts at each bound of [`LATENCY_BUCKETS_S`], the
+/// count and the sum.
+#[derive(Debug, Clone, Default)]
+struct Buckets {
+    le: [u64; LATENCY_BUCKETS_S.len()],
+    count: u64,
+    sum_s: f64,
+}
+
+impl Buckets {
+    /// Adds a histogram of microseconds.
+    fn add(&mut self, h: &LatencyHistogram) {
+        let hdr = h.hdr();
+        for (b, bound) in self.le.iter_mut().zip(LATENCY_BUCKETS_S) {
+            *b += hdr.count_between(0, (bound * 1e6) as u64);
+        }
+        self.count += hdr.len();
+        self.sum_s += hdr.mean() * hdr.len() as f64 / 1e6;
+    }
+}
+
+/// p50, p90, p99 and max of a histogram of microseconds, in seconds (`None`: empty).
+fn percentiles(h: &LatencyHistogram) -> Option<[f64; 4]> {
+    (h.count() > 0).then(|| {
+        let s = h.summary();
+        [s.p50_us, s.p90_us, s.p99_us, s.max_us].map(|us| us as f64 / 1e6)
+    })
 }
 
 impl Metrics {
@@ -56,13 +92,23 @@ impl Metrics {
             sent: 0,
             completed: 0,
             errors: 0,
-            classes: BTreeMap::new(),
-            buckets: [0; LATENCY_BUCKETS_S.len()],
-            latency_sum_s: 0.0,
+            // Every kind from the start, at 0: a query of errors finds a series before the
+            // first one.
+            errors_by_kind: pelt_stats::ErrorKind::ALL
+                .iter()
+                .map(|k| (k.name().to_string(), 0))
+                .collect(),
+            codes: BTreeMap::new(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            late: 0,
+            latency: Buckets::default(),
+            lag: (info.load_model == pelt_stats::LoadModel::Open).then(Buckets::default),
             connections: 0,
             seconds: 0,
             last_rps: 0.0,
             last: None,
+            last_lag: None,
             finished: false,
         }
     }
@@ -72,17 +118,23 @@ impl Metrics {
         self.sent += p.sent;
         self.completed += p.completed;
         self.errors += p.errors;
-        for (class, n) in &p.status_classes {
-            *self.classes.entry(class.clone()).or_insert(0) += n;
+        let d = &p.detail;
+        for (code, n) in &d.codes {
+            *self.codes.entry(*code).or_insert(0) += n;
         }
+        for (kind, n) in &d.errors {
+            *self.errors_by_kind.entry(kind.clone()).or_insert(0) += n;
+        }
+        self.bytes_sent += d.bytes_sent;
+        self.bytes_received += d.bytes_received;
+        self.late += d.late;
         if let Some(h) = &p.histogram {
-            let h = LatencyHistogram::decode(h)?;
-            let hdr = h.hdr();
-            for (b, bound) in self.buckets.iter_mut().zip(LATENCY_BUCKETS_S) {
-                *b += hdr.count_between(0, (bound * 1e6) as u64);
-            }
-            self.latency_sum_s += hdr.mean() * hdr.len() as f64 / 1e6;
+            self.latency.add(&LatencyHistogram::decode(h)?);
         }
+        if let (Some(b), Some(lag)) = (self.lag.as_mut(), &d.lag) {
+            b.add(lag);
+        }
+        self.last_lag = d.lag.as_ref().and_then(percentiles);
         self.connections = p.connections;
         if p.target.is_some() {
             self.rate = p.target.filter(|_| self.model == "open");
@@ -159,30 +211,60 @@ impl Metrics {
             self.completed as f64,
             base(),
         ));
-        f.push(one(
+        let mut errors = one(
             "pelt_request_errors_total",
             "counter",
-            "Requests that ended in an error (no complete response).",
-            self.errors as f64,
-            base(),
-        ));
-        let mut classes = one(
-            "pelt_responses_total",
-            "counter",
-            "Complete responses by status class.",
+            "Requests that ended in an error (no complete response), by kind.",
             0.0,
             base(),
         );
-        classes.series = self
-            .classes
+        errors.series = self
+            .errors_by_kind
             .iter()
-            .map(|(c, n)| Series {
-                name: classes.name.into(),
-                labels: with(&[("class", c)]),
+            .map(|(kind, n)| Series {
+                name: errors.name.into(),
+                labels: with(&[("kind", kind)]),
                 value: *n as f64,
             })
             .collect();
-        f.push(classes);
+        f.push(errors);
+        let mut codes = one(
+            "pelt_responses_total",
+            "counter",
+            "Complete responses by status code (and its class).",
+            0.0,
+            base(),
+        );
+        codes.series = self
+            .codes
+            .iter()
+            .map(|(code, n)| {
+                let class = match code / 100 {
+                    c @ 1..=5 => format!("{c}xx"),
+                    _ => "other".into(),
+                };
+                Series {
+                    name: codes.name.into(),
+                    labels: with(&[("code", &code.to_string()), ("class", &class)]),
+                    value: *n as f64,
+                }
+            })
+            .collect();
+        f.push(codes);
+        f.push(one(
+            "pelt_sent_bytes_total",
+            "counter",
+            "Bytes written to the sockets.",
+            self.bytes_sent as f64,
+            base(),
+        ));
+        f.push(one(
+            "pelt_received_bytes_total",
+            "counter",
+            "Bytes read from the sockets.",
+            self.bytes_received as f64,
+            base(),
+        ));
         f.push(one(
             "pelt_connections",
             "gauge",
@@ -206,54 +288,77 @@ impl Metrics {
             self.last_rps,
             base(),
         ));
-        if let Some(last) = self.last {
-            let mut q = one(
-                "pelt_latency_last_second_seconds",
-                "gauge",
-                "The last second's latency percentiles, exact from its HDR histogram (quantile 1: the max).",
-                0.0,
-                base(),
-            );
+        let quantiles = |name: &'static str, help: &'static str, last: [f64; 4]| {
+            let mut q = one(name, "gauge", help, 0.0, base());
             q.series = ["0.5", "0.9", "0.99", "1"]
                 .iter()
                 .zip(last)
                 .map(|(quantile, v)| Series {
-                    name: q.name.into(),
+                    name: name.into(),
                     labels: with(&[("quantile", quantile)]),
                     value: v,
                 })
                 .collect();
-            f.push(q);
-        }
-        let mut h = one(
-            "pelt_latency_seconds",
-            "histogram",
-            "Latency of complete responses (open loop: from the due time).",
-            0.0,
-            base(),
-        );
-        let bucket = |le: &str, n: u64| Series {
-            name: "pelt_latency_seconds_bucket".into(),
-            labels: with(&[("le", le)]),
-            value: n as f64,
+            q
         };
-        h.series = LATENCY_BUCKETS_S
-            .iter()
-            .zip(self.buckets)
-            .map(|(le, n)| bucket(&number(*le), n))
-            .collect();
-        h.series.push(bucket("+Inf", self.completed));
-        h.series.push(Series {
-            name: "pelt_latency_seconds_sum".into(),
-            labels: base(),
-            value: self.latency_sum_s,
-        });
-        h.series.push(Series {
-            name: "pelt_latency_seconds_count".into(),
-            labels: base(),
-            value: self.completed as f64,
-        });
-        f.push(h);
+        let histogram = |name: &'static str, help: &'static str, b: &Buckets| {
+            let mut h = one(name, "histogram", help, 0.0, base());
+            let bucket = |le: &str, n: u64| Series {
+                name: format!("{name}_bucket"),
+                labels: with(&[("le", le)]),
+                value: n as f64,
+            };
+            h.series = LATENCY_BUCKETS_S
+                .iter()
+                .zip(b.le)
+                .map(|(le, n)| bucket(&number(*le), n))
+                .collect();
+            h.series.push(bucket("+Inf", b.count));
+            h.series.push(Series {
+                name: format!("{name}_sum"),
+                labels: base(),
+                value: b.sum_s,
+            });
+            h.series.push(Series {
+                name: format!("{name}_count"),
+                labels: base(),
+                value: b.count as f64,
+            });
+            h
+        };
+        if let Some(last) = self.last {
+            f.push(quantiles(
+                "pelt_latency_last_second_seconds",
+                "The last second's latency percentiles, exact from its HDR histogram (quantile 1: the max).",
+                last,
+            ));
+        }
+        f.push(histogram(
+            "pelt_latency_seconds",
+            "Latency of complete responses (open loop: from the due time).",
+            &self.latency,
+        ));
+        if let Some(lag) = &self.lag {
+            f.push(one(
+                "pelt_requests_late_total",
+                "counter",
+                "Open loop: requests that started over 1 ms after their due time.",
+                self.late as f64,
+                base(),
+            ));
+            if let Some(last) = self.last_lag {
+                f.push(quantiles(
+                    "pelt_lag_last_second_seconds",
+                    "Open loop: the last second's lag (due time to start, pelt's own delay) percentiles.",
+                    last,
+                ));
+            }
+            f.push(histogram(
+                "pelt_lag_seconds",
+                "Open loop: the lag of every request started (due time to start, pelt's own delay).",
+                lag,
+            ));
+        }
         f
     }
 
@@ -361,6 +466,12 @@ mod tests {
         iv.sent = latencies_us.len() as u64 + errors;
         iv.errors = errors;
         iv.connections = 4;
+        // What a worker's hand-over takes from its totals.
+        iv.detail.codes.insert(200, latencies_us.len() as u64);
+        if errors > 0 {
+            iv.detail.errors.insert("timeout".into(), errors);
+        }
+        iv.detail.bytes_sent = 50;
         iv.point(1.0, false)
     }
 
@@ -378,8 +489,10 @@ mod tests {
         for line in [
             "pelt_requests_sent_total{run=\"r1\",agent=\"2\"} 5",
             "pelt_requests_completed_total{run=\"r1\",agent=\"2\"} 4",
-            "pelt_request_errors_total{run=\"r1\",agent=\"2\"} 1",
-            "pelt_responses_total{run=\"r1\",agent=\"2\",class=\"2xx\"} 4",
+            "pelt_responses_total{run=\"r1\",agent=\"2\",code=\"200\",class=\"2xx\"} 4",
+            "pelt_request_errors_total{run=\"r1\",agent=\"2\",kind=\"timeout\"} 1",
+            "pelt_request_errors_total{run=\"r1\",agent=\"2\",kind=\"connect\"} 0",
+            "pelt_sent_bytes_total{run=\"r1\",agent=\"2\"} 100",
             "pelt_connections{run=\"r1\",agent=\"2\"} 4",
             "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"0.0005\"} 1",
             "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"0.001\"} 2",

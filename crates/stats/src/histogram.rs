@@ -75,6 +75,12 @@ impl LatencyHistogram {
     }
 
     /// Adds `other`'s counts (exact: same bounds and precision on both sides).
+    /// Removes `other`'s counts from these (it must hold a subset of them: an earlier copy of
+    /// this histogram); what cannot be removed is left.
+    pub fn subtract(&mut self, other: &LatencyHistogram) {
+        let _ = self.h.subtract(&other.h);
+    }
+
     pub fn merge(&mut self, other: &LatencyHistogram) {
         self.h
             .add(&other.h)

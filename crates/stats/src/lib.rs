@@ -40,7 +40,7 @@ pub use report::{
     RequestsReport, RunInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
-pub use timeline::{Interval, PointLatency, Sample, TimelinePoint, SAMPLES_PER_SECOND};
+pub use timeline::{Detail, Interval, PointLatency, Sample, TimelinePoint, SAMPLES_PER_SECOND};
 
 /// A request that started this much after its due time counts as late (open loop).
 pub const LATE_THRESHOLD_US: u64 = 1_000;
@@ -84,6 +84,11 @@ impl StatusCounts {
     /// All responses counted.
     pub fn total(&self) -> u64 {
         self.counts.iter().sum()
+    }
+
+    /// Responses counted with `status` (as [`record`](Self::record) clamps it).
+    pub fn count(&self, status: u16) -> u64 {
+        self.counts[(status as usize).min(999)]
     }
 
     /// Adds `other`'s counts to these.

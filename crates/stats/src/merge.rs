@@ -102,6 +102,7 @@ struct Second {
     target: Option<f64>,
     classes: BTreeMap<String, u64>,
     latency: LatencyHistogram,
+    detail: crate::Detail,
 }
 
 /// Merges `reports` (at least one; each passing [`check_mergeable`]) into one result.
@@ -407,6 +408,7 @@ impl Second {
         }
         add_maps(&mut self.classes, &p.status_classes);
         self.latency.merge(&h);
+        self.detail.merge(&p.detail);
         Ok(())
     }
 
@@ -421,6 +423,7 @@ impl Second {
             target: None,
             classes: BTreeMap::new(),
             latency: LatencyHistogram::new(),
+            detail: crate::Detail::default(),
         }
     }
 
@@ -451,6 +454,7 @@ impl Second {
             target: self.target,
             samples: Vec::new(),
             samples_dropped: 0,
+            detail: self.detail,
         }
     }
 }

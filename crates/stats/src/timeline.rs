@@ -27,6 +27,65 @@ pub struct Interval {
     pub samples: Vec<Sample>,
     /// Sampled requests left out because the second already held its most.
     pub samples_dropped: u64,
+    /// What the second added to the counts kept only as totals (see [`Detail`]).
+    pub detail: Detail,
+}
+
+/// What one second added to the counts the per-request path keeps only as totals: responses
+/// by status code, errors by kind, bytes, late starts and the open-loop lag. A worker takes it
+/// as the difference of its totals at each hand-over, once a second, never per request. For
+/// live metrics; the result's timeline does not keep it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Detail {
+    /// Complete responses by status code.
+    #[serde(default, with = "code_pairs")]
+    pub codes: BTreeMap<u16, u64>,
+    /// Errors by kind (`timeout`, `connect`, ...).
+    #[serde(default)]
+    pub errors: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub bytes_sent: u64,
+    #[serde(default)]
+    pub bytes_received: u64,
+    /// Open loop: requests that started over the late threshold.
+    #[serde(default)]
+    pub late: u64,
+    /// Open loop: the lag of the requests started in the second, microseconds.
+    #[serde(default)]
+    pub lag: Option<LatencyHistogram>,
+}
+
+/// Status codes as `[[code, count], ...]` on the wire: a JSON object's keys are strings, and
+/// a map inside a tagged message does not read them back as numbers.
+mod code_pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<u16, u64>, s: S) -> Result<S::Ok, S::Error> {
+        m.iter().collect::<Vec<_>>().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u16, u64>, D::Error> {
+        Ok(Vec::<(u16, u64)>::deserialize(d)?.into_iter().collect())
+    }
+}
+
+impl Detail {
+    /// Adds another worker's (or agent's) detail for the same second.
+    pub fn merge(&mut self, other: &Detail) {
+        for (c, n) in &other.codes {
+            *self.codes.entry(*c).or_insert(0) += n;
+        }
+        for (k, n) in &other.errors {
+            *self.errors.entry(k.clone()).or_insert(0) += n;
+        }
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.late += other.late;
+        if let Some(l) = &other.lag {
+            self.lag.get_or_insert_with(LatencyHistogram::new).merge(l);
+        }
+    }
 }
 
 /// The most sampled requests one worker keeps per second; the rest are counted as dropped.
@@ -60,6 +119,7 @@ impl Interval {
             connections: 0,
             samples: Vec::new(),
             samples_dropped: 0,
+            detail: Detail::default(),
         }
     }
 
@@ -94,6 +154,7 @@ impl Interval {
             *a += b;
         }
         self.latency.merge(&other.latency);
+        self.detail.merge(&other.detail);
     }
 
     /// The timeline point of this (merged) interval, `length_s` long (shorter than a second
@@ -130,6 +191,7 @@ impl Interval {
             target: None,
             samples: self.samples.clone(),
             samples_dropped: self.samples_dropped,
+            detail: self.detail.clone(),
         }
     }
 }
@@ -178,6 +240,10 @@ pub struct TimelinePoint {
     /// Sampled requests left out of this second (over [`SAMPLES_PER_SECOND`] per worker).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub samples_dropped: u64,
+    /// The second's codes, error kinds, bytes and lag, for the caller of `on_second` only
+    /// (live metrics; never serialized, never kept in the result's timeline).
+    #[serde(skip)]
+    pub detail: Detail,
 }
 
 fn is_zero(n: &u64) -> bool {

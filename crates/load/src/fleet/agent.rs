@@ -153,7 +153,8 @@ pub fn run_agent(
     });
     let report = crate::run(&prepared, stop, &mut |point| {
         tell(&FromAgent::Second {
-            point: point.clone(),
+            point: Box::new(point.clone()),
+            detail: Box::new(point.detail.clone()),
         })
     });
     finished.store(true, Ordering::Relaxed);

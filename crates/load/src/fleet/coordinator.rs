@@ -568,7 +568,8 @@ impl Running<'_> {
         match msg {
             FromAgent::Heartbeat => {}
             FromAgent::Started { at_us } => m.started_us = Some(at_us),
-            FromAgent::Second { point } => {
+            FromAgent::Second { mut point, detail } => {
+                point.detail = *detail;
                 m.last_second = Some(point.second);
                 m.seen.sent += point.sent;
                 m.seen.completed += point.completed;
@@ -576,7 +577,7 @@ impl Running<'_> {
                 if !point.warmup {
                     m.seconds += point.length_s;
                 }
-                self.pending.entry(point.second).or_default().push(point);
+                self.pending.entry(point.second).or_default().push(*point);
                 self.emit(on_second, log);
             }
             FromAgent::Done { report } => m.state = State::Done(report),

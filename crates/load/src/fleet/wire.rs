@@ -53,7 +53,11 @@ pub enum FromAgent {
         at_us: i64,
     },
     Second {
-        point: TimelinePoint,
+        point: Box<TimelinePoint>,
+        /// The second's codes, error kinds, bytes and lag (the point does not carry them on
+        /// the wire), for the coordinator's live metrics.
+        #[serde(default)]
+        detail: Box<pelt_stats::Detail>,
     },
     Heartbeat,
     Done {
@@ -321,6 +325,26 @@ mod tests {
         for junk in ["", "zz", "0", &"0".repeat(64), &"ab".repeat(200)] {
             assert!(!t.check_agent(&c, &a, junk), "{junk}");
         }
+    }
+
+    #[test]
+    fn a_second_with_its_detail_crosses_the_wire_whole() {
+        let mut iv = pelt_stats::Interval::new(3);
+        iv.record_response(503, 1_200);
+        iv.detail.codes.insert(503, 1);
+        iv.detail.errors.insert("timeout".into(), 2);
+        iv.detail.bytes_received = 77;
+        let point = iv.point(1.0, false);
+        let msg = FromAgent::Second {
+            point: Box::new(point.clone()),
+            detail: Box::new(point.detail.clone()),
+        };
+        let line = serde_json::to_string(&msg).unwrap();
+        let Ok(FromAgent::Second { point: p, detail }) = serde_json::from_str(&line) else {
+            panic!("{line}");
+        };
+        assert_eq!(*detail, iv.detail);
+        assert_eq!((p.second, p.completed), (3, 1));
     }
 
     #[test]
