@@ -197,44 +197,6 @@ fn prometheus_scrapes_a_run_and_stores_its_exact_counts() {
         prom.value("pelt_target_rate_requests_per_second", "scraped"),
         Some(2000.0)
     );
-    // Every query of the Grafana dashboard (deploy/grafana/pelt.json) finds this run's data.
-    let dashboard: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/pelt.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let panels = dashboard["panels"].as_array().unwrap();
-    assert!(panels.len() >= 6);
-    for panel in panels {
-        for t in panel["targets"].as_array().unwrap() {
-            let expr = t["expr"]
-                .as_str()
-                .unwrap()
-                .replace("$run", "scraped")
-                .replace("$__rate_interval", "10s");
-            // As Grafana asks: over a range (the last minute, a point a second).
-            let end = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs();
-            let path = format!(
-                "/api/v1/query_range?query={}&start={}&end={end}&step=1",
-                encode(&expr),
-                end - 60
-            );
-            let (status, body) = get(&prom.addr, &path);
-            assert_eq!(status, 200, "{expr}: {body}");
-            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-            let found = v["data"]["result"].as_array().map_or(0, Vec::len);
-            assert!(
-                found > 0,
-                "panel {:?}: {expr} found nothing",
-                panel["title"]
-            );
-        }
-    }
     // Prometheus read every family without complaint: its own scrape health says so.
     let (_, targets) = get(&prom.addr, "/api/v1/targets");
     assert!(!targets.contains("\"lastError\":\"expected"), "{targets}");
@@ -284,6 +246,41 @@ fn prometheus_receives_remote_writes_with_the_exact_counts() {
     wait_value(&prom, "pelt_latency_seconds_count", "pushed", 3000.0);
     wait_value(&prom, "pelt_run_finished", "pushed", 1.0);
     assert_eq!(server.stop(), 3000);
+    // Per target name (--targets): each name's counts, as the JSON's `targets` has them.
+    let (server, url) = serve(pelt_server::ServerConfig::default());
+    let dir = std::env::temp_dir().join(format!("pelt-prom-{}-targets", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("targets.jsonl");
+    std::fs::write(
+        &file,
+        format!("{{\"url\":\"{url}a\",\"name\":\"home\"}}\n{{\"url\":\"{url}b\",\"name\":\"cart\"}}\n{{\"url\":\"{url}b\",\"name\":\"cart\"}}\n"),
+    )
+    .unwrap();
+    let v = run_json(&[
+        "--targets",
+        file.to_str().unwrap(),
+        "-n",
+        "3000",
+        "-c",
+        "4",
+        "--metrics-push",
+        &push,
+        "--metrics-run",
+        "named",
+    ]);
+    for t in v["targets"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        let metric = format!("pelt_target_requests_completed_total{{name=\"{name}\"}}");
+        wait_value(
+            &prom,
+            &metric,
+            "named",
+            t["completed"].as_u64().unwrap() as f64,
+        );
+    }
+    assert_eq!(v["targets"][1]["completed"], 2000);
+    assert_eq!(server.stop(), 3000);
+    std::fs::remove_dir_all(&dir).unwrap();
     // A receiver that refuses: the run goes on, and says so once at the end.
     let (server, url) = serve(pelt_server::ServerConfig::default());
     let (out, _) = run(&[
@@ -300,6 +297,142 @@ fn prometheus_receives_remote_writes_with_the_exact_counts() {
         "{err}"
     );
     assert_eq!(server.stop(), 100);
+}
+
+/// Every query of the Grafana dashboard (deploy/grafana/pelt.json) finds data of run `run`,
+/// over the last minute, as Grafana asks.
+fn assert_dashboard_finds(prom: &Prometheus, run: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/pelt.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let panels = dashboard["panels"].as_array().unwrap();
+    assert!(panels.len() >= 6);
+    for panel in panels {
+        for t in panel["targets"].as_array().unwrap() {
+            let expr = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$run", run)
+                .replace("$__rate_interval", "10s");
+            let end = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            let path = format!(
+                "/api/v1/query_range?query={}&start={}&end={end}&step=1",
+                encode(&expr),
+                end - 60
+            );
+            let (status, body) = get(&prom.addr, &path);
+            assert_eq!(status, 200, "{expr}: {body}");
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let found = v["data"]["result"].as_array().map_or(0, Vec::len);
+            assert!(
+                found > 0,
+                "panel {:?}: {expr} found nothing",
+                panel["title"]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_fleet_coordinator_serves_the_fleet_and_each_agent() {
+    let (server, url) = serve(pelt_server::ServerConfig::default());
+    let port = free_port();
+    let Some(prom) = Prometheus::start("fleet", &[format!("127.0.0.1:{port}")]) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("pelt-prom-{}-token", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, "prometheus-fleet-token-0123").unwrap();
+    let t = token.to_str().unwrap();
+    let listen = port.to_string();
+    let coord = spawn(&[
+        &url,
+        "--agents",
+        "2",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        t,
+        "--rate",
+        "1000",
+        "-d",
+        "4s",
+        "-c",
+        "4",
+        "--metrics-listen",
+        &listen,
+        "--metrics-linger",
+        "4s",
+        "--metrics-run",
+        "fleet",
+        "--json",
+        "-",
+        "-q",
+    ]);
+    // The coordinator says where it listens (port 0), then the agents join.
+    let mut coord = coord;
+    let mut err = std::io::BufReader::new(coord.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    let addr = line
+        .split("coordinator on ")
+        .nth(1)
+        .and_then(|r| r.split(": ").next())
+        .unwrap()
+        .to_string();
+    let agents: Vec<_> = (0..2)
+        .map(|r| {
+            spawn(&[
+                "agent",
+                "--coordinator",
+                &addr,
+                "--rank",
+                &r.to_string(),
+                "--agents",
+                "2",
+                "--token-file",
+                t,
+                "-t",
+                "1",
+                "-q",
+            ])
+        })
+        .collect();
+    let (out, _) = wait_bounded(coord, CHILD_LIMIT);
+    assert!(out.status.success(), "coordinator: {:?}", out.status);
+    for a in agents {
+        wait_bounded(a, CHILD_LIMIT);
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let completed = count(&v, &["requests", "completed"]) as f64;
+    std::thread::sleep(Duration::from_secs(2));
+    // The fleet's own series (no agent label) hold the merged count; each agent's its own.
+    let query = encode("last_over_time(pelt_requests_completed_total{run=\"fleet\"}[5m])");
+    let (_, body) = get(&prom.addr, &format!("/api/v1/query?query={query}"));
+    let r: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut fleet = None;
+    let mut agents_sum = 0.0;
+    let mut agents_seen = 0;
+    for s in r["data"]["result"].as_array().unwrap() {
+        let value: f64 = s["value"][1].as_str().unwrap().parse().unwrap();
+        match s["metric"]["agent"].as_str() {
+            None => fleet = Some(value),
+            Some(_) => {
+                agents_sum += value;
+                agents_seen += 1;
+            }
+        }
+    }
+    assert_eq!(fleet, Some(completed), "{body}");
+    assert_eq!((agents_seen, agents_sum), (2, completed), "{body}");
+    assert_dashboard_finds(&prom, "fleet");
+    let served = server.stop() as f64;
+    assert!(served >= completed);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -8,6 +8,7 @@ use crate::run::{is_stdout, prepare_with, report_run, stop_flag};
 use crate::{bad, metrics, output, EXIT_FLEET, EXIT_INTERRUPTED};
 use anyhow::{anyhow, Result};
 use pelt_load::fleet::{self, AgentError, Coordinator, CoordinatorOptions, FleetError, Token};
+use pelt_stats::TimelinePoint;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -32,7 +33,7 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, m: &MetricsArgs, agents: u32) -> 
     let token = token(f.token_file.as_deref())?;
     let (mut p, spec) = prepare_with(a, fleet::validate)?;
     p.agents = Some(agents);
-    let live = metrics::start(m, &p.run.info)?;
+    let live = metrics::start(m, &p.run)?;
     let opts = CoordinatorOptions {
         agents,
         token,
@@ -59,7 +60,16 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, m: &MetricsArgs, agents: u32) -> 
                 eprintln!("pelt: {line}");
             }
         };
-        match coordinator.run(&spec, &p.run, &stop, on_second, &mut log) {
+        // The fleet's seconds go where a plain run's go; each agent's own to its metrics.
+        let mut seconds = |who: Option<u32>, point: &TimelinePoint| match who {
+            None => on_second(point),
+            Some(rank) => {
+                if let Some(m) = live.as_ref() {
+                    m.add_agent(rank, point);
+                }
+            }
+        };
+        match coordinator.run(&spec, &p.run, &stop, &mut seconds, &mut log) {
             Ok(run) => {
                 lost = run.lost;
                 Ok(run.report)

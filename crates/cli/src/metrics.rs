@@ -14,16 +14,39 @@ use std::time::{Duration, Instant};
 /// The Prometheus text format's content type.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// A run's metrics, and in a fleet each agent's (labelled `agent`).
+struct State {
+    run: Metrics,
+    agents: std::collections::BTreeMap<u32, Metrics>,
+    info: RunInfo,
+    name: String,
+    names: Vec<String>,
+}
+
+impl State {
+    fn all(&self) -> Vec<&Metrics> {
+        std::iter::once(&self.run)
+            .chain(self.agents.values())
+            .collect()
+    }
+}
+
 /// Metrics being served or pushed.
 pub struct Live {
-    metrics: Arc<Mutex<Metrics>>,
+    metrics: Arc<Mutex<State>>,
     endpoint: Option<pelt_server::TextEndpoint>,
     linger: Duration,
     push: Option<Pusher>,
 }
 
 /// Starts serving, before any traffic: an address that cannot be bound is bad input.
-pub fn start(a: &MetricsArgs, info: &RunInfo) -> Result<Option<Live>> {
+pub fn start(a: &MetricsArgs, run: &pelt_load::Prepared) -> Result<Option<Live>> {
+    let info = &run.info;
+    let names: Vec<String> = run
+        .config
+        .targets
+        .as_ref()
+        .map_or(Vec::new(), |t| t.names().to_vec());
     if a.metrics_listen.is_none() && a.metrics_push.is_none() {
         if a.metrics_run.is_some() {
             return Err(bad(anyhow!(
@@ -32,18 +55,28 @@ pub fn start(a: &MetricsArgs, info: &RunInfo) -> Result<Option<Live>> {
         }
         return Ok(None);
     }
-    let run = a.metrics_run.clone().unwrap_or_else(|| {
+    let name = a.metrics_run.clone().unwrap_or_else(|| {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         format!("pelt-{now}")
     });
-    let metrics = Arc::new(Mutex::new(Metrics::new(info, &run, &[])));
+    let metrics = Arc::new(Mutex::new(State {
+        run: Metrics::new(info, &name, &[]).with_target_names(&names),
+        agents: Default::default(),
+        info: info.clone(),
+        name,
+        names,
+    }));
     let endpoint = match a.metrics_listen {
         None => None,
         Some(addr) => {
             let m = metrics.clone();
-            let text = Arc::new(move || m.lock().map(|m| m.text()).unwrap_or_default());
+            let text = Arc::new(move || {
+                m.lock()
+                    .map(|m| pelt_load::metrics::text_of(&m.all()))
+                    .unwrap_or_default()
+            });
             Some(
                 pelt_server::TextEndpoint::start(addr, "/metrics", TEXT_FORMAT, text)
                     .map_err(|e| bad(anyhow!("cannot listen on --metrics-listen {addr}: {e}")))?,
@@ -130,10 +163,27 @@ impl Live {
     /// Adds one second of the run (and pushes the values, with --metrics-push).
     pub fn add(&self, p: &TimelinePoint) {
         if let Ok(mut m) = self.metrics.lock() {
-            let _ = m.add(p);
+            let _ = m.run.add(p);
             if let Some(push) = &self.push {
-                push.send(m.write_request(now_ms()));
+                push.send(pelt_load::metrics::write_request_of(&m.all(), now_ms()));
             }
+        }
+    }
+
+    /// Adds one second of a fleet's agent `rank` (its own series, labelled `agent`).
+    pub fn add_agent(&self, rank: u32, p: &TimelinePoint) {
+        if let Ok(mut m) = self.metrics.lock() {
+            let State {
+                agents,
+                info,
+                name,
+                names,
+                ..
+            } = &mut *m;
+            let agent = agents
+                .entry(rank)
+                .or_insert_with(|| Metrics::for_agent(info, name, rank).with_target_names(names));
+            let _ = agent.add(p);
         }
     }
 
@@ -141,8 +191,9 @@ impl Live {
     /// Ctrl-C during it ends it), then stops.
     pub fn finish(self, quiet: bool, stop: &AtomicBool) {
         let last = self.metrics.lock().map(|mut m| {
-            m.finish();
-            m.write_request(now_ms())
+            m.run.finish();
+            m.agents.values_mut().for_each(Metrics::finish);
+            pelt_load::metrics::write_request_of(&m.all(), now_ms())
         });
         if let (Some(push), Ok(last)) = (self.push, last) {
             push.finish(last, quiet);

@@ -155,7 +155,7 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
 
 pub fn load(a: &LoadArgs, m: &MetricsArgs) -> Result<ExitCode> {
     let p = prepare(a)?;
-    let live = metrics::start(m, &p.run.info)?;
+    let live = metrics::start(m, &p.run)?;
     let stop = stop_flag()?;
     let (code, _) = report_run(&p, &stop, live.as_ref(), &mut |on_second| {
         Ok(pelt_load::run(&p.run, &stop, on_second))

@@ -5,8 +5,8 @@
 //! `sent == completed + errors + in_flight`, per phase) is written once.
 
 use pelt_stats::{
-    Detail, ErrorCounts, ErrorKind, Interval, LatencyHistogram, Sample, StatusCounts, TargetStats,
-    WorkerStats,
+    Detail, ErrorCounts, ErrorKind, Interval, LatencyHistogram, Sample, StatusCounts, TargetCounts,
+    TargetStats, WorkerStats,
 };
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
@@ -57,6 +57,7 @@ struct Totals {
     bytes_received: u64,
     late: u64,
     lag: Option<LatencyHistogram>,
+    targets: Vec<TargetCounts>,
 }
 
 impl Totals {
@@ -77,6 +78,18 @@ impl Totals {
             bytes_received: main.bytes_received + warm.bytes_received,
             late: main.late + warm.late,
             lag,
+            targets: main
+                .targets
+                .iter()
+                .map(|t| {
+                    let completed: u64 = t.status.iter().map(|s| s.1).sum();
+                    TargetCounts {
+                        sent: t.sent,
+                        completed,
+                        errors: t.errors.iter().sum(),
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -109,6 +122,19 @@ impl Totals {
                 }
                 d
             }),
+            targets: now
+                .targets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let b = self.targets.get(i).copied().unwrap_or_default();
+                    TargetCounts {
+                        sent: t.sent - b.sent,
+                        completed: t.completed - b.completed,
+                        errors: t.errors - b.errors,
+                    }
+                })
+                .collect(),
         }
     }
 }

@@ -47,6 +47,9 @@ pub struct Metrics {
     last: Option<[f64; 4]>,
     last_lag: Option<[f64; 4]>,
     finished: bool,
+    /// Per target name (`--targets` with names): the names, and their counts so far.
+    target_names: Vec<String>,
+    targets: Vec<pelt_stats::TargetCounts>,
 }
 
 /// A Prometheus histogram: cumulative counts at each bound of [`LATENCY_BUCKETS_S`], the
@@ -110,7 +113,16 @@ impl Metrics {
             last: None,
             last_lag: None,
             finished: false,
+            target_names: Vec::new(),
+            targets: Vec::new(),
         }
+    }
+
+    /// Counts per target name too, for a run whose targets have these names (in order).
+    pub fn with_target_names(mut self, names: &[String]) -> Metrics {
+        self.target_names = names.to_vec();
+        self.targets = vec![Default::default(); names.len()];
+        self
     }
 
     /// Adds one second (of the whole run: a fleet's coordinator adds its merged seconds).
@@ -135,6 +147,11 @@ impl Metrics {
             b.add(lag);
         }
         self.last_lag = d.lag.as_ref().and_then(percentiles);
+        for (a, b) in self.targets.iter_mut().zip(&d.targets) {
+            a.sent += b.sent;
+            a.completed += b.completed;
+            a.errors += b.errors;
+        }
         self.connections = p.connections;
         if p.target.is_some() {
             self.rate = p.target.filter(|_| self.model == "open");
@@ -288,6 +305,40 @@ impl Metrics {
             self.last_rps,
             base(),
         ));
+        if !self.target_names.is_empty() {
+            let per_target =
+                |name: &'static str,
+                 help: &'static str,
+                 pick: fn(&pelt_stats::TargetCounts) -> u64| {
+                    let mut t = one(name, "counter", help, 0.0, base());
+                    t.series = self
+                        .target_names
+                        .iter()
+                        .zip(&self.targets)
+                        .map(|(n, c)| Series {
+                            name: name.into(),
+                            labels: with(&[("name", n)]),
+                            value: pick(c) as f64,
+                        })
+                        .collect();
+                    t
+                };
+            f.push(per_target(
+                "pelt_target_requests_sent_total",
+                "Per target name (--targets): measured requests started.",
+                |c| c.sent,
+            ));
+            f.push(per_target(
+                "pelt_target_requests_completed_total",
+                "Per target name (--targets): measured requests that ended in a complete response.",
+                |c| c.completed,
+            ));
+            f.push(per_target(
+                "pelt_target_request_errors_total",
+                "Per target name (--targets): measured requests that ended in an error.",
+                |c| c.errors,
+            ));
+        }
         let quantiles = |name: &'static str, help: &'static str, last: [f64; 4]| {
             let mut q = one(name, "gauge", help, 0.0, base());
             q.series = ["0.5", "0.9", "0.99", "1"]
@@ -362,63 +413,94 @@ impl Metrics {
         f
     }
 
+    /// Metrics of one agent of a fleet run described by `info`: labelled `agent`, without
+    /// the rate asked for (that is the fleet's).
+    pub fn for_agent(info: &RunInfo, run: &str, rank: u32) -> Metrics {
+        let mut m = Metrics::new(info, run, &[("agent", &rank.to_string())]);
+        m.rate = None;
+        m
+    }
+
     /// A Prometheus remote-write request (protobuf, snappy-compressed, as
     /// `Content-Encoding: snappy`, `Content-Type: application/x-protobuf` and
     /// `X-Prometheus-Remote-Write-Version: 0.1.0` say) of every series' value at
     /// `timestamp_ms` (milliseconds since the Unix epoch).
     pub fn write_request(&self, timestamp_ms: i64) -> Vec<u8> {
-        use prometheus_remote_write as rw;
-        let timeseries = self
-            .families()
-            .into_iter()
-            .flat_map(|f| f.series)
-            .map(|s| {
-                let mut labels = vec![rw::Label {
-                    name: rw::LABEL_NAME.into(),
-                    value: s.name,
-                }];
-                labels.extend(
-                    s.labels
-                        .into_iter()
-                        .map(|(name, value)| rw::Label { name, value }),
-                );
-                rw::TimeSeries {
-                    labels,
-                    samples: vec![rw::Sample {
-                        value: s.value,
-                        timestamp: timestamp_ms,
-                    }],
-                }
-            })
-            .collect();
-        rw::WriteRequest { timeseries }
-            .encode_compressed()
-            .expect("snappy compresses any input")
+        write_request_of(&[self], timestamp_ms)
     }
 
     /// The Prometheus text exposition (format 0.0.4) of the metrics so far.
     pub fn text(&self) -> String {
-        let mut out = String::new();
-        for f in self.families() {
-            let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
-            let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
-            for s in &f.series {
-                let labels: Vec<String> = s
-                    .labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-                    .collect();
-                let _ = writeln!(
-                    out,
-                    "{}{{{}}} {}",
-                    s.name,
-                    labels.join(","),
-                    number(s.value)
-                );
-            }
-        }
-        out
+        text_of(&[self])
     }
+}
+
+/// One remote-write request of several metrics' series at `timestamp_ms` (see
+/// [`Metrics::write_request`]).
+pub fn write_request_of(all: &[&Metrics], timestamp_ms: i64) -> Vec<u8> {
+    use prometheus_remote_write as rw;
+    let timeseries = merged_families(all)
+        .into_iter()
+        .flat_map(|f| f.series)
+        .map(|s| {
+            let mut labels = vec![rw::Label {
+                name: rw::LABEL_NAME.into(),
+                value: s.name,
+            }];
+            labels.extend(
+                s.labels
+                    .into_iter()
+                    .map(|(name, value)| rw::Label { name, value }),
+            );
+            rw::TimeSeries {
+                labels,
+                samples: vec![rw::Sample {
+                    value: s.value,
+                    timestamp: timestamp_ms,
+                }],
+            }
+        })
+        .collect();
+    rw::WriteRequest { timeseries }
+        .encode_compressed()
+        .expect("snappy compresses any input")
+}
+
+/// The text exposition of several metrics (a fleet's and its agents'): each family once,
+/// with the series of all of them.
+pub fn text_of(all: &[&Metrics]) -> String {
+    let mut out = String::new();
+    for f in merged_families(all) {
+        let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
+        let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
+        for s in &f.series {
+            let labels: Vec<String> = s
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "{}{{{}}} {}",
+                s.name,
+                labels.join(","),
+                number(s.value)
+            );
+        }
+    }
+    out
+}
+
+/// The families of `all`, each name once (in first-seen order) with every one's series.
+fn merged_families(all: &[&Metrics]) -> Vec<Family> {
+    let mut out: Vec<Family> = Vec::new();
+    for f in all.iter().flat_map(|m| m.families()) {
+        match out.iter_mut().find(|o| o.name == f.name) {
+            Some(o) => o.series.extend(f.series),
+            None => out.push(f),
+        }
+    }
+    out
 }
 
 /// A metric family: its name, type and help, and its series.

@@ -40,7 +40,9 @@ pub use report::{
     RequestsReport, RunInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
-pub use timeline::{Detail, Interval, PointLatency, Sample, TimelinePoint, SAMPLES_PER_SECOND};
+pub use timeline::{
+    Detail, Interval, PointLatency, Sample, TargetCounts, TimelinePoint, SAMPLES_PER_SECOND,
+};
 
 /// A request that started this much after its due time counts as late (open loop).
 pub const LATE_THRESHOLD_US: u64 = 1_000;

@@ -53,6 +53,18 @@ pub struct Detail {
     /// Open loop: the lag of the requests started in the second, microseconds.
     #[serde(default)]
     pub lag: Option<LatencyHistogram>,
+    /// Per target name (`--targets` with names; the run's order): requests sent, completed
+    /// and failed in the second (measured requests only, as the result's `targets`).
+    #[serde(default)]
+    pub targets: Vec<TargetCounts>,
+}
+
+/// One target name's counts in one second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetCounts {
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
 }
 
 /// Status codes as `[[code, count], ...]` on the wire: a JSON object's keys are strings, and
@@ -84,6 +96,15 @@ impl Detail {
         self.late += other.late;
         if let Some(l) = &other.lag {
             self.lag.get_or_insert_with(LatencyHistogram::new).merge(l);
+        }
+        if self.targets.len() < other.targets.len() {
+            self.targets
+                .resize(other.targets.len(), TargetCounts::default());
+        }
+        for (a, b) in self.targets.iter_mut().zip(&other.targets) {
+            a.sent += b.sent;
+            a.completed += b.completed;
+            a.errors += b.errors;
         }
     }
 }

@@ -137,14 +137,15 @@ impl Coordinator {
     }
 
     /// Waits for the agents, runs `spec` (prepared by [`validate`]) over them, and returns the
-    /// merged result. `on_second` gets the fleet's merged seconds as they complete; `log`
+    /// merged result. `on_second` gets the fleet's merged seconds as they complete (`None`),
+    /// and each agent's own as it arrives (`Some(rank)`, for per-agent views); `log`
     /// gets one line per event worth telling (an agent joined, refused, lost).
     pub fn run(
         &self,
         spec: &LoadSpec,
         prepared: &Prepared,
         stop: &AtomicBool,
-        on_second: &mut dyn FnMut(&TimelinePoint),
+        on_second: &mut dyn FnMut(Option<u32>, &TimelinePoint),
         log: &mut dyn FnMut(&str),
     ) -> Result<FleetRun, FleetError> {
         let joined = self.join(stop, log)?;
@@ -501,7 +502,7 @@ impl Running<'_> {
         rx: &mpsc::Receiver<(usize, Result<FromAgent, ReadError>)>,
         stop: &AtomicBool,
         silence: Duration,
-        on_second: &mut dyn FnMut(&TimelinePoint),
+        on_second: &mut dyn FnMut(Option<u32>, &TimelinePoint),
         log: &mut dyn FnMut(&str),
     ) {
         let mut beat = Instant::now();
@@ -558,7 +559,7 @@ impl Running<'_> {
         &mut self,
         i: usize,
         msg: FromAgent,
-        on_second: &mut dyn FnMut(&TimelinePoint),
+        on_second: &mut dyn FnMut(Option<u32>, &TimelinePoint),
         log: &mut dyn FnMut(&str),
     ) {
         let m = &mut self.members[i];
@@ -570,6 +571,8 @@ impl Running<'_> {
             FromAgent::Started { at_us } => m.started_us = Some(at_us),
             FromAgent::Second { mut point, detail } => {
                 point.detail = *detail;
+                on_second(Some(m.rank), &point);
+                let m = &mut self.members[i];
                 m.last_second = Some(point.second);
                 m.seen.sent += point.sent;
                 m.seen.completed += point.completed;
@@ -626,7 +629,11 @@ impl Running<'_> {
     }
 
     /// Shows every second that all agents still running have reported.
-    fn emit(&mut self, on_second: &mut dyn FnMut(&TimelinePoint), log: &mut dyn FnMut(&str)) {
+    fn emit(
+        &mut self,
+        on_second: &mut dyn FnMut(Option<u32>, &TimelinePoint),
+        log: &mut dyn FnMut(&str),
+    ) {
         while let Some((&k, _)) = self.pending.first_key_value() {
             let all_in = self
                 .members
@@ -637,7 +644,7 @@ impl Running<'_> {
             }
             let points = self.pending.remove(&k).unwrap_or_default();
             match pelt_stats::merge_points(k, &points) {
-                Ok(p) => on_second(&p),
+                Ok(p) => on_second(None, &p),
                 Err(e) => log(&format!(
                     "second {k}: an agent's histogram does not decode: {e}"
                 )),
