@@ -397,13 +397,7 @@ fn bad_input_is_one_line_and_nothing_is_written() {
             "standard input",
         ),
     ] {
-        let (out, _) = run(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(says) && err.lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        assert_bad_input(&args, says);
         assert!(!out_path.exists(), "{args:?} wrote a file");
     }
     std::fs::remove_dir_all(&d).unwrap();

@@ -466,13 +466,7 @@ fn a_bad_metrics_address_is_bad_input() {
             "give one",
         ),
     ] {
-        let (out, _) = run(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(says) && err.lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        assert_bad_input(&args, says);
     }
     assert_eq!(server.stop(), 0);
 }

@@ -99,6 +99,18 @@ impl ServeProcess {
     }
 }
 
+/// Runs pelt with `args` and checks it refused them as bad input: exit 2 and one line on
+/// stderr that contains `says`.
+pub fn assert_bad_input(args: &[&str], says: &str) {
+    let (out, _) = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(says) && err.lines().count() == 1,
+        "{args:?}: {err}"
+    );
+}
+
 /// Runs pelt with `args`, bounded; returns its output and wall time.
 pub fn run(args: &[&str]) -> (Output, Duration) {
     wait_bounded(spawn(args), CHILD_LIMIT)

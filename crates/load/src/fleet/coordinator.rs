@@ -59,6 +59,9 @@ pub struct Coordinator {
     opts: CoordinatorOptions,
 }
 
+/// What the agents' reader threads hand the main loop: (member index, message or why none).
+type Events = mpsc::Receiver<(usize, Result<FromAgent, ReadError>)>;
+
 /// An agent that passed the handshake.
 struct Joined {
     rank: u32,
@@ -270,20 +273,12 @@ impl Coordinator {
 
     /// Splits the run over the agents (in rank order) and sends each its part and the start
     /// instant; their messages then come on the returned channel.
-    #[allow(clippy::type_complexity)]
     fn start(
         &self,
         spec: &LoadSpec,
         prepared: &Prepared,
         joined: Vec<Joined>,
-    ) -> Result<
-        (
-            Vec<Member>,
-            i64,
-            mpsc::Receiver<(usize, Result<FromAgent, ReadError>)>,
-        ),
-        FleetError,
-    > {
+    ) -> Result<(Vec<Member>, i64, Events), FleetError> {
         let refuse_all = |joined: &[Joined], why: &str| {
             for a in joined {
                 let mut w = a.reader.stream();
@@ -499,7 +494,7 @@ struct Running<'a> {
 impl Running<'_> {
     fn events(
         &mut self,
-        rx: &mpsc::Receiver<(usize, Result<FromAgent, ReadError>)>,
+        rx: &Events,
         stop: &AtomicBool,
         silence: Duration,
         on_second: &mut dyn FnMut(Option<u32>, &TimelinePoint),
@@ -653,18 +648,17 @@ impl Running<'_> {
     }
 }
 
+/// What an agent did, as its entry in the result says.
+struct Part {
+    state: AgentState,
+    problem: Option<String>,
+    requests: RequestsReport,
+    rps: f64,
+    latency: Option<pelt_stats::LatencySummary>,
+}
+
 /// A lost agent's part: its counts over the seconds it reported.
-#[allow(clippy::type_complexity)]
-fn lost_part(
-    m: &Member,
-    why: &str,
-) -> (
-    AgentState,
-    Option<String>,
-    RequestsReport,
-    f64,
-    Option<pelt_stats::LatencySummary>,
-) {
+fn lost_part(m: &Member, why: &str) -> Part {
     let mut seen = m.seen.clone();
     seen.in_flight = seen.sent.saturating_sub(seen.completed + seen.errors);
     let rps = if m.seconds > 0.0 {
@@ -672,7 +666,13 @@ fn lost_part(
     } else {
         0.0
     };
-    (AgentState::Lost, Some(why.to_string()), seen, rps, None)
+    Part {
+        state: AgentState::Lost,
+        problem: Some(why.to_string()),
+        requests: seen,
+        rps,
+        latency: None,
+    }
 }
 
 /// The merged result of the agents that delivered theirs, with each agent's part.
@@ -686,25 +686,25 @@ fn finish(
     let mut agents = Vec::new();
     let mut lost = Vec::new();
     for m in members {
-        let (state, problem, requests, rps, latency) = match &m.state {
+        let part = match &m.state {
             State::Done(r) => {
                 // Timelines align on the coordinator's clock.
                 let mut r = (**r).clone();
                 r.started_unix_ms = (r.started_unix_ms as i64 - m.offset_us / 1000).max(0) as u64;
-                let part = (
-                    AgentState::Finished,
-                    None,
-                    r.requests.clone(),
-                    r.rps,
-                    Some(r.latency_us),
-                );
+                let part = Part {
+                    state: AgentState::Finished,
+                    problem: None,
+                    requests: r.requests.clone(),
+                    rps: r.rps,
+                    latency: Some(r.latency_us),
+                };
                 reports.push(r);
                 part
             }
             State::Lost(why) => lost_part(m, why),
             State::Running => lost_part(m, "still running at the end"),
         };
-        if let Some(p) = &problem {
+        if let Some(p) = &part.problem {
             lost.push(format!("{}: {p}", m.name()));
         }
         agents.push(AgentReport {
@@ -716,11 +716,11 @@ fn finish(
             clock_offset_ms: m.offset_us as f64 / 1000.0,
             rtt_ms: m.rtt_us as f64 / 1000.0,
             start_skew_ms: m.started_us.map(|s| (s - start_us) as f64 / 1000.0),
-            state,
-            problem,
-            requests,
-            rps,
-            latency_us: latency,
+            state: part.state,
+            problem: part.problem,
+            requests: part.requests,
+            rps: part.rps,
+            latency_us: part.latency,
         });
     }
     if reports.is_empty() {
