@@ -332,6 +332,24 @@ fn options_by_name_read_as_the_cli() {
     }
 }
 
+/// A huge mistake gives a short line: the value quoted by its first characters, with its
+/// length said.
+#[test]
+fn huge_values_are_quoted_short() {
+    let huge = "a".repeat(100_000);
+    let path = format!("{{url}}{huge}");
+    let targets = format!("GET {}\n", "\u{1}".repeat(2_000_000));
+    for line in [
+        rejected(&[&huge]),
+        rejected(&[&path, "-c", &huge]),
+        rejected(&["{url}", "--rate", &huge]),
+        rejected_with_file(&targets, &["--targets", "{file}", "-n", "1"]),
+    ] {
+        assert!(line.len() < 1000, "{} bytes: {}", line.len(), &line[..200]);
+        assert!(line.contains(" bytes)"), "{line}");
+    }
+}
+
 #[test]
 fn bad_expectations() {
     for (expr, says) in [

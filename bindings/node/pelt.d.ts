@@ -25,60 +25,196 @@ export interface Target {
 }
 
 /** run()'s options: the CLI's long flags in camelCase (see `pelt --help`). */
+// BEGIN RunOptions: generated from pelt_load::options::RUN (PELT_BLESS=1 cargo test -p pelt-load options)
 export interface RunOptions {
-  /** The target URL (optional with `targets`). */
+  /**
+   * Target URL, e.g. http://127.0.0.1:8080/path (optional with --targets).
+   */
   url?: string
-  /** -c: concurrent connections (default 50). */
+  /**
+   * -c, --connections: Concurrent connections (spread over the threads). [default: 50]
+   */
   connections?: Count
-  /** -d: run this long (default 10s without `requests`). */
+  /**
+   * -d, --duration: Run for this long: 500ms, 10s, 2m [default: 10s unless -n is given].
+   */
   duration?: Duration
-  /** -n: send exactly this many requests. */
+  /**
+   * -n, --requests: Send exactly this many requests: 1000, 10k, 1m. With -d, stop at whichever
+   * comes first.
+   */
   requests?: Count
-  /** -t: worker threads (default: the CPUs pelt may use). */
+  /**
+   * -t, --threads: Worker threads [default: the CPUs pelt may run on].
+   */
   threads?: Count
+  /**
+   * -m, --method: Request method. [default: GET]
+   */
   method?: string
-  /** -H: `{Name: value}` or `['Name: value', ...]`. */
+  /**
+   * -H, --header: Add a request header, 'Name: value' (repeatable).
+   */
   headers?: Record<string, string | number> | string[] | string
+  /**
+   * -b, --body: Request body (Content-Length added).
+   */
   body?: string
-  /** A body that is not text, base64-encoded. */
-  bodyBase64?: string
+  /**
+   * --body-file: Read the request body from a file.
+   */
   bodyFile?: string
-  /** --targets: a file (vegeta's http format or JSON lines), or the targets themselves. */
+  /**
+   * A request body that is not text, base64-encoded.
+   */
+  bodyBase64?: string
+  /**
+   * --targets: Send many requests: targets from FILE (- for standard input), in vegeta's http
+   * format (METHOD URL, header lines, @body-file; blank lines between) or JSON lines ({"method",
+   * "url", "headers", "body" or "body_base64", "name"}). All on one origin; the URL argument is
+   * then optional. -H, -m and --body apply to every target. Node.js also takes the targets
+   * themselves, as a list.
+   */
   targets?: string | Target[]
+  /**
+   * --targets-format: The format of --targets. [default: auto]
+   */
   targetsFormat?: 'auto' | 'http' | 'json'
+  /**
+   * --bodies: Send many bodies: one per line of FILE (- for standard input), each a request to
+   * the URL with -m and -H, in turn.
+   */
   bodies?: string
+  /**
+   * --order: With --targets or --bodies: the order requests take their entries. [default:
+   * sequential]
+   */
   order?: 'sequential' | 'random'
+  /**
+   * --seed: Seed for random choices (--order random); without it one is chosen and reported.
+   */
   seed?: number | string
+  /**
+   * --unix-socket: Connect to this Unix socket instead of the URL's host and port (curl's flag);
+   * the URL still gives the Host header and the path. HTTP/1.1 and h2c.
+   */
   unixSocket?: string
-  /** false: a new connection per request (--no-keepalive). */
+  /**
+   * --no-keepalive: Open a new connection for every request (sends Connection: close);
+   * keepAlive: false in Node.js.
+   */
   keepAlive?: boolean
+  /**
+   * --timeout: Whole-request timeout, from the first byte written to the last byte read.
+   * [default: 10s]
+   */
   timeout?: Duration
+  /**
+   * --connect-timeout: Connect timeout. [default: 5s]
+   */
   connectTimeout?: Duration
-  /** Open loop: requests per second (with `stages`, the start; 0 allowed). */
+  /**
+   * -R, --rate: Open loop: send requests on a fixed schedule at this rate (per second: 500, 20k,
+   * 0.5), whatever the server does; latency counts from each request's due time. With --stages,
+   * the rate they start from (0 allowed).
+   */
   rate?: number | string
-  /** '30s:1k,1m:10k,30s:0' or a list of stages. */
+  /**
+   * --stages: Ramp the load in stages, as k6 does: each DURATION:TARGET moves linearly from the
+   * previous target to its own (30s:1k,1m:10k,30s:0; 0s:N jumps). With --rate, the arrival rate
+   * (starting at --rate); without, the active connections (starting at 0; -c does not apply). -d
+   * defaults to the stages' total.
+   */
   stages?: string | Stage[]
+  /**
+   * --arrival: Open loop: how requests are spaced.
+   */
   arrival?: 'constant' | 'poisson'
+  /**
+   * --max-connections: Open loop: open up to N connections when a request is due and none is
+   * free [default: -c].
+   */
   maxConnections?: Count
-  /** Open loop: requests due within one window start together (default '100us'; 0: none). */
+  /**
+   * --batch-window: Open loop: requests due within one window of this length start together at
+   * its end, and responses are read then, at the times the kernel stamped on them: one wake-up
+   * for many, so less CPU; the lag shows each request's wait. 0: each at its own due time; at
+   * most 10ms. [default: 100us]
+   */
   batchWindow?: Duration
+  /**
+   * --pipeline: HTTP/1.1 pipelining: each connection writes D requests together, and the next D
+   * once all are answered (as wrk's pipeline script). [default: 1]
+   */
   pipeline?: Count
+  /**
+   * --http2: HTTP/2: ALPN h2 on https://, prior knowledge (h2c) on http://.
+   */
   http2?: boolean
+  /**
+   * --streams: HTTP/2: concurrent streams per connection (the server's limit lowers it)
+   * [default: 1; with --rate, 100].
+   */
   streams?: Count
+  /**
+   * --connect-rate: Open at most N new connections per second at the start (1000, 5k) [default:
+   * all at once, spread over the threads].
+   */
   connectRate?: number | string
+  /**
+   * --cacert: https: also trust the CA or self-signed certificates in this PEM file.
+   */
   cacert?: string
+  /**
+   * -k, --insecure: https: do NOT verify the server's certificate (the report says so).
+   */
   insecure?: boolean
+  /**
+   * --tls-full-handshake: https: no session resumption, every connection pays a full handshake.
+   */
   tlsFullHandshake?: boolean
+  /**
+   * --tls-version: https: only this TLS version [default: 1.2 or 1.3, as negotiated].
+   */
   tlsVersion?: '1.2' | '1.3'
+  /**
+   * --sni: https: send and verify this name (SNI) instead of the URL's host.
+   */
   sni?: string
+  /**
+   * --cert: https: present this PEM client certificate chain (needs --key).
+   */
   cert?: string
+  /**
+   * --key: https: the PEM private key of --cert.
+   */
   key?: string
+  /**
+   * --io: I/O backend. [default: auto]
+   */
   io?: 'auto' | 'uring' | 'epoll'
+  /**
+   * --warmup: Send for this long first without measuring (its counts are reported apart); -d and
+   * -n count after it.
+   */
   warmup?: Duration
+  /**
+   * --grace: After Ctrl-C or SIGTERM (Node.js: stop()), wait this long for requests in flight
+   * before reporting. [default: 1s]
+   */
   grace?: Duration
-  /** --expect: thresholds such as 'p99<20ms', 'errors<0.1%'. */
+  /**
+   * --expect: Fail the run (exit 3) unless this holds: p99<20ms, errors<0.1%, rps>5000, 5xx<1%
+   * (repeatable).
+   */
   expect?: string | string[]
+  /**
+   * Keep every N-th request that ends, per thread, for the 'samples' event (at most 4,096 per
+   * thread and second; the rest counted in samples_dropped).
+   */
+  sampleEvery?: Count
 }
+// END RunOptions
 
 /** Latency figures, microseconds. */
 export interface Latency {
@@ -194,7 +330,21 @@ export interface Result {
   } | null
 }
 
-/** A run under way: awaitable (resolves to the result), with a 'tick' each second. */
+/** One sampled request ('samples', with `sampleEvery`). */
+export interface Sample {
+  /** The request's index in the run. */
+  index: number
+  /** The index of its target (with `targets`), else 0. */
+  target: number
+  /** Its status code; 0 when it failed. */
+  status: number
+  /** The error kind ('timeout', 'refused', ...) or null. */
+  error: string | null
+  latencyUs: number
+}
+
+/** A run under way: awaitable (resolves to the result), with a 'tick' each second and, with
+ * `sampleEvery`, that second's sampled requests as 'samples'. */
 export declare class Run extends EventEmitter implements PromiseLike<Result> {
   then<A = Result, B = never>(
     onResult?: ((r: Result) => A | PromiseLike<A>) | null,
@@ -206,6 +356,8 @@ export declare class Run extends EventEmitter implements PromiseLike<Result> {
   stop(): Promise<Result>
   on(event: 'tick', listener: (point: TimelinePoint) => void): this
   once(event: 'tick', listener: (point: TimelinePoint) => void): this
+  on(event: 'samples', listener: (samples: Sample[]) => void): this
+  once(event: 'samples', listener: (samples: Sample[]) => void): this
 }
 
 /** Starts a load test. Throws TypeError or RangeError (the CLI's message) on a bad option. */
@@ -214,24 +366,93 @@ export declare function run(options: RunOptions): Run
 export declare function check(options: RunOptions): void
 
 /** `pelt serve`'s options in camelCase; port 0 (the default) lets the system pick one. */
+// BEGIN ServerOptions: generated from pelt_load::options::SERVE (PELT_BLESS=1 cargo test -p pelt-load options)
 export interface ServerOptions {
-  port?: number
-  host?: string
-  threads?: Count
-  /** Wait this long before each response (a number: seconds). */
-  delay?: Duration
-  work?: Duration
-  bodySize?: Count
-  status?: number
-  /** Share of responses answered 500: 0.05 or '5%'. */
-  errorRate?: number | string
-  close?: boolean
-  chunked?: boolean
-  h2?: boolean
-  tls?: boolean
+  /**
+   * --unix-socket: Listen on this Unix socket instead of a port (created, and removed at exit).
+   */
   unixSocket?: string
+  /**
+   * --port: Port to listen on; 0 picks a free one (Node.js: 0 unless given). [default: 0]
+   */
+  port?: number
+  /**
+   * --host: Address to listen on. [default: 127.0.0.1]
+   */
+  host?: string
+  /**
+   * --threads: Server threads. [default: 1]
+   */
+  threads?: Count
+  /**
+   * --delay: Wait this long before each response: 5ms, 1s. [default: 0]
+   */
+  delay?: Duration
+  /**
+   * --work: Hold a server thread this long per request (it blocks, like a CPU-heavy or
+   * synchronous handler): capacity is about --threads / TIME requests/s. 1ms, 200us. [default:
+   * 0]
+   */
+  work?: Duration
+  /**
+   * --body-size: Response body size in bytes. [default: 2]
+   */
+  bodySize?: Count
+  /**
+   * --status: Status code of normal responses. [default: 200]
+   */
+  status?: number
+  /**
+   * --error-rate: Share of responses answered with 500 instead: 1%, 0.5%, 0.01. [default: 0.0]
+   */
+  errorRate?: number | string
+  /**
+   * --close: Send Connection: close and close after every response.
+   */
+  close?: boolean
+  /**
+   * --stall: Freeze every response for this long at --stall-at (a server stall, for open-loop
+   * tests).
+   */
+  stall?: Duration
+  /**
+   * --stall-at: When the stall starts, counted from the server's start.
+   */
+  stallAt?: Duration
+  /**
+   * --chunked: Send bodies with chunked transfer encoding.
+   */
+  chunked?: boolean
+  /**
+   * --tls: Serve HTTPS. Without --cert/--key, with a fresh self-signed certificate for
+   * localhost, 127.0.0.1 and ::1 (pelt serve writes it to the file its second line names, for a
+   * client's --cacert).
+   */
+  tls?: boolean
+  /**
+   * --cert: Serve HTTPS with this PEM certificate chain (needs --key).
+   */
+  cert?: string
+  /**
+   * --key: The PEM private key of --cert.
+   */
+  key?: string
+  /**
+   * --h2: Also serve HTTP/2: h2c with prior knowledge on http, ALPN h2 with --tls.
+   */
+  h2?: boolean
+  /**
+   * --max-streams: HTTP/2: allow this many concurrent streams per connection
+   * (SETTINGS_MAX_CONCURRENT_STREAMS). [default: 200]
+   */
+  maxStreams?: Count
+  /**
+   * --max-requests: End each connection after N requests (HTTP/1.1: Connection: close; HTTP/2:
+   * GOAWAY), as nginx's keepalive_requests.
+   */
   maxRequests?: Count
 }
+// END ServerOptions
 
 export interface Server {
   url: string

@@ -1,5 +1,5 @@
 // The README's example, typed: type-checked in CI with `npm run typecheck` (tsc --noEmit).
-import { run, startServer, type Result, type TimelinePoint } from '../pelt'
+import { run, startServer, type Result, type Sample, type TimelinePoint } from '../pelt'
 import { loadTest, startServer as loadtestServer } from '../loadtest'
 
 async function main(): Promise<void> {
@@ -9,6 +9,10 @@ async function main(): Promise<void> {
   const result: Result = await handle
   console.log(`${result.requests.completed} requests, p99 ${result.latency_us.p99} us`)
   console.log(result.thresholds.every(t => t.passed) ? 'thresholds held' : 'a threshold failed')
+  // Every 100th request that ends, as it ends.
+  const sampled = run({ url: server.url, requests: 1000, connections: 4, sampleEvery: 100 })
+  sampled.on('samples', (rows: Sample[]) => rows.forEach(r => console.log(`#${r.index}: ${r.status}`)))
+  await sampled
   const lt = await loadTest({ url: server.url, maxRequests: 1000, concurrency: 10 })
   lt.show()
   // loadtest's own test server: delay in milliseconds, 10% of answers 500.

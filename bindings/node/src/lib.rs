@@ -146,76 +146,16 @@ impl NativeServer {
     }
 }
 
-/// `pelt serve`'s options by name: `port` (0, the default here: one the OS picks), `host`,
-/// `threads`, `delay`, `work`, `bodySize`, `status`, `errorRate`, `close`, `chunked`, `h2`,
-/// `tls` (a self-signed certificate), `unixSocket`, `maxRequests`.
-fn server_config(map: &Map<String, Value>) -> Result<pelt_server::ServerConfig> {
-    use pelt_load::values;
-    let mut c = pelt_server::ServerConfig::default();
-    let mut host = "127.0.0.1".to_string();
-    let mut port = 0u16;
-    for (name, v) in map {
-        if v.is_null() {
-            continue;
-        }
-        let text = match v {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
-            _ => {
-                return Err(Error::new(
-                    Status::InvalidArg,
-                    format!("option '{name}' must be a string, a number or a boolean"),
-                ))
-            }
-        };
-        let flag = |e: String| range(format!("invalid value '{text}' for '{name}': {e}"));
-        let boolean = || {
-            v.as_bool().ok_or_else(|| {
-                Error::new(
-                    Status::InvalidArg,
-                    format!("option '{name}' must be a boolean"),
-                )
-            })
-        };
-        match name.as_str() {
-            "port" => port = values::port(&text).map_err(flag)?,
-            "host" => host = text.clone(),
-            "threads" => c.threads = values::threads(&text).map_err(flag)?,
-            "delay" => c.delay = values::duration_or_zero(&text).map_err(flag)?,
-            "work" => c.work = values::duration_or_zero(&text).map_err(flag)?,
-            "bodySize" => c.body_size = values::size(&text).map_err(flag)?,
-            "status" => c.status = values::status(&text).map_err(flag)?,
-            "errorRate" => c.error_rate = values::share(&text).map_err(flag)?,
-            "close" => c.close = boolean()?,
-            "chunked" => c.chunked = boolean()?,
-            "h2" => c.h2 = boolean()?,
-            "tls" => {
-                if boolean()? {
-                    c.tls = Some(pelt_server::TlsIdentity::self_signed().map_err(range)?);
-                }
-            }
-            "unixSocket" => c.unix_socket = Some(text.clone().into()),
-            "maxRequests" => c.max_requests = Some(values::count(&text).map_err(flag)?),
-            _ => {
-                return Err(Error::new(
-                    Status::InvalidArg,
-                    format!("unknown option '{name}'"),
-                ))
-            }
-        }
-    }
-    let ip: std::net::IpAddr = host
-        .parse()
-        .map_err(|_| range(format!("invalid host '{host}': expected an IP address")))?;
-    c.addr = std::net::SocketAddr::new(ip, port);
-    Ok(c)
-}
-
 /// Starts the built-in server; it listens when this returns.
 #[napi]
 pub fn start_server(options: String) -> Result<NativeServer> {
-    let config = server_config(&object(&options)?)?;
+    // `pelt serve`'s options (pelt_load::options::SERVE), on a port the OS picks unless given.
+    let mut options = object(&options)?;
+    if options.get("port").is_none_or(Value::is_null) {
+        options.insert("port".into(), Value::from(0));
+    }
+    let spec = options::serve(&options).map_err(js_error)?;
+    let config = spec.config().map_err(range)?;
     let scheme = if config.tls.is_some() {
         "https"
     } else {

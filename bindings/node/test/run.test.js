@@ -104,6 +104,8 @@ test('bad options throw TypeError or RangeError with the CLI\'s line, before any
     [{ url, rate: 'abc' }, RangeError, "invalid value 'abc' for '--rate <RATE>': expected requests per second like 500, 20k or 0.5"],
     [{ url, connections: 0 }, RangeError, "invalid value '0' for '--connections <N>': must be greater than zero"],
     [{ url, body: 'a', bodyFile: 'b' }, RangeError, "the argument '--body <TEXT>' cannot be used with '--body-file <PATH>'"],
+    // The CLI refuses this; so does Node.js (the rules are checked once, by the one reader).
+    [{ url, requests: 200, connections: 2, pipeline: 4, keepAlive: false }, RangeError, "the argument '--pipeline <D>' cannot be used with '--no-keepalive'"],
     [{ url, stages: '30x:1k' }, RangeError, "invalid value '30x:1k' for '--stages <STAGES>': stage 1 ('30x:1k'): duration expected a duration like 500ms, 10s, 2m or 1h"],
     [{ url: 'ftp://x/' }, RangeError, 'ftp'],
     [{ connections: 2 }, TypeError, "option 'url' is required"],

@@ -1,18 +1,14 @@
-//! Every flag, defined once: this definition produces -h, --help and the parsing.
+//! The command line: clap's definitions of the subcommands and the CLI's own flags; a run's
+//! flags and `pelt serve`'s come from the library's option table (`pelt_load::options`).
 
 use crate::{expect, values};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 use pelt_engine as engine;
+use pelt_load::options::{self, Flag, Form};
+use pelt_load::LoadSpec;
+use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// `--stages` as typed, parsed (a newtype: clap reads a bare `Vec` as repeated values).
-#[derive(Debug, Clone)]
-pub struct StageList(pub Vec<engine::Stage>);
-
-fn stage_list(s: &str) -> Result<StageList, String> {
-    values::stages(s).map(StageList)
-}
 
 /// pelt: a fast, honest HTTP load generator.
 ///
@@ -357,7 +353,7 @@ fn max_steps(s: &str) -> Result<usize, String> {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// A target, NAME=URL (or just URL, named by its host:port); repeatable.
-    #[arg(long = "target", value_name = "NAME=URL")]
+    #[arg(long = "target", id = "compare_targets", value_name = "NAME=URL")]
     pub targets: Vec<String>,
 
     /// A setting to compare, KEY=V1,V2,...: every combination runs against every target.
@@ -382,211 +378,138 @@ fn repeat(s: &str) -> Result<usize, String> {
     values::count_at_most(s, 1000)
 }
 
-#[derive(Debug, Args, Clone)]
+/// A run's flags: the library's option table ([`options::RUN`]) as clap arguments, read by the
+/// library's one reader, plus what the CLI does with the result.
+#[derive(Debug, Clone)]
 pub struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/path.
-    #[arg(value_name = "URL")]
-    pub url: Option<String>,
-
-    /// Concurrent connections (spread over the threads).
-    #[arg(short = 'c', long = "connections", value_name = "N", allow_hyphen_values = true,
-          default_value_t = engine::DEFAULT_CONNECTIONS, value_parser = values::connections)]
-    pub connections: usize,
-
-    /// Run for this long: 500ms, 10s, 2m. Default 10s unless -n is given.
-    #[arg(short = 'd', long = "duration", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration)]
-    pub duration: Option<Duration>,
-
-    /// Send exactly this many requests: 1000, 10k, 1m. With -d, stop at whichever comes first.
-    #[arg(short = 'n', long = "requests", value_name = "N", allow_hyphen_values = true, value_parser = values::count)]
-    pub requests: Option<u64>,
-
-    /// Worker threads [default: the CPUs pelt may run on].
-    #[arg(short = 't', long = "threads", value_name = "N", allow_hyphen_values = true, value_parser = values::threads)]
-    pub threads: Option<usize>,
-
-    /// Request method.
-    #[arg(
-        short = 'm',
-        long = "method",
-        value_name = "METHOD",
-        default_value = "GET"
-    )]
-    pub method: String,
-
-    /// Add a request header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
-    pub headers: Vec<String>,
-
-    /// Request body.
-    #[arg(
-        short = 'b',
-        long = "body",
-        value_name = "TEXT",
-        conflicts_with = "body_file"
-    )]
-    pub body: Option<String>,
-
-    /// Read the request body from a file.
-    #[arg(long = "body-file", value_name = "PATH")]
-    pub body_file: Option<PathBuf>,
-
-    /// Send many requests: targets from FILE (- for standard input), in vegeta's http format
-    /// (METHOD URL, header lines, @body-file; blank lines between) or JSON lines ({"method",
-    /// "url", "headers", "body" or "body_base64", "name"}). All on one origin; the URL
-    /// argument is then optional. -H, -m and --body apply to every target.
-    #[arg(
-        long = "targets",
-        id = "targets_file",
-        value_name = "FILE",
-        conflicts_with = "bodies"
-    )]
-    pub targets: Option<PathBuf>,
-
-    /// The format of --targets [default: auto: JSON lines when the first line starts with {].
-    #[arg(long = "targets-format", value_name = "FORMAT", value_enum, default_value_t = TargetsFormatArg::Auto, requires = "targets_file")]
-    pub targets_format: TargetsFormatArg,
-
-    /// Send many bodies: one per line of FILE (- for standard input), each a request to the
-    /// URL with -m and -H, in turn.
-    #[arg(long = "bodies", value_name = "FILE", conflicts_with_all = ["body", "body_file"])]
-    pub bodies: Option<PathBuf>,
-
-    /// With --targets or --bodies: sequential (request i of the run sends entry i mod N, so
-    /// -n k*N sends each exactly k times) or random (a reproducible draw with --seed).
-    #[arg(long = "order", value_name = "ORDER", value_enum, default_value_t = OrderArg::Sequential)]
-    pub order: OrderArg,
-
-    /// Seed for random choices (--order random); without it one is chosen and reported.
-    #[arg(long = "seed", value_name = "N")]
-    pub seed: Option<u64>,
-
-    /// Connect to this Unix socket instead of the URL's host and port (curl's flag); the URL
-    /// still gives the Host header and the path. HTTP/1.1 and h2c.
-    #[arg(long = "unix-socket", value_name = "PATH")]
-    pub unix_socket: Option<PathBuf>,
-
-    /// Open a new connection for every request (sends Connection: close).
-    #[arg(long = "no-keepalive")]
-    pub no_keepalive: bool,
-
-    /// Whole-request timeout, from the first byte written to the last byte read.
-    #[arg(long = "timeout", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration,
-          default_value = "10s")]
-    pub timeout: Duration,
-
-    /// Connect timeout.
-    #[arg(long = "connect-timeout", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration,
-          default_value = "5s")]
-    pub connect_timeout: Duration,
-
-    /// Open loop: send requests on a fixed schedule at this rate (per second: 500, 20k, 0.5),
-    /// whatever the server does; latency counts from each request's due time. With --stages,
-    /// the rate they start from (0 allowed).
-    #[arg(short = 'R', long = "rate", value_name = "RATE", allow_hyphen_values = true, value_parser = values::rate_or_zero)]
-    pub rate: Option<f64>,
-
-    /// Ramp the load in stages, as k6 does: each DURATION:TARGET moves linearly from the
-    /// previous target to its own (30s:1k,1m:10k,30s:0; 0s:N jumps). With --rate, the arrival
-    /// rate (starting at --rate); without, the active connections (starting at 0; -c does not
-    /// apply). -d defaults to the stages' total.
-    #[arg(long = "stages", value_name = "STAGES", value_parser = stage_list)]
-    pub stages: Option<StageList>,
-
-    /// Open loop: how requests are spaced.
-    #[arg(long = "arrival", value_name = "KIND", value_enum, default_value_t = ArrivalArg::Constant, requires = "rate")]
-    pub arrival: ArrivalArg,
-
-    /// Open loop: open up to N connections when a request is due and none is free [default: -c].
-    #[arg(long = "max-connections", value_name = "N", allow_hyphen_values = true, value_parser = values::connections, requires = "rate")]
-    pub max_connections: Option<usize>,
-
-    /// Open loop: requests due within one window of this length start together at its end,
-    /// and responses are read then, at the times the kernel stamped on them: one wake-up for
-    /// many, so less CPU; the lag shows each request's wait. 0: each at its own due time.
-    #[arg(long = "batch-window", value_name = "TIME", allow_hyphen_values = true, value_parser = values::batch_window,
-          default_value = "100us", requires = "rate")]
-    pub batch_window: Duration,
-
-    /// HTTP/1.1 pipelining: each connection writes D requests together, and the next D once
-    /// all are answered (as wrk's pipeline script).
-    #[arg(long = "pipeline", value_name = "D", allow_hyphen_values = true, default_value_t = 1,
-          value_parser = values::pipeline, conflicts_with = "no_keepalive")]
-    pub pipeline: usize,
-
-    /// HTTP/2: ALPN h2 on https://, prior knowledge (h2c) on http://.
-    #[arg(long = "http2", visible_alias = "h2", conflicts_with_all = ["no_keepalive", "pipeline"])]
-    pub http2: bool,
-
-    /// HTTP/2: concurrent streams per connection (the server's limit lowers it) [default: 1;
-    /// with --rate, 100].
-    #[arg(long = "streams", value_name = "N", allow_hyphen_values = true, value_parser = values::streams,
-          requires = "http2")]
-    pub streams: Option<usize>,
-
-    /// Open at most N new connections per second at the start (1000, 5k) [default: all at
-    /// once, spread over the threads].
-    #[arg(long = "connect-rate", value_name = "N", allow_hyphen_values = true, value_parser = values::per_second)]
-    pub connect_rate: Option<f64>,
-
-    /// https: also trust the CA or self-signed certificates in this PEM file.
-    #[arg(long = "cacert", value_name = "FILE", conflicts_with = "insecure")]
-    pub cacert: Option<PathBuf>,
-
-    /// https: do NOT verify the server's certificate (the report says so).
-    #[arg(long = "insecure", short = 'k')]
-    pub insecure: bool,
-
-    /// https: no session resumption, every connection pays a full handshake.
-    #[arg(long = "tls-full-handshake")]
-    pub tls_full_handshake: bool,
-
-    /// https: only this TLS version [default: 1.2 or 1.3, as negotiated].
-    #[arg(long = "tls-version", value_name = "VERSION", value_enum)]
-    pub tls_version: Option<TlsVersion>,
-
-    /// https: send and verify this name (SNI) instead of the URL's host.
-    #[arg(long = "sni", value_name = "NAME")]
-    pub sni: Option<String>,
-
-    /// https: present this PEM client certificate chain (needs --key).
-    #[arg(long = "cert", value_name = "FILE", requires = "key")]
-    pub cert: Option<PathBuf>,
-
-    /// https: the PEM private key of --cert.
-    #[arg(long = "key", value_name = "FILE", requires = "cert")]
-    pub key: Option<PathBuf>,
-
-    /// I/O backend: io_uring where the kernel allows it, else epoll.
-    #[arg(long = "io", value_name = "BACKEND", value_enum, env = "PELT_IO", default_value_t = IoArg::Auto)]
-    pub io: IoArg,
-
-    /// Send for this long first without measuring (its counts are reported apart); -d and -n
-    /// count after it.
-    #[arg(long = "warmup", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration)]
-    pub warmup: Option<Duration>,
-
-    /// After Ctrl-C or SIGTERM, wait this long for requests in flight before reporting.
-    #[arg(long = "grace", value_name = "TIME", allow_hyphen_values = true, value_parser = values::duration_or_zero,
-          default_value = "1s")]
-    pub grace: Duration,
-
-    /// Fail the run (exit 3) unless this holds: p99<20ms, errors<0.1%, rps>5000, 5xx<1%
-    /// (repeatable).
-    #[arg(long = "expect", value_name = "EXPR", allow_hyphen_values = true, value_parser = expect::parse)]
-    pub expect: Vec<expect::Expectation>,
-
-    #[command(flatten)]
+    /// The run as typed (`url` empty when none was given).
+    pub spec: LoadSpec,
     pub out: Outputs,
-
-    /// Stream the per-second timeline as JSON lines to PATH ('-' for stdout; the summary then
-    /// goes to stderr), one line per second, flushed as it goes.
-    #[arg(long = "jsonl", value_name = "PATH")]
+    /// Stream the per-second timeline as JSON lines here (`-`: stdout).
     pub jsonl: Option<PathBuf>,
-
-    /// No live view and no progress notes on stderr (the final summary is still printed).
-    #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+}
+
+impl LoadArgs {
+    /// Whether the URL argument was given.
+    pub fn has_url(&self) -> bool {
+        !self.spec.url.is_empty()
+    }
+}
+
+/// A table row as a clap argument (`None`: a library-only option). Values reach the table's
+/// reader as typed: clap checks no value and no rule, so every front end gets the same
+/// checks and messages.
+fn clap_arg<S>(f: &Flag<S>, default: &S) -> Option<Arg> {
+    let help = options::help_text(f, default);
+    let mut a = Arg::new(f.name).help(help.clone());
+    a = match f.form {
+        Form::Library => return None,
+        Form::Positional => a.value_name(f.value),
+        Form::Switch | Form::Negated => a.long(f.long).action(ArgAction::SetTrue),
+        Form::Value => a.long(f.long).value_name(f.value).action(ArgAction::Set),
+        Form::Many => a.long(f.long).value_name(f.value).action(ArgAction::Append),
+    };
+    if let Some(c) = f.short {
+        a = a.short(c);
+    }
+    if !f.alias.is_empty() {
+        a = a.visible_alias(f.alias);
+    }
+    if !f.env.is_empty() {
+        a = a.env(f.env);
+    }
+    if f.hyphen {
+        a = a.allow_hyphen_values(true);
+    }
+    if !f.choices.is_empty() {
+        let names: Vec<&str> = f.choices.iter().map(|c| c.0).collect();
+        let list: Vec<String> = f
+            .choices
+            .iter()
+            .map(|(n, h)| format!("  - {n}: {h}"))
+            .collect();
+        a = a
+            .help(format!("{help} [possible values: {}]", names.join(", ")))
+            .long_help(format!("{help}\n\nPossible values:\n{}", list.join("\n")));
+    }
+    Some(a)
+}
+
+fn table_args<S>(cmd: clap::Command, table: &[Flag<S>], default: &S) -> clap::Command {
+    cmd.args(table.iter().filter_map(|f| clap_arg(f, default)))
+}
+
+/// What was typed for a table's options, by name, as the reader takes it.
+fn typed<S>(table: &[Flag<S>], m: &ArgMatches) -> Map<String, Value> {
+    let mut o = Map::new();
+    for f in table {
+        let v = match f.form {
+            Form::Library => None,
+            Form::Switch | Form::Negated => m
+                .get_flag(f.name)
+                .then_some(Value::Bool(f.form == Form::Switch)),
+            Form::Many => m
+                .get_many::<String>(f.name)
+                .map(|v| Value::Array(v.map(|s| Value::String(s.clone())).collect())),
+            Form::Value | Form::Positional => m
+                .get_one::<String>(f.name)
+                .map(|s| Value::String(s.clone())),
+        };
+        if let Some(v) = v {
+            o.insert(f.name.to_string(), v);
+        }
+    }
+    o
+}
+
+/// The reader's error as clap's (one line: the CLI prints its first).
+fn clap_error(e: options::OptionError) -> clap::Error {
+    clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n"))
+}
+
+impl FromArgMatches for LoadArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(LoadArgs {
+            spec: options::read(&typed(options::RUN, m)).map_err(clap_error)?,
+            out: Outputs::from_arg_matches(m)?,
+            jsonl: m.get_one::<PathBuf>("jsonl").cloned(),
+            quiet: m.get_flag("quiet"),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for LoadArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let cmd = table_args(cmd, options::RUN, &LoadSpec::new(""));
+        Outputs::augment_args(cmd).args([
+            Arg::new("jsonl")
+                .long("jsonl")
+                .value_name("PATH")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help(
+                    "Stream the per-second timeline as JSON lines to PATH ('-' for stdout; the \
+                     summary then goes to stderr), one line per second, flushed as it goes.",
+                ),
+            Arg::new("quiet")
+                .short('q')
+                .long("quiet")
+                .action(ArgAction::SetTrue)
+                .help(
+                    "No live view and no progress notes on stderr (the final summary is still \
+                     printed).",
+                ),
+        ])
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
 /// The files a result can be written as: by a run, `pelt report` and `pelt merge`.
@@ -639,140 +562,33 @@ pub struct MergeArgs {
     pub expect: Vec<expect::Expectation>,
 }
 
-/// `--tls-version`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TlsVersion {
-    #[value(name = "1.2")]
-    V1_2,
-    #[value(name = "1.3")]
-    V1_3,
-}
-
-impl From<TlsVersion> for pelt_load::TlsVersion {
-    fn from(v: TlsVersion) -> Self {
-        match v {
-            TlsVersion::V1_2 => pelt_load::TlsVersion::V1_2,
-            TlsVersion::V1_3 => pelt_load::TlsVersion::V1_3,
-        }
-    }
-}
-
-/// `--io`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IoArg {
-    /// io_uring if this kernel and sandbox allow it, else epoll.
-    Auto,
-    /// io_uring; an error if it is unavailable.
-    Uring,
-    /// epoll.
-    Epoll,
-}
-
-/// `--targets-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TargetsFormatArg {
-    /// JSON lines when the first line that is not blank or a comment starts with {, else http.
-    Auto,
-    /// vegeta's http format.
-    Http,
-    /// One JSON object per line.
-    Json,
-}
-
-/// `--order`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OrderArg {
-    /// Request i sends entry i mod N.
-    Sequential,
-    /// A seeded random draw per request.
-    Random,
-}
-
-/// `--arrival`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ArrivalArg {
-    /// Evenly spaced.
-    Constant,
-    /// Exponential gaps (a Poisson process) with the same mean rate.
-    Poisson,
-}
-
-impl From<ArrivalArg> for engine::Arrival {
-    fn from(a: ArrivalArg) -> Self {
-        match a {
-            ArrivalArg::Constant => engine::Arrival::Constant,
-            ArrivalArg::Poisson => engine::Arrival::Poisson,
-        }
-    }
-}
-
-#[derive(Debug, Args)]
+/// `pelt serve`: the library's table ([`options::SERVE`]) as clap arguments.
+#[derive(Debug, Clone)]
 pub struct ServeArgs {
-    /// Listen on this Unix socket instead of a port (created, and removed at exit).
-    #[arg(long = "unix-socket", value_name = "PATH", conflicts_with = "tls")]
-    pub unix_socket: Option<PathBuf>,
-    /// Port to listen on; 0 picks a free one.
-    #[arg(long, default_value_t = 8080, value_parser = values::port)]
-    pub port: u16,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// Server threads.
-    #[arg(long, default_value_t = 1, value_parser = values::threads)]
-    pub threads: usize,
-    /// Wait this long before each response: 5ms, 1s.
-    #[arg(long, default_value = "0", value_parser = values::duration_or_zero)]
-    pub delay: Duration,
-    /// Hold a server thread this long per request (it blocks, like a CPU-heavy or synchronous
-    /// handler): capacity is about --threads / TIME requests/s. 1ms, 200us.
-    #[arg(long, value_name = "TIME", default_value = "0", value_parser = values::duration_or_zero)]
-    pub work: Duration,
-    /// Response body size in bytes.
-    #[arg(long = "body-size", default_value_t = pelt_server::DEFAULT_BODY_SIZE, value_parser = values::size)]
-    pub body_size: usize,
-    /// Status code of normal responses.
-    #[arg(long, default_value_t = 200, value_parser = values::status)]
-    pub status: u16,
-    /// Share of responses answered with 500 instead: 1%, 0.5%, 0.01.
-    #[arg(long = "error-rate", default_value = "0", value_parser = values::share)]
-    pub error_rate: f64,
-    /// Send Connection: close and close after every response.
-    #[arg(long)]
-    pub close: bool,
-    /// Freeze every response for this long at --stall-at (a server stall, for open-loop tests).
-    #[arg(long, value_name = "TIME", value_parser = values::duration, requires = "stall_at")]
-    pub stall: Option<Duration>,
-    /// When the stall starts, counted from the server's start.
-    #[arg(long = "stall-at", value_name = "TIME", value_parser = values::duration_or_zero, requires = "stall")]
-    pub stall_at: Option<Duration>,
-    /// Send bodies with chunked transfer encoding.
-    #[arg(long)]
-    pub chunked: bool,
-    /// Serve HTTPS. Without --cert/--key, with a fresh self-signed certificate for localhost,
-    /// 127.0.0.1 and ::1, written to the file the second line names (for a client's --cacert).
-    #[arg(long)]
-    pub tls: bool,
-    /// Serve HTTPS with this PEM certificate chain (needs --key).
-    #[arg(long, value_name = "FILE", requires = "key")]
-    pub cert: Option<PathBuf>,
-    /// The PEM private key of --cert.
-    #[arg(long, value_name = "FILE", requires = "cert")]
-    pub key: Option<PathBuf>,
-    /// Also serve HTTP/2: h2c with prior knowledge on http, ALPN h2 with --tls.
-    #[arg(long)]
-    pub h2: bool,
-    /// HTTP/2: allow this many concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS).
-    #[arg(long = "max-streams", value_name = "N", default_value_t = 200, value_parser = max_streams,
-          requires = "h2")]
-    pub max_streams: u32,
-    /// End each connection after N requests (HTTP/1.1: Connection: close; HTTP/2: GOAWAY), as
-    /// nginx's keepalive_requests.
-    #[arg(long = "max-requests", value_name = "N", value_parser = values::count)]
-    pub max_requests: Option<u64>,
+    pub spec: options::ServeSpec,
 }
 
-fn max_streams(s: &str) -> Result<u32, String> {
-    values::count_at_most(s, 1_000_000).map(|n| n as u32)
+impl FromArgMatches for ServeArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ServeArgs {
+            spec: options::serve(&typed(options::SERVE, m)).map_err(clap_error)?,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for ServeArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        table_args(cmd, options::SERVE, &options::ServeSpec::default())
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
 #[cfg(test)]
@@ -788,9 +604,10 @@ mod tests {
     #[test]
     fn defaults_come_from_the_engine() {
         let cli = Cli::try_parse_from(["pelt", "http://127.0.0.1:1/"]).unwrap();
-        assert_eq!(cli.load.connections, engine::DEFAULT_CONNECTIONS);
-        assert_eq!(cli.load.timeout, engine::DEFAULT_TIMEOUT);
-        assert_eq!(cli.load.connect_timeout, engine::DEFAULT_CONNECT_TIMEOUT);
+        let s = &cli.load.spec;
+        assert_eq!(s.connections, engine::DEFAULT_CONNECTIONS);
+        assert_eq!(s.timeout, engine::DEFAULT_TIMEOUT);
+        assert_eq!(s.connect_timeout, engine::DEFAULT_CONNECT_TIMEOUT);
     }
 
     #[test]
@@ -821,19 +638,139 @@ mod tests {
         ])
         .unwrap();
         let l = cli.load;
+        let s = &l.spec;
         assert_eq!(
-            (l.connections, l.requests, l.threads),
+            (s.connections, s.requests, s.threads),
             (64, Some(10_000), Some(2))
         );
-        assert_eq!(l.duration, Some(Duration::from_millis(500)));
-        assert_eq!(l.headers.len(), 2);
-        assert!(l.no_keepalive && l.quiet);
+        assert_eq!(s.duration, Some(Duration::from_millis(500)));
+        assert_eq!(s.headers, ["A: 1", "B: 2"]);
+        assert!(!s.keep_alive && l.quiet);
         assert!(Cli::try_parse_from(["pelt", "http://h/", "-b", "x", "--body-file", "f"]).is_err());
         assert!(matches!(
             Cli::try_parse_from(["pelt", "serve", "--port", "0"])
                 .unwrap()
                 .command,
-            Some(Command::Serve(ServeArgs { port: 0, .. }))
+            Some(Command::Serve(ServeArgs {
+                spec: options::ServeSpec { port: 0, .. }
+            }))
         ));
+    }
+
+    /// A row's example as typed on the command line.
+    fn typed_example<S>(f: &Flag<S>) -> Vec<String> {
+        let v: Value = serde_json::from_str(f.example).unwrap();
+        let text = match v {
+            Value::String(s) => s,
+            Value::Array(a) => a[0].as_str().unwrap().to_string(),
+            v => v.to_string(),
+        };
+        match f.form {
+            Form::Switch | Form::Negated => vec![format!("--{}", f.long)],
+            Form::Positional => vec![text],
+            _ => vec![format!("--{}", f.long), text],
+        }
+    }
+
+    /// Every rule of a table, broken on the command line, is refused with the words the
+    /// library's reader (Node.js, a fleet's agent) uses for the same options.
+    fn rules_read_the_same<S>(
+        table: &[Flag<S>],
+        before: &[&str],
+        read: impl Fn(&Map<String, Value>) -> Result<S, options::OptionError>,
+    ) -> usize {
+        let mut checked = 0;
+        for f in table.iter().filter(|f| f.form != Form::Library) {
+            for rule in f.rules {
+                let (other, conflicts) = match rule {
+                    options::Rule::Conflicts(o) => (*o, true),
+                    options::Rule::Requires(o) => (*o, false),
+                };
+                let other = table.iter().find(|o| o.name == other).unwrap();
+                if other.form == Form::Library {
+                    continue;
+                }
+                let mut args: Vec<String> = before.iter().map(|s| s.to_string()).collect();
+                let mut json = Map::new();
+                for g in std::iter::once(f).chain(conflicts.then_some(other)) {
+                    args.extend(typed_example(g));
+                    json.insert(g.name.into(), serde_json::from_str(g.example).unwrap());
+                }
+                let cli = Cli::try_parse_from(&args).unwrap_err();
+                let first = cli.render().to_string();
+                let first = first.lines().next().unwrap().trim_start_matches("error: ");
+                let lib = read(&json).err().unwrap();
+                assert_eq!(first, lib.message, "{args:?}");
+                checked += 1;
+            }
+        }
+        checked
+    }
+
+    #[test]
+    fn every_rule_reads_as_the_library_says_it() {
+        let run = rules_read_the_same(options::RUN, &["pelt", "http://127.0.0.1:1/"], |o| {
+            let mut o = o.clone();
+            o.insert("url".into(), "http://127.0.0.1:1/".into());
+            options::spec(&o)
+        });
+        assert!(run >= 14, "{run}");
+        assert!(rules_read_the_same(options::SERVE, &["pelt", "serve"], options::serve) >= 6);
+    }
+}
+
+#[cfg(test)]
+mod doc_tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every long flag of `cmd` and its subcommands (and their aliases).
+    fn longs(cmd: &clap::Command, out: &mut std::collections::HashSet<String>) {
+        for a in cmd.get_arguments() {
+            out.extend(a.get_long().map(String::from));
+            out.extend(a.get_all_aliases().into_iter().flatten().map(String::from));
+        }
+        for sub in cmd.get_subcommands() {
+            longs(sub, out);
+        }
+    }
+
+    /// The docs name only flags pelt has: a renamed or removed flag cannot linger in them.
+    #[test]
+    fn the_docs_name_only_real_flags() {
+        let mut known = std::collections::HashSet::new();
+        longs(&Cli::command(), &mut known);
+        known.extend(["help", "version"].map(String::from));
+        let mut checked = 0;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for doc in ["README.md", "docs/GUIDE.md", "docs/OPTIONS.md"] {
+            let text = std::fs::read_to_string(root.join(doc)).unwrap();
+            // Command lines that start with `pelt`, and the cells of flag tables.
+            let lines = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("pelt ") || l.starts_with("| `-"));
+            for line in lines {
+                let line = line.split(" | ").next().unwrap_or(line);
+                for (i, _) in line.match_indices("--") {
+                    let before = line[..i].chars().next_back().unwrap_or(' ');
+                    if !matches!(before, ' ' | '`' | '(' | '[') {
+                        continue;
+                    }
+                    let flag: String = line[i + 2..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+                        .collect();
+                    if flag.len() >= 2 {
+                        checked += 1;
+                        assert!(
+                            known.contains(&flag),
+                            "{doc} names --{flag}: pelt has no such flag"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(checked > 150, "{checked} flags checked");
     }
 }

@@ -436,7 +436,7 @@ pub fn compare(first: &CompareArgs, raw: &[OsString], stop: &AtomicBool) -> Resu
     };
     let a = a.as_ref().unwrap_or(first);
     let load = &a.load;
-    if load.url.is_some() {
+    if load.has_url() {
         return Err(bad(anyhow!(
             "pelt compare takes its targets as --target NAME=URL, not as a plain URL"
         )));

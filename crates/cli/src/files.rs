@@ -39,7 +39,7 @@ pub fn check_outputs(o: &Outputs) -> Result<()> {
 /// For the commands that run many times (compare, find-max): the single-run outputs are
 /// refused with `instead`, the others checked.
 pub fn check_study_outputs(load: &LoadArgs, instead: &str) -> Result<()> {
-    if !load.expect.is_empty() || load.jsonl.is_some() || load.out.hdr_log.is_some() {
+    if !load.spec.expect.is_empty() || load.jsonl.is_some() || load.out.hdr_log.is_some() {
         return Err(bad(anyhow!(
             "--expect, --jsonl and --hdr-log are for single runs; {instead}"
         )));

@@ -225,17 +225,17 @@ pub fn search(
 /// Runs the search against the target and reports it.
 pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
     let load = &a.load;
-    if load.rate.is_some() {
+    if load.spec.rate.is_some() {
         return Err(bad(anyhow!(
             "pelt find-max sets the rate itself; give --start and --max-rate instead of --rate"
         )));
     }
-    if load.stages.is_some() {
+    if !load.spec.stages.is_empty() {
         return Err(bad(anyhow!(
             "pelt find-max moves the rate itself; --stages is for plain runs"
         )));
     }
-    if load.requests.is_some() {
+    if load.spec.requests.is_some() {
         return Err(bad(anyhow!(
             "pelt find-max runs each step for -d (a duration), not -n"
         )));
@@ -243,11 +243,12 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
     crate::files::check_study_outputs(load, "give the objectives with --slo")?;
     // Every step runs with the objectives as its thresholds, quiet, writing nothing.
     let mut base = load.clone();
-    base.expect = a.slo.clone();
+    base.spec.expect = a.slo.clone();
     base.quiet = true;
     base.out = Default::default();
-    base.warmup = Some(load.warmup.unwrap_or(Duration::from_secs(1)));
+    base.spec.warmup = Some(load.spec.warmup.unwrap_or(Duration::from_secs(1)));
     let step_s = base
+        .spec
         .duration
         .unwrap_or(engine::DEFAULT_DURATION)
         .as_secs_f64();
@@ -260,7 +261,7 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
                 engine::Rate::MAX_PER_S
             )));
         }
-        l.rate = Some(r);
+        l.spec.rate = Some(r);
         prepare(&l)
     };
     // Check everything a step needs before any traffic: the probe and the highest rate.
@@ -275,7 +276,7 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
             "pelt find-max: {target}, objectives {}, steps of {step_s}s after a {}s warm-up, \
              within {}%",
             slo.join(" and "),
-            base.warmup.unwrap_or_default().as_secs_f64(),
+            base.spec.warmup.unwrap_or_default().as_secs_f64(),
             trim(a.precision * 100.0)
         );
     }
@@ -348,9 +349,9 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
         rate_held: RATE_HELD,
         precision: a.precision,
         step_duration_s: step_s,
-        warmup_s: base.warmup.unwrap_or_default().as_secs_f64(),
+        warmup_s: base.spec.warmup.unwrap_or_default().as_secs_f64(),
         connections: probe.run.info.connections,
-        max_connections: load.max_connections.unwrap_or(load.connections),
+        max_connections: load.spec.max_connections.unwrap_or(load.spec.connections),
         interrupted,
         steps,
         answer,

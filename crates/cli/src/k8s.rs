@@ -85,8 +85,8 @@ pub fn k8s(a: &K8sArgs, raw: &[OsString]) -> Result<ExitCode> {
     pelt_load::fleet::Token::new(&token).map_err(|e| bad(anyhow!(e)))?;
     let deadline = a.deadline.unwrap_or_else(|| {
         // Long enough to gather the agents, run, and finish; an -n run gets an hour.
-        let run = match a.load.duration {
-            Some(d) => d + a.load.warmup.unwrap_or_default(),
+        let run = match a.load.spec.duration {
+            Some(d) => d + a.load.spec.warmup.unwrap_or_default(),
             None => std::time::Duration::from_secs(3600),
         };
         a.join_timeout + run + std::time::Duration::from_secs(300)

@@ -132,7 +132,11 @@ fn clap_line(e: &clap::Error) -> String {
             .collect();
         line = format!("{} {}", line, items.join(", "));
     }
-    if let Some(values) = text.lines().find(|l| l.contains("[possible values:")) {
+    let values = text
+        .lines()
+        .skip(1)
+        .find(|l| l.contains("[possible values:"));
+    if let Some(values) = values.filter(|_| !line.contains("[possible values:")) {
         line = format!("{line} {}", values.trim());
     }
     line

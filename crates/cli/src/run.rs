@@ -1,13 +1,11 @@
 //! A plain run (`pelt URL ...`): the flags as the library's spec, prepared, run with a live
 //! view and streams, reported, and the exit code.
 
-use crate::args::{self, LoadArgs, MetricsArgs, Outputs};
+use crate::args::{LoadArgs, MetricsArgs, Outputs};
 use crate::files::{check_outputs, write_outputs};
 use crate::{bad, live, metrics, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use anyhow::{anyhow, Result};
-use pelt_load::{
-    Body, IoChoice, LoadSpec, Requests, TargetOrder, TargetsFormat, TargetsSource, TlsSpec,
-};
+use pelt_load::{LoadSpec, Requests};
 use pelt_stats::{Report, TimelinePoint};
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,71 +27,6 @@ pub fn is_stdout(p: &Option<PathBuf>) -> bool {
     p.as_ref().is_some_and(|p| p.as_os_str() == "-")
 }
 
-/// The library's spec for these flags.
-fn spec(a: &LoadArgs, url: &str) -> LoadSpec {
-    LoadSpec {
-        method: a.method.clone(),
-        headers: a.headers.clone(),
-        body: match (&a.body, &a.body_file) {
-            (Some(b), _) => Body::Bytes(b.clone().into_bytes()),
-            (None, Some(p)) => Body::File(p.clone()),
-            (None, None) => Body::None,
-        },
-        keep_alive: !a.no_keepalive,
-        connections: a.connections,
-        threads: a.threads,
-        duration: a.duration,
-        requests: a.requests,
-        timeout: a.timeout,
-        connect_timeout: a.connect_timeout,
-        rate: a.rate,
-        stages: a.stages.as_ref().map_or(Vec::new(), |s| s.0.clone()),
-        arrival: a.arrival.into(),
-        max_connections: a.max_connections,
-        batch_window: a.batch_window,
-        pipeline: a.pipeline,
-        http2: a.http2,
-        streams: a.streams,
-        connect_rate: a.connect_rate,
-        tls: TlsSpec {
-            cacert: a.cacert.clone(),
-            insecure: a.insecure,
-            full_handshake: a.tls_full_handshake,
-            version: a.tls_version.map(Into::into),
-            sni: a.sni.clone(),
-            cert: a.cert.clone(),
-            key: a.key.clone(),
-        },
-        io: match a.io {
-            args::IoArg::Auto => IoChoice::Auto,
-            args::IoArg::Uring => IoChoice::Uring,
-            args::IoArg::Epoll => IoChoice::Epoll,
-        },
-        warmup: a.warmup,
-        grace: a.grace,
-        expect: a.expect.clone(),
-        requests_from: match (&a.targets, &a.bodies) {
-            (Some(path), _) => Requests::Targets {
-                source: TargetsSource::File(path.clone()),
-                format: match a.targets_format {
-                    args::TargetsFormatArg::Auto => TargetsFormat::Auto,
-                    args::TargetsFormatArg::Http => TargetsFormat::Http,
-                    args::TargetsFormatArg::Json => TargetsFormat::Json,
-                },
-            },
-            (None, Some(path)) => Requests::Bodies(path.clone()),
-            (None, None) => Requests::One,
-        },
-        order: match a.order {
-            args::OrderArg::Sequential => TargetOrder::Sequential,
-            args::OrderArg::Random => TargetOrder::Random,
-        },
-        seed: a.seed,
-        unix_socket: a.unix_socket.clone(),
-        ..LoadSpec::new(url)
-    }
-}
-
 /// The flags checked and prepared by the library, and the output paths checked: every
 /// problem is bad input (exit 2) before any traffic.
 pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
@@ -107,16 +40,12 @@ pub type Validate = fn(&LoadSpec) -> Result<pelt_load::Prepared, pelt_load::Spec
 /// [`prepare`] with `validate`; returns the spec too (a coordinator hands it its agents).
 pub fn prepare_with(a: &LoadArgs, validate: Validate) -> Result<(Prepared, LoadSpec)> {
     // With --targets the first target's origin is the run's.
-    let url = match (a.url.as_deref(), &a.targets) {
-        (Some(url), _) => url,
-        (None, Some(_)) => "",
-        (None, None) => {
-            return Err(bad(anyhow!(
-                "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
-            )))
-        }
-    };
-    let spec = spec(a, url);
+    if !a.has_url() && !matches!(a.spec.requests_from, Requests::Targets { .. }) {
+        return Err(bad(anyhow!(
+            "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
+        )));
+    }
+    let spec = a.spec.clone();
     let run = validate(&spec).map_err(bad)?;
     check_outputs(&a.out)?;
     if let Some(p) = a.jsonl.as_ref().filter(|p| p.as_os_str() != "-") {

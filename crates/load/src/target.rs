@@ -71,7 +71,11 @@ pub fn parse(raw: &str) -> Result<Parsed> {
     let q = crate::values::quote(raw);
     let url = url::Url::parse(raw).map_err(|e| match e {
         url::ParseError::RelativeUrlWithoutBase => {
-            anyhow!("invalid URL {q}: no scheme (write it like http://{raw})")
+            let like = match raw.len() {
+                0..=60 => format!("like http://{raw}"),
+                _ => "with http:// or https://".into(),
+            };
+            anyhow!("invalid URL {q}: no scheme (write it {like})")
         }
         url::ParseError::InvalidPort => anyhow!("invalid URL {q}: port out of range (1-65535)"),
         e => anyhow!("invalid URL {q}: {e}"),

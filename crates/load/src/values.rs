@@ -221,16 +221,24 @@ pub fn port(s: &str) -> Result<u16, String> {
         .map_err(|_| "expected a port number from 0 to 65535".into())
 }
 
-/// Quotes a user value for an error line: control characters escaped, so the line stays one.
+/// Quotes a user value for an error line: control characters escaped, so the line stays one,
+/// and a long value cut to its first [`QUOTED_CHARS`] characters with its length said, so a
+/// 50 MB mistake gives a short line.
 pub fn quote(s: &str) -> String {
-    format!(
-        "'{}'",
-        s.escape_debug()
+    let escape = |t: &str| {
+        t.escape_debug()
             .to_string()
             .replace("\\'", "'")
             .replace("\\\"", "\"")
-    )
+    };
+    match s.char_indices().nth(QUOTED_CHARS) {
+        None => format!("'{}'", escape(s)),
+        Some((cut, _)) => format!("'{}...' ({} bytes)", escape(&s[..cut]), s.len()),
+    }
 }
+
+/// The most characters of a value an error line quotes.
+pub const QUOTED_CHARS: usize = 120;
 
 /// Headers whose values are secrets: never echoed in any output.
 const SECRET_HEADERS: [&str; 4] = [

@@ -1,0 +1,848 @@
+//! The run's options: one row each, in the order `pelt --help` lists them. Adding an option
+//! is a row here and its field in [`LoadSpec`] (plus what uses it).
+
+use super::{duration_text, range_error, Flag, Form, Given, OptionError, Rule};
+use crate::sources::{TargetEntry, TargetsFormat, TargetsSource};
+use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder, TlsVersion};
+use crate::{expect, values};
+use pelt_engine::{Arrival, Stage};
+use serde_json::{json, Value};
+
+type Row = Flag<LoadSpec>;
+type Write = Result<Option<Value>, String>;
+
+const BASE: Row = Flag::BASE;
+
+fn dur(d: std::time::Duration) -> Value {
+    Value::String(duration_text(d))
+}
+
+fn path(p: &Option<std::path::PathBuf>) -> Write {
+    Ok(p.as_ref().map(|p| p.display().to_string().into()))
+}
+
+fn on(b: bool) -> Write {
+    Ok(b.then_some(Value::Bool(true)))
+}
+
+/// `headers`: `{"Name": "value"}`, or `["Name: value", ...]`, or one `"Name: value"`.
+fn headers(g: &Given) -> Result<Vec<String>, OptionError> {
+    match g.value {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok(format!("{k}: {s}")),
+                Value::Number(n) => Ok(format!("{k}: {n}")),
+                _ => Err(super::type_error(format!(
+                    "header '{k}' must be a string or a number, not {}",
+                    super::type_of(v)
+                ))),
+            })
+            .collect(),
+        _ => g
+            .list()
+            .map_err(|_| g.wrong("an object of names and values, or an array of 'Name: value'")),
+    }
+}
+
+/// `stages`: `"30s:1k,1m:10k"`, or `[{"duration": "30s", "target": 1000}, ...]`.
+fn stages(g: &Given) -> Result<Vec<Stage>, OptionError> {
+    let Value::Array(items) = g.value else {
+        return g.parse(values::stages);
+    };
+    let text: Vec<String> = items
+        .iter()
+        .map(|item| {
+            let field = |k: &str| item.get(k).map(|v| g.with(v).text());
+            match (field("duration"), field("target")) {
+                (Some(Ok(d)), Some(Ok(t))) => Ok(format!("{d}:{t}")),
+                _ => Err(g.wrong("an array of {duration, target} objects")),
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    g.with(&Value::String(text.join(","))).parse(values::stages)
+}
+
+/// `targets`: a file's path, or the targets themselves as JSON-lines objects.
+fn targets(g: &Given) -> Result<TargetsSource, OptionError> {
+    match g.value {
+        Value::String(path) => Ok(TargetsSource::File(path.into())),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(k, item)| {
+                let at = format!("option 'targets' entry {}", k + 1);
+                crate::sources::json_entry(item, &at, k + 1).map_err(range_error)
+            })
+            .collect::<Result<Vec<TargetEntry>, _>>()
+            .map(TargetsSource::List),
+        _ => Err(g.wrong("a file's path or an array of targets")),
+    }
+}
+
+/// The body's bytes, read from its file if it has one.
+fn body_bytes(s: &LoadSpec) -> Result<Vec<u8>, String> {
+    match &s.body {
+        Body::None => Ok(Vec::new()),
+        Body::Bytes(b) => Ok(b.clone()),
+        Body::File(p) => {
+            std::fs::read(p).map_err(|e| format!("cannot read --body-file {}: {e}", p.display()))
+        }
+    }
+}
+
+/// The body a spec sends, as `body` (text) or `bodyBase64`; a bodies file's entries carry
+/// theirs (the command line's is for targets that have none).
+fn body_as(s: &LoadSpec, text: bool) -> Write {
+    if matches!(s.requests_from, Requests::Bodies(_)) {
+        return Ok(None);
+    }
+    let b = body_bytes(s)?;
+    use base64::Engine as _;
+    Ok(match std::str::from_utf8(&b) {
+        _ if b.is_empty() => None,
+        Ok(t) if text => Some(t.into()),
+        Err(_) if !text => Some(base64::engine::general_purpose::STANDARD.encode(&b).into()),
+        _ => None,
+    })
+}
+
+/// Many requests (targets or bodies) as the list of targets they are.
+fn targets_list(s: &LoadSpec) -> Write {
+    if matches!(s.requests_from, Requests::One) {
+        return Ok(None);
+    }
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| Value::String(base64::engine::general_purpose::STANDARD.encode(b));
+    let body = body_bytes(s)?;
+    let (list, _) = crate::prepare::entries(s, &body)
+        .map_err(|e| e.0)?
+        .unwrap_or_default();
+    let targets = list
+        .iter()
+        .map(|t| {
+            let mut e = serde_json::Map::new();
+            e.insert("url".into(), Value::String(t.url.clone()));
+            if let Some(m) = &t.method {
+                e.insert("method".into(), Value::String(m.clone()));
+            }
+            if !t.headers.is_empty() {
+                e.insert("headers".into(), json!(t.headers));
+            }
+            if let Some(b) = &t.body {
+                e.insert("body_base64".into(), b64(b));
+            }
+            if let Some(n) = &t.name {
+                e.insert("name".into(), Value::String(n.clone()));
+            }
+            Value::Object(e)
+        })
+        .collect();
+    Ok(Some(Value::Array(targets)))
+}
+
+const TARGETS_FORMATS: [&str; 3] = ["auto", "http", "json"];
+const ORDERS: [&str; 2] = ["sequential", "random"];
+const ARRIVALS: [&str; 2] = ["constant", "poisson"];
+const TLS_VERSIONS: [&str; 2] = ["1.2", "1.3"];
+const IOS: [&str; 3] = ["auto", "uring", "epoll"];
+
+fn name_of<T: PartialEq>(names: &[&'static str], all: &[T], v: &T) -> Write {
+    Ok(all
+        .iter()
+        .position(|x| x == v)
+        .map(|i| Value::String(names[i].into())))
+}
+
+/// Every run option, in `pelt --help`'s order.
+pub static RUN: &[Row] = &[
+    Row {
+        name: "url",
+        value: "URL",
+        form: Form::Positional,
+        help: "Target URL, e.g. http://127.0.0.1:8080/path (optional with --targets).",
+        example: r#""http://127.0.0.1:8080/""#,
+        read: |s, g| {
+            s.url = g.string()?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.url.clone().into())),
+        ..BASE
+    },
+    Row {
+        name: "connections",
+        long: "connections",
+        short: Some('c'),
+        value: "N",
+        hyphen: true,
+        help: "Concurrent connections (spread over the threads).",
+        ts: "Count",
+        example: "8",
+        read: |s, g| {
+            s.connections = g.parse(values::connections)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.connections.into())),
+        ..BASE
+    },
+    Row {
+        name: "duration",
+        long: "duration",
+        short: Some('d'),
+        value: "TIME",
+        hyphen: true,
+        help: "Run for this long: 500ms, 10s, 2m [default: 10s unless -n is given].",
+        ts: "Duration",
+        example: r#""2s""#,
+        read: |s, g| {
+            s.duration = Some(g.parse(values::duration)?);
+            Ok(())
+        },
+        write: |s| Ok(s.duration.map(dur)),
+        ..BASE
+    },
+    Row {
+        name: "requests",
+        long: "requests",
+        short: Some('n'),
+        value: "N",
+        hyphen: true,
+        help: "Send exactly this many requests: 1000, 10k, 1m. With -d, stop at whichever comes \
+               first.",
+        ts: "Count",
+        example: r#""10k""#,
+        read: |s, g| {
+            s.requests = Some(g.parse(values::count)?);
+            Ok(())
+        },
+        write: |s| Ok(s.requests.map(Value::from)),
+        ..BASE
+    },
+    Row {
+        name: "threads",
+        long: "threads",
+        short: Some('t'),
+        value: "N",
+        hyphen: true,
+        help: "Worker threads [default: the CPUs pelt may run on].",
+        ts: "Count",
+        example: "2",
+        read: |s, g| {
+            s.threads = Some(g.parse(values::threads)?);
+            Ok(())
+        },
+        write: |s| Ok(s.threads.map(Value::from)),
+        ..BASE
+    },
+    Row {
+        name: "method",
+        long: "method",
+        short: Some('m'),
+        value: "METHOD",
+        help: "Request method.",
+        example: r#""POST""#,
+        read: |s, g| {
+            s.method = g.string()?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.method.clone().into())),
+        ..BASE
+    },
+    Row {
+        name: "headers",
+        long: "header",
+        short: Some('H'),
+        value: "HEADER",
+        form: Form::Many,
+        help: "Add a request header, 'Name: value' (repeatable).",
+        ts: "Record<string, string | number> | string[] | string",
+        example: r#"["X-A: 1"]"#,
+        read: |s, g| {
+            s.headers = headers(g)?;
+            Ok(())
+        },
+        write: |s| Ok((!s.headers.is_empty()).then(|| json!(s.headers))),
+        ..BASE
+    },
+    Row {
+        name: "body",
+        long: "body",
+        short: Some('b'),
+        value: "TEXT",
+        help: "Request body (Content-Length added).",
+        example: r#""{}""#,
+        rules: &[Rule::Conflicts("bodyFile"), Rule::Conflicts("bodyBase64")],
+        read: |s, g| {
+            s.body = Body::Bytes(g.string()?.into_bytes());
+            Ok(())
+        },
+        write: |s| body_as(s, true),
+        ..BASE
+    },
+    Row {
+        name: "bodyFile",
+        long: "body-file",
+        value: "PATH",
+        help: "Read the request body from a file.",
+        example: r#""body.json""#,
+        read: |s, g| {
+            s.body = Body::File(g.path()?);
+            Ok(())
+        },
+        ..BASE
+    },
+    Row {
+        name: "bodyBase64",
+        value: "BASE64",
+        form: Form::Library,
+        help: "A request body that is not text, base64-encoded.",
+        example: r#""AJ+Slgo=""#,
+        rules: &[Rule::Conflicts("bodyFile")],
+        read: |s, g| {
+            use base64::Engine as _;
+            let text = g.string()?;
+            s.body = Body::Bytes(
+                base64::engine::general_purpose::STANDARD
+                    .decode(text.trim())
+                    .map_err(|e| range_error(format!("option 'bodyBase64': {e}")))?,
+            );
+            Ok(())
+        },
+        write: |s| body_as(s, false),
+        ..BASE
+    },
+    Row {
+        name: "targets",
+        long: "targets",
+        value: "FILE",
+        help: "Send many requests: targets from FILE (- for standard input), in vegeta's http \
+               format (METHOD URL, header lines, @body-file; blank lines between) or JSON lines \
+               ({\"method\", \"url\", \"headers\", \"body\" or \"body_base64\", \"name\"}). All on \
+               one origin; the URL argument is then optional. -H, -m and --body apply to every \
+               target. Node.js also takes the targets themselves, as a list.",
+        ts: "string | Target[]",
+        example: r#""targets.txt""#,
+        rules: &[Rule::Conflicts("bodies")],
+        read: |s, g| {
+            s.requests_from = Requests::Targets {
+                source: targets(g)?,
+                format: TargetsFormat::Auto,
+            };
+            Ok(())
+        },
+        write: targets_list,
+        ..BASE
+    },
+    Row {
+        name: "targetsFormat",
+        long: "targets-format",
+        value: "FORMAT",
+        help: "The format of --targets.",
+        example: r#""json""#,
+        choices: &[
+            (
+                "auto",
+                "JSON lines when the first line that is not blank or a comment starts with {, \
+                 else http",
+            ),
+            ("http", "vegeta's http format"),
+            ("json", "one JSON object per line"),
+        ],
+        rules: &[Rule::Requires("targets")],
+        read: |s, g| {
+            let all = [
+                TargetsFormat::Auto,
+                TargetsFormat::Http,
+                TargetsFormat::Json,
+            ];
+            let f = g.choice(&TARGETS_FORMATS, &all)?;
+            if let Requests::Targets { format, .. } = &mut s.requests_from {
+                *format = f;
+            }
+            Ok(())
+        },
+        write: |_| Ok(Some("auto".into())),
+        ..BASE
+    },
+    Row {
+        name: "bodies",
+        long: "bodies",
+        value: "FILE",
+        help: "Send many bodies: one per line of FILE (- for standard input), each a request to \
+               the URL with -m and -H, in turn.",
+        example: r#""bodies.jsonl""#,
+        rules: &[
+            Rule::Conflicts("body"),
+            Rule::Conflicts("bodyFile"),
+            Rule::Conflicts("bodyBase64"),
+        ],
+        read: |s, g| {
+            s.requests_from = Requests::Bodies(g.path()?);
+            Ok(())
+        },
+        ..BASE
+    },
+    Row {
+        name: "order",
+        long: "order",
+        value: "ORDER",
+        help: "With --targets or --bodies: the order requests take their entries.",
+        example: r#""random""#,
+        choices: &[
+            (
+                "sequential",
+                "request i of the run sends entry i mod N, so -n k*N sends each exactly k times",
+            ),
+            ("random", "a reproducible draw per request (see --seed)"),
+        ],
+        read: |s, g| {
+            s.order = g.choice(&ORDERS, &[TargetOrder::Sequential, TargetOrder::Random])?;
+            Ok(())
+        },
+        write: |s| {
+            name_of(
+                &ORDERS,
+                &[TargetOrder::Sequential, TargetOrder::Random],
+                &s.order,
+            )
+        },
+        ..BASE
+    },
+    Row {
+        name: "seed",
+        long: "seed",
+        value: "N",
+        help: "Seed for random choices (--order random); without it one is chosen and reported.",
+        ts: "number | string",
+        example: "7",
+        read: |s, g| {
+            s.seed = Some(g.parse(|t| t.parse::<u64>().map_err(|e| e.to_string()))?);
+            Ok(())
+        },
+        write: |s| Ok(s.seed.map(Value::from)),
+        ..BASE
+    },
+    Row {
+        name: "unixSocket",
+        long: "unix-socket",
+        value: "PATH",
+        help: "Connect to this Unix socket instead of the URL's host and port (curl's flag); the \
+               URL still gives the Host header and the path. HTTP/1.1 and h2c.",
+        example: r#""/run/app.sock""#,
+        read: |s, g| {
+            s.unix_socket = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.unix_socket),
+        ..BASE
+    },
+    Row {
+        name: "keepAlive",
+        long: "no-keepalive",
+        form: Form::Negated,
+        help: "Open a new connection for every request (sends Connection: close); \
+               keepAlive: false in Node.js.",
+        example: "false",
+        read: |s, g| {
+            s.keep_alive = g.boolean()?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.keep_alive.into())),
+        ..BASE
+    },
+    Row {
+        name: "timeout",
+        long: "timeout",
+        value: "TIME",
+        hyphen: true,
+        help: "Whole-request timeout, from the first byte written to the last byte read.",
+        ts: "Duration",
+        example: r#""3s""#,
+        read: |s, g| {
+            s.timeout = g.parse(values::duration)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(dur(s.timeout))),
+        ..BASE
+    },
+    Row {
+        name: "connectTimeout",
+        long: "connect-timeout",
+        value: "TIME",
+        hyphen: true,
+        help: "Connect timeout.",
+        ts: "Duration",
+        example: r#""250ms""#,
+        read: |s, g| {
+            s.connect_timeout = g.parse(values::duration)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(dur(s.connect_timeout))),
+        ..BASE
+    },
+    Row {
+        name: "rate",
+        long: "rate",
+        short: Some('R'),
+        value: "RATE",
+        hyphen: true,
+        help: "Open loop: send requests on a fixed schedule at this rate (per second: 500, 20k, \
+               0.5), whatever the server does; latency counts from each request's due time. \
+               With --stages, the rate they start from (0 allowed).",
+        ts: "number | string",
+        example: r#""20k""#,
+        read: |s, g| {
+            s.rate = Some(g.parse(values::rate_or_zero)?);
+            Ok(())
+        },
+        write: |s| Ok(s.rate.map(Value::from)),
+        ..BASE
+    },
+    Row {
+        name: "stages",
+        long: "stages",
+        value: "STAGES",
+        help: "Ramp the load in stages, as k6 does: each DURATION:TARGET moves linearly from the \
+               previous target to its own (30s:1k,1m:10k,30s:0; 0s:N jumps). With --rate, the \
+               arrival rate (starting at --rate); without, the active connections (starting at \
+               0; -c does not apply). -d defaults to the stages' total.",
+        ts: "string | Stage[]",
+        example: r#""1s:5""#,
+        read: |s, g| {
+            s.stages = stages(g)?;
+            Ok(())
+        },
+        write: |s| {
+            let all: Vec<Value> = s
+                .stages
+                .iter()
+                .map(|st| json!({"duration": dur(st.duration), "target": st.target}))
+                .collect();
+            Ok((!all.is_empty()).then_some(Value::Array(all)))
+        },
+        ..BASE
+    },
+    Row {
+        name: "arrival",
+        long: "arrival",
+        value: "KIND",
+        help: "Open loop: how requests are spaced.",
+        example: r#""poisson""#,
+        choices: &[
+            ("constant", "evenly spaced"),
+            (
+                "poisson",
+                "exponential gaps (a Poisson process) with the same mean rate",
+            ),
+        ],
+        rules: &[Rule::Requires("rate")],
+        read: |s, g| {
+            s.arrival = g.choice(&ARRIVALS, &[Arrival::Constant, Arrival::Poisson])?;
+            Ok(())
+        },
+        write: |s| match s.rate {
+            Some(_) => name_of(
+                &ARRIVALS,
+                &[Arrival::Constant, Arrival::Poisson],
+                &s.arrival,
+            ),
+            None => Ok(None),
+        },
+        ..BASE
+    },
+    Row {
+        name: "maxConnections",
+        long: "max-connections",
+        value: "N",
+        hyphen: true,
+        help: "Open loop: open up to N connections when a request is due and none is free \
+               [default: -c].",
+        ts: "Count",
+        example: "64",
+        rules: &[Rule::Requires("rate")],
+        read: |s, g| {
+            s.max_connections = Some(g.parse(values::connections)?);
+            Ok(())
+        },
+        write: |s| Ok(s.rate.and(s.max_connections).map(Value::from)),
+        ..BASE
+    },
+    Row {
+        name: "batchWindow",
+        long: "batch-window",
+        value: "TIME",
+        hyphen: true,
+        help: "Open loop: requests due within one window of this length start together at its \
+               end, and responses are read then, at the times the kernel stamped on them: one \
+               wake-up for many, so less CPU; the lag shows each request's wait. 0: each at its \
+               own due time; at most 10ms.",
+        ts: "Duration",
+        example: r#""250us""#,
+        rules: &[Rule::Requires("rate")],
+        read: |s, g| {
+            s.batch_window = g.parse(values::batch_window)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(dur(s.batch_window))),
+        ..BASE
+    },
+    Row {
+        name: "pipeline",
+        long: "pipeline",
+        value: "D",
+        hyphen: true,
+        help: "HTTP/1.1 pipelining: each connection writes D requests together, and the next D \
+               once all are answered (as wrk's pipeline script).",
+        ts: "Count",
+        example: "4",
+        rules: &[Rule::Conflicts("keepAlive")],
+        read: |s, g| {
+            s.pipeline = g.parse(values::pipeline)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.pipeline.into())),
+        ..BASE
+    },
+    Row {
+        name: "http2",
+        long: "http2",
+        alias: "h2",
+        form: Form::Switch,
+        help: "HTTP/2: ALPN h2 on https://, prior knowledge (h2c) on http://.",
+        example: "true",
+        rules: &[Rule::Conflicts("keepAlive"), Rule::Conflicts("pipeline")],
+        read: |s, g| {
+            s.http2 = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.http2),
+        ..BASE
+    },
+    Row {
+        name: "streams",
+        long: "streams",
+        value: "N",
+        hyphen: true,
+        help: "HTTP/2: concurrent streams per connection (the server's limit lowers it) \
+               [default: 1; with --rate, 100].",
+        ts: "Count",
+        example: "20",
+        rules: &[Rule::Requires("http2")],
+        read: |s, g| {
+            s.streams = Some(g.parse(values::streams)?);
+            Ok(())
+        },
+        write: |s| Ok(s.streams.filter(|_| s.http2).map(Value::from)),
+        ..BASE
+    },
+    Row {
+        name: "connectRate",
+        long: "connect-rate",
+        value: "N",
+        hyphen: true,
+        help: "Open at most N new connections per second at the start (1000, 5k) [default: all \
+               at once, spread over the threads].",
+        ts: "number | string",
+        example: r#""1k""#,
+        read: |s, g| {
+            s.connect_rate = Some(g.parse(values::per_second)?);
+            Ok(())
+        },
+        write: |s| Ok(s.connect_rate.map(Value::from)),
+        ..BASE
+    },
+    Row {
+        name: "cacert",
+        long: "cacert",
+        value: "FILE",
+        help: "https: also trust the CA or self-signed certificates in this PEM file.",
+        example: r#""ca.pem""#,
+        rules: &[Rule::Conflicts("insecure")],
+        read: |s, g| {
+            s.tls.cacert = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.tls.cacert),
+        ..BASE
+    },
+    Row {
+        name: "insecure",
+        long: "insecure",
+        short: Some('k'),
+        form: Form::Switch,
+        help: "https: do NOT verify the server's certificate (the report says so).",
+        example: "true",
+        read: |s, g| {
+            s.tls.insecure = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.tls.insecure),
+        ..BASE
+    },
+    Row {
+        name: "tlsFullHandshake",
+        long: "tls-full-handshake",
+        form: Form::Switch,
+        help: "https: no session resumption, every connection pays a full handshake.",
+        example: "true",
+        read: |s, g| {
+            s.tls.full_handshake = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.tls.full_handshake),
+        ..BASE
+    },
+    Row {
+        name: "tlsVersion",
+        long: "tls-version",
+        value: "VERSION",
+        help: "https: only this TLS version [default: 1.2 or 1.3, as negotiated].",
+        example: r#""1.3""#,
+        choices: &[("1.2", "TLS 1.2"), ("1.3", "TLS 1.3")],
+        read: |s, g| {
+            s.tls.version = Some(g.choice(&TLS_VERSIONS, &[TlsVersion::V1_2, TlsVersion::V1_3])?);
+            Ok(())
+        },
+        write: |s| Ok(s.tls.version.map(|v| v.name().into())),
+        ..BASE
+    },
+    Row {
+        name: "sni",
+        long: "sni",
+        value: "NAME",
+        help: "https: send and verify this name (SNI) instead of the URL's host.",
+        example: r#""example.com""#,
+        read: |s, g| {
+            s.tls.sni = Some(g.string()?);
+            Ok(())
+        },
+        write: |s| Ok(s.tls.sni.clone().map(Value::from)),
+        ..BASE
+    },
+    Row {
+        name: "cert",
+        long: "cert",
+        value: "FILE",
+        help: "https: present this PEM client certificate chain (needs --key).",
+        example: r#""client.pem""#,
+        rules: &[Rule::Requires("key")],
+        read: |s, g| {
+            s.tls.cert = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.tls.key.as_ref().and(s.tls.cert.clone())),
+        ..BASE
+    },
+    Row {
+        name: "key",
+        long: "key",
+        value: "FILE",
+        help: "https: the PEM private key of --cert.",
+        example: r#""client.key""#,
+        rules: &[Rule::Requires("cert")],
+        read: |s, g| {
+            s.tls.key = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.tls.cert.as_ref().and(s.tls.key.clone())),
+        ..BASE
+    },
+    Row {
+        name: "io",
+        long: "io",
+        value: "BACKEND",
+        env: "PELT_IO",
+        help: "I/O backend.",
+        example: r#""epoll""#,
+        choices: &[
+            (
+                "auto",
+                "io_uring if this kernel and sandbox allow it, else epoll",
+            ),
+            ("uring", "io_uring; an error if it is unavailable"),
+            ("epoll", "epoll"),
+        ],
+        read: |s, g| {
+            s.io = g.choice(&IOS, &[IoChoice::Auto, IoChoice::Uring, IoChoice::Epoll])?;
+            Ok(())
+        },
+        write: |s| {
+            name_of(
+                &IOS,
+                &[IoChoice::Auto, IoChoice::Uring, IoChoice::Epoll],
+                &s.io,
+            )
+        },
+        ..BASE
+    },
+    Row {
+        name: "warmup",
+        long: "warmup",
+        value: "TIME",
+        hyphen: true,
+        help: "Send for this long first without measuring (its counts are reported apart); -d \
+               and -n count after it.",
+        ts: "Duration",
+        example: r#""2s""#,
+        read: |s, g| {
+            s.warmup = Some(g.parse(values::duration)?);
+            Ok(())
+        },
+        write: |s| Ok(s.warmup.map(dur)),
+        ..BASE
+    },
+    Row {
+        name: "grace",
+        long: "grace",
+        value: "TIME",
+        hyphen: true,
+        help: "After Ctrl-C or SIGTERM (Node.js: stop()), wait this long for requests in flight \
+               before reporting.",
+        ts: "Duration",
+        example: "0",
+        read: |s, g| {
+            s.grace = g.parse(values::duration_or_zero)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(dur(s.grace))),
+        ..BASE
+    },
+    Row {
+        name: "expect",
+        long: "expect",
+        value: "EXPR",
+        form: Form::Many,
+        hyphen: true,
+        help: "Fail the run (exit 3) unless this holds: p99<20ms, errors<0.1%, rps>5000, 5xx<1% \
+               (repeatable).",
+        example: r#"["p99<20ms"]"#,
+        read: |s, g| {
+            s.expect = g
+                .list()?
+                .iter()
+                .map(|e| g.with(&Value::String(e.clone())).parse(expect::parse))
+                .collect::<Result<_, _>>()?;
+            Ok(())
+        },
+        write: |s| {
+            let all: Vec<&str> = s.expect.iter().map(expect::Expectation::text).collect();
+            Ok((!all.is_empty()).then(|| json!(all)))
+        },
+        ..BASE
+    },
+    Row {
+        name: "sampleEvery",
+        value: "N",
+        form: Form::Library,
+        help: "Keep every N-th request that ends, per thread, for the 'samples' event (at most \
+               4,096 per thread and second; the rest counted in samples_dropped).",
+        ts: "Count",
+        example: "10",
+        read: |s, g| {
+            s.sample_every = Some(g.parse(values::count)?);
+            Ok(())
+        },
+        write: |s| Ok(s.sample_every.map(Value::from)),
+        ..BASE
+    },
+];

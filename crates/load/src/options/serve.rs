@@ -1,0 +1,413 @@
+//! `pelt serve`'s options (and Node.js's `startServer`): the built-in server's settings, one
+//! row each.
+
+use super::{duration_text, Flag, Form, Given, OptionError, Rule};
+use crate::values;
+use serde_json::{Map, Value};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What `pelt serve` is asked to do; `Default` is its defaults.
+#[derive(Debug, Clone)]
+pub struct ServeSpec {
+    pub host: IpAddr,
+    pub port: u16,
+    pub unix_socket: Option<PathBuf>,
+    pub threads: usize,
+    pub delay: Duration,
+    pub work: Duration,
+    pub body_size: usize,
+    pub status: u16,
+    pub error_rate: f64,
+    pub close: bool,
+    /// How long the stall lasts, and when it starts (both or neither).
+    pub stall: Option<Duration>,
+    pub stall_at: Option<Duration>,
+    pub chunked: bool,
+    /// HTTPS with a fresh self-signed certificate (unless `cert` and `key` are given).
+    pub tls: bool,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub h2: bool,
+    pub max_streams: u32,
+    pub max_requests: Option<u64>,
+}
+
+/// `pelt serve`'s port.
+pub const DEFAULT_PORT: u16 = 8080;
+/// The HTTP/2 streams a connection may have open (hyper's default).
+pub const DEFAULT_MAX_STREAMS: u32 = 200;
+
+impl Default for ServeSpec {
+    fn default() -> Self {
+        let c = pelt_server::ServerConfig::default();
+        ServeSpec {
+            host: IpAddr::from([127, 0, 0, 1]),
+            port: DEFAULT_PORT,
+            unix_socket: None,
+            threads: c.threads,
+            delay: c.delay,
+            work: c.work,
+            body_size: c.body_size,
+            status: c.status,
+            error_rate: c.error_rate,
+            close: c.close,
+            stall: None,
+            stall_at: None,
+            chunked: c.chunked,
+            tls: false,
+            cert: None,
+            key: None,
+            h2: c.h2,
+            max_streams: DEFAULT_MAX_STREAMS,
+            max_requests: c.max_requests,
+        }
+    }
+}
+
+impl ServeSpec {
+    /// The server's config: the TLS identity read from `cert` and `key`, or a fresh
+    /// self-signed one with `tls`. Errors are one line.
+    pub fn config(&self) -> Result<pelt_server::ServerConfig, String> {
+        let tls = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                let read = |p: &PathBuf, what: &str| {
+                    std::fs::read_to_string(p)
+                        .map_err(|e| format!("cannot read {what} {}: {e}", p.display()))
+                };
+                Some(pelt_server::TlsIdentity {
+                    cert_pem: read(cert, "--cert")?,
+                    key_pem: read(key, "--key")?,
+                })
+            }
+            _ if self.tls => Some(
+                pelt_server::TlsIdentity::self_signed()
+                    .map_err(|e| format!("cannot make a self-signed certificate: {e}"))?,
+            ),
+            _ => None,
+        };
+        Ok(pelt_server::ServerConfig {
+            addr: std::net::SocketAddr::new(self.host, self.port),
+            unix_socket: self.unix_socket.clone(),
+            threads: self.threads,
+            delay: self.delay,
+            work: self.work,
+            body_size: self.body_size,
+            status: self.status,
+            error_rate: self.error_rate,
+            close: self.close,
+            chunked: self.chunked,
+            stall: self.stall.zip(self.stall_at).map(|(len, at)| (at, len)),
+            tls,
+            h2: self.h2,
+            max_streams: self.h2.then_some(self.max_streams),
+            max_requests: self.max_requests,
+        })
+    }
+}
+
+/// The server's spec of `options` (names as in [`SERVE`]).
+pub fn serve(options: &Map<String, Value>) -> Result<ServeSpec, OptionError> {
+    let mut s = ServeSpec::default();
+    super::read_into(SERVE, options, &mut s)?;
+    Ok(s)
+}
+
+type Row = Flag<ServeSpec>;
+const BASE: Row = Flag::BASE;
+
+fn dur(d: Duration) -> Result<Option<Value>, String> {
+    Ok(Some(duration_text(d).into()))
+}
+
+fn path(p: &Option<PathBuf>) -> Result<Option<Value>, String> {
+    Ok(p.as_ref().map(|p| p.display().to_string().into()))
+}
+
+fn ip(t: &str) -> Result<IpAddr, String> {
+    t.parse()
+        .map_err(|_| "expected an IP address, like 127.0.0.1 or ::1".into())
+}
+
+fn max_streams(t: &str) -> Result<u32, String> {
+    values::count_at_most(t, 1_000_000).map(|n| n as u32)
+}
+
+fn boolean(g: &Given) -> Result<bool, OptionError> {
+    g.boolean()
+}
+
+/// Every option of `pelt serve`, in its help's order.
+pub static SERVE: &[Row] = &[
+    Row {
+        name: "unixSocket",
+        long: "unix-socket",
+        value: "PATH",
+        help: "Listen on this Unix socket instead of a port (created, and removed at exit).",
+        example: r#""/tmp/pelt.sock""#,
+        rules: &[Rule::Conflicts("tls")],
+        read: |s, g| {
+            s.unix_socket = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.unix_socket),
+        ..BASE
+    },
+    Row {
+        name: "port",
+        long: "port",
+        value: "PORT",
+        help: "Port to listen on; 0 picks a free one (Node.js: 0 unless given).",
+        ts: "number",
+        example: "0",
+        read: |s, g| {
+            s.port = g.parse(values::port)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.port.into())),
+        ..BASE
+    },
+    Row {
+        name: "host",
+        long: "host",
+        value: "HOST",
+        help: "Address to listen on.",
+        example: r#""::1""#,
+        read: |s, g| {
+            s.host = g.parse(ip)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.host.to_string().into())),
+        ..BASE
+    },
+    Row {
+        name: "threads",
+        long: "threads",
+        value: "N",
+        help: "Server threads.",
+        ts: "Count",
+        example: "2",
+        read: |s, g| {
+            s.threads = g.parse(values::threads)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.threads.into())),
+        ..BASE
+    },
+    Row {
+        name: "delay",
+        long: "delay",
+        value: "TIME",
+        help: "Wait this long before each response: 5ms, 1s.",
+        ts: "Duration",
+        example: r#""5ms""#,
+        read: |s, g| {
+            s.delay = g.parse(values::duration_or_zero)?;
+            Ok(())
+        },
+        write: |s| dur(s.delay),
+        ..BASE
+    },
+    Row {
+        name: "work",
+        long: "work",
+        value: "TIME",
+        help: "Hold a server thread this long per request (it blocks, like a CPU-heavy or \
+               synchronous handler): capacity is about --threads / TIME requests/s. 1ms, 200us.",
+        ts: "Duration",
+        example: r#""200us""#,
+        read: |s, g| {
+            s.work = g.parse(values::duration_or_zero)?;
+            Ok(())
+        },
+        write: |s| dur(s.work),
+        ..BASE
+    },
+    Row {
+        name: "bodySize",
+        long: "body-size",
+        value: "BYTES",
+        help: "Response body size in bytes.",
+        ts: "Count",
+        example: "512",
+        read: |s, g| {
+            s.body_size = g.parse(values::size)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.body_size.into())),
+        ..BASE
+    },
+    Row {
+        name: "status",
+        long: "status",
+        value: "CODE",
+        help: "Status code of normal responses.",
+        ts: "number",
+        example: "201",
+        read: |s, g| {
+            s.status = g.parse(values::status)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.status.into())),
+        ..BASE
+    },
+    Row {
+        name: "errorRate",
+        long: "error-rate",
+        value: "SHARE",
+        help: "Share of responses answered with 500 instead: 1%, 0.5%, 0.01.",
+        ts: "number | string",
+        example: r#""1%""#,
+        read: |s, g| {
+            s.error_rate = g.parse(values::share)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.error_rate.into())),
+        ..BASE
+    },
+    Row {
+        name: "close",
+        long: "close",
+        form: Form::Switch,
+        help: "Send Connection: close and close after every response.",
+        example: "true",
+        read: |s, g| {
+            s.close = boolean(g)?;
+            Ok(())
+        },
+        write: |s| Ok(s.close.then_some(true.into())),
+        ..BASE
+    },
+    Row {
+        name: "stall",
+        long: "stall",
+        value: "TIME",
+        help: "Freeze every response for this long at --stall-at (a server stall, for open-loop \
+               tests).",
+        ts: "Duration",
+        example: r#""500ms""#,
+        rules: &[Rule::Requires("stallAt")],
+        read: |s, g| {
+            s.stall = Some(g.parse(values::duration)?);
+            Ok(())
+        },
+        write: |s| Ok(s.stall.map(|d| duration_text(d).into())),
+        ..BASE
+    },
+    Row {
+        name: "stallAt",
+        long: "stall-at",
+        value: "TIME",
+        help: "When the stall starts, counted from the server's start.",
+        ts: "Duration",
+        example: r#""1s""#,
+        rules: &[Rule::Requires("stall")],
+        read: |s, g| {
+            s.stall_at = Some(g.parse(values::duration_or_zero)?);
+            Ok(())
+        },
+        write: |s| Ok(s.stall_at.map(|d| duration_text(d).into())),
+        ..BASE
+    },
+    Row {
+        name: "chunked",
+        long: "chunked",
+        form: Form::Switch,
+        help: "Send bodies with chunked transfer encoding.",
+        example: "true",
+        read: |s, g| {
+            s.chunked = boolean(g)?;
+            Ok(())
+        },
+        write: |s| Ok(s.chunked.then_some(true.into())),
+        ..BASE
+    },
+    Row {
+        name: "tls",
+        long: "tls",
+        form: Form::Switch,
+        help: "Serve HTTPS. Without --cert/--key, with a fresh self-signed certificate for \
+               localhost, 127.0.0.1 and ::1 (pelt serve writes it to the file its second line \
+               names, for a client's --cacert).",
+        example: "true",
+        read: |s, g| {
+            s.tls = boolean(g)?;
+            Ok(())
+        },
+        write: |s| Ok(s.tls.then_some(true.into())),
+        ..BASE
+    },
+    Row {
+        name: "cert",
+        long: "cert",
+        value: "FILE",
+        help: "Serve HTTPS with this PEM certificate chain (needs --key).",
+        example: r#""cert.pem""#,
+        rules: &[Rule::Requires("key")],
+        read: |s, g| {
+            s.cert = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.cert),
+        ..BASE
+    },
+    Row {
+        name: "key",
+        long: "key",
+        value: "FILE",
+        help: "The PEM private key of --cert.",
+        example: r#""key.pem""#,
+        rules: &[Rule::Requires("cert")],
+        read: |s, g| {
+            s.key = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.key),
+        ..BASE
+    },
+    Row {
+        name: "h2",
+        long: "h2",
+        form: Form::Switch,
+        help: "Also serve HTTP/2: h2c with prior knowledge on http, ALPN h2 with --tls.",
+        example: "true",
+        read: |s, g| {
+            s.h2 = boolean(g)?;
+            Ok(())
+        },
+        write: |s| Ok(s.h2.then_some(true.into())),
+        ..BASE
+    },
+    Row {
+        name: "maxStreams",
+        long: "max-streams",
+        value: "N",
+        help: "HTTP/2: allow this many concurrent streams per connection \
+               (SETTINGS_MAX_CONCURRENT_STREAMS).",
+        ts: "Count",
+        example: "100",
+        rules: &[Rule::Requires("h2")],
+        read: |s, g| {
+            s.max_streams = g.parse(max_streams)?;
+            Ok(())
+        },
+        write: |s| Ok(Some(s.max_streams.into())),
+        ..BASE
+    },
+    Row {
+        name: "maxRequests",
+        long: "max-requests",
+        value: "N",
+        help: "End each connection after N requests (HTTP/1.1: Connection: close; HTTP/2: \
+               GOAWAY), as nginx's keepalive_requests.",
+        ts: "Count",
+        example: "100",
+        read: |s, g| {
+            s.max_requests = Some(g.parse(values::count)?);
+            Ok(())
+        },
+        write: |s| Ok(s.max_requests.map(Value::from)),
+        ..BASE
+    },
+];
