@@ -774,3 +774,48 @@ fn d31_nothing_listening_backs_off_and_ends_on_time() {
         assert_eq!(completed(&v), 0);
     }
 }
+
+/// A server that answers before reading a large request and closes: the bytes sent are what
+/// the kernel took, not what pelt handed over (io_uring once counted every byte it queued:
+/// 512 MiB for these eight requests, where the sockets' buffers took a few MiB each).
+#[test]
+fn d32_an_early_answer_counts_only_the_bytes_the_kernel_took() {
+    const BODY: u64 = 64 << 20;
+    const N: u64 = 8;
+    let dir = std::env::temp_dir().join(format!("pelt-early-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = dir.join("body.bin");
+    std::fs::write(&body, vec![b'x'; BODY as usize]).unwrap();
+    for io in backends() {
+        let server = RawServer::start(|mut s| {
+            if read_request(&mut s) {
+                let _ = s.write_all(
+                    b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n\
+                      Connection: close\r\n\r\n",
+                );
+            }
+            // Dropped with the body unread: the kernel resets the connection.
+        });
+        let url = server.url();
+        let n = N.to_string();
+        let v = run_json(&[
+            &url,
+            "-m",
+            "POST",
+            "--body-file",
+            body.to_str().unwrap(),
+            "-c",
+            "1",
+            "-n",
+            &n,
+            "--io",
+            io,
+        ]);
+        let sent = count(&v, &["bytes", "sent"]);
+        // Each request's head went out; its body only as far as the sockets' buffers.
+        assert!(sent >= N * 100, "{io}: {v}");
+        assert!(sent < N * BODY / 4, "{io}: {sent} bytes sent: {v}");
+        assert_eq!(count(&v, &["requests", "sent"]), N, "{io}: {v}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -465,7 +465,7 @@ export interface Server {
 
 export declare function startServer(options?: ServerOptions): Promise<Server>
 
-/** loadtest 8's options (see the README for where pelt differs). */
+/** loadtest 8's options (see docs/NODE.md for where pelt differs). */
 export interface LoadtestOptions {
   url: string
   maxRequests?: number

@@ -743,7 +743,14 @@ mod doc_tests {
         known.extend(["help", "version"].map(String::from));
         let mut checked = 0;
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        for doc in ["README.md", "docs/GUIDE.md", "docs/OPTIONS.md"] {
+        let docs = [
+            "README.md",
+            "docs/GUIDE.md",
+            "docs/OPTIONS.md",
+            "docs/REFERENCE.md",
+            "docs/NODE.md",
+        ];
+        for doc in docs {
             let text = std::fs::read_to_string(root.join(doc)).unwrap();
             // Command lines that start with `pelt`, and the cells of flag tables.
             let lines = text

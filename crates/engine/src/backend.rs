@@ -157,6 +157,11 @@ pub(crate) trait Io {
     /// Which socket connection `conn` has now: an event of another generation is from a
     /// socket closed since it was reaped (in the same batch), and means nothing.
     fn generation(&self, conn: usize) -> u32;
+    /// Bytes `send` or `send_copy` counted as taken that the kernel turned out not to take (a
+    /// completion backend's failed or short sends), since the last call.
+    fn take_unsent(&mut self) -> u64 {
+        0
+    }
     /// Submits what is pending and waits as `wait` says; appends what happened to `events`.
     fn wait(&mut self, wait: Wait, events: &mut Vec<Event>);
 }

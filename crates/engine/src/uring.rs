@@ -44,20 +44,54 @@ const RECVMSG_OUT: usize = 16;
 /// `DEFER_TASKRUN` the kernel then does not wake the thread for each one).
 const LAZY_WANT: usize = 1 << 20;
 
-/// `user_data`: what the operation is, the connection, and the connection's generation (so a
-/// completion from a socket closed since is recognised and dropped).
+/// `user_data`: what the operation is (4 bits), the connection, and the connection's
+/// generation (so a completion from a socket closed since is recognised and dropped).
 #[inline]
 fn user_data(op: u64, conn: usize, generation: u32) -> u64 {
-    (op << 56) | ((u64::from(generation) & 0xff_ffff) << 32) | conn as u64
+    (op << 60) | ((u64::from(generation) & GENERATION) << 32) | conn as u64
 }
 
+/// A zero-copy send's `user_data`: its length in place of most of the generation. Its
+/// completion comes only when it failed (`SKIP_SUCCESS`), and then says how much of it the
+/// kernel took, so the bytes counted when it was handed over are corrected without a
+/// completion for every send that succeeds. A length of 2^28 or more is written as 0
+/// (unknown: nothing is corrected).
 #[inline]
-fn decode(ud: u64) -> (u64, usize, u32) {
-    (
-        ud >> 56,
-        (ud & 0xffff_ffff) as usize,
-        ((ud >> 32) & 0xff_ffff) as u32,
-    )
+fn send_data(conn: usize, generation: u32, len: usize) -> u64 {
+    let len = if len < 1 << 28 { len as u64 } else { 0 };
+    (OP_SEND << 60) | (len << 32) | ((u64::from(generation) & 0xff) << 24) | conn as u64
+}
+
+/// The generation bits a `user_data` keeps.
+const GENERATION: u64 = 0xff_ffff;
+
+/// The operation, the connection, the generation and the mask of its bits that the
+/// `user_data` kept, and a zero-copy send's length (0 for other operations).
+#[inline]
+fn decode(ud: u64) -> (u64, usize, u32, u32, u64) {
+    match ud >> 60 {
+        OP_SEND => (
+            OP_SEND,
+            (ud & 0xff_ffff) as usize,
+            ((ud >> 24) & 0xff) as u32,
+            0xff,
+            (ud >> 32) & 0xfff_ffff,
+        ),
+        op => (
+            op,
+            (ud & 0xffff_ffff) as usize,
+            ((ud >> 32) & GENERATION) as u32,
+            GENERATION as u32,
+            0,
+        ),
+    }
+}
+
+/// The part of a send of `len` bytes its completion's `res` says the kernel did not take
+/// (all of it on an error; 0 when the length is unknown).
+#[inline]
+fn unsent(len: u64, res: i32) -> u64 {
+    len.saturating_sub(res.max(0) as u64)
 }
 
 /// A receive's token for `read`/`release`: its result, and the buffer it filled, if any.
@@ -178,6 +212,9 @@ pub(crate) struct UringIo {
     /// Buffers of copied sends still in the kernel when their socket was closed, by the
     /// send's user_data: freed when its completion comes.
     retired: Vec<(u64, Vec<u8>)>,
+    /// Bytes counted as sent when they were handed over that the kernel never took (failed
+    /// or short sends, copies dropped at a close): [`Io::take_unsent`].
+    unsent: u64,
     /// Open loop: sockets stamp what they receive, and receives are multishot `recvmsg`s
     /// described by this header (no name, room for the stamp).
     stamps: Option<Box<libc::msghdr>>,
@@ -290,6 +327,10 @@ impl UringIo {
             let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
         }
         let conns = max_conns.max(1);
+        // A zero-copy send's `user_data` has 24 bits for the connection.
+        if conns >= 1 << 24 {
+            return Err(Errno::INVAL);
+        }
         let sq = (conns * 2).next_power_of_two().clamp(64, 4096) as u32;
         let ring = build_ring(sq, sq * 4).map_err(|e| errno(&e))?;
         // Small buffers at high connection counts keep memory flat; a connection whose
@@ -315,6 +356,7 @@ impl UringIo {
                 .map_err(|e| errno(&e))?;
         }
         Ok(UringIo {
+            unsent: 0,
             ring,
             socks: Vec::with_capacity(conns),
             addr: Box::new(match &config.unix_socket {
@@ -394,11 +436,11 @@ impl UringIo {
         let mut connected = Vec::new();
         let mut resend = Vec::new();
         for cqe in self.ring.completion() {
-            let (op, conn, generation) = decode(cqe.user_data());
+            let (op, conn, generation, kept, len) = decode(cqe.user_data());
             let (res, flags) = (cqe.result(), cqe.flags());
             let bid = cqueue::buffer_select(flags);
             let s = &mut self.socks[conn];
-            let current = s.generation & 0xff_ffff == generation && s.fd.is_some();
+            let current = s.generation & kept == generation && s.fd.is_some();
             match op {
                 OP_RECV => {
                     if current && !cqueue::more(flags) {
@@ -435,10 +477,14 @@ impl UringIo {
                 OP_SEND_COPY if !current => {
                     // The buffer of a send from a closed socket can be freed now.
                     let ud = cqe.user_data();
-                    self.retired.retain(|(u, _)| *u != ud);
+                    if let Some(k) = self.retired.iter().position(|(u, _)| *u == ud) {
+                        let (_, buf) = self.retired.swap_remove(k);
+                        self.unsent += unsent(buf.len() as u64, res);
+                    }
                 }
                 OP_SEND_COPY => {
                     s.send_busy = false;
+                    self.unsent += unsent(s.sending.len() as u64, res);
                     if res < 0 {
                         events.push(Event {
                             conn,
@@ -451,11 +497,17 @@ impl UringIo {
                         resend.push(conn);
                     }
                 }
-                OP_SEND if current && res < 0 => events.push(Event {
-                    conn,
-                    generation,
-                    kind: EventKind::SendFailed(Errno::from_raw_os_error(-res)),
-                }),
+                OP_SEND => {
+                    // Only a send that failed or fell short completes (`SKIP_SUCCESS`).
+                    self.unsent += unsent(len, res);
+                    if current && res < 0 {
+                        events.push(Event {
+                            conn,
+                            generation: s.generation,
+                            kind: EventKind::SendFailed(Errno::from_raw_os_error(-res)),
+                        });
+                    }
+                }
                 OP_CONNECT if current => {
                     let result = if res == 0 {
                         connected.push(conn);
@@ -493,7 +545,7 @@ impl Io for UringIo {
             self.socks.resize_with(conn + 1, Sock::default);
         }
         let s = &mut self.socks[conn];
-        s.generation = s.generation.wrapping_add(1) & 0xff_ffff;
+        s.generation = s.generation.wrapping_add(1) & GENERATION as u32;
         s.recv_armed = false;
         let entry = opcode::Connect::new(
             Fd(fd.as_raw_fd()),
@@ -524,7 +576,7 @@ impl Io for UringIo {
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
             .build()
             .flags(squeue::Flags::SKIP_SUCCESS)
-            .user_data(user_data(OP_SEND, conn, s.generation));
+            .user_data(send_data(conn, s.generation, bytes.len()));
         self.push(&entry);
         Ok(bytes.len())
     }
@@ -582,14 +634,21 @@ impl Io for UringIo {
             self.retired.push((ud, std::mem::take(&mut s.sending)));
             s.send_busy = false;
         }
+        // Handed over, never to be sent.
+        self.unsent += s.queued.len() as u64;
         s.queued.clear();
         s.recv_armed = false;
-        s.generation = s.generation.wrapping_add(1) & 0xff_ffff;
+        s.generation = s.generation.wrapping_add(1) & GENERATION as u32;
     }
 
     #[inline]
     fn generation(&self, conn: usize) -> u32 {
         self.socks.get(conn).map_or(0, |s| s.generation)
+    }
+
+    #[inline]
+    fn take_unsent(&mut self) -> u64 {
+        std::mem::take(&mut self.unsent)
     }
 
     fn wait(&mut self, w: Wait, events: &mut Vec<Event>) {
@@ -696,12 +755,22 @@ mod tests {
 
     #[test]
     fn user_data_and_tokens_round_trip() {
-        for (op, conn, generation) in [(OP_RECV, 0, 0), (OP_SEND, 123_456, 0xff_ffff)] {
+        for (op, conn, generation) in [(OP_RECV, 0, 0), (OP_SEND_COPY, 123_456, 0xff_ffff)] {
             assert_eq!(
                 decode(user_data(op, conn, generation)),
-                (op, conn, generation)
+                (op, conn, generation, 0xff_ffff, 0)
             );
         }
+        // A zero-copy send keeps its length and the generation's low byte.
+        assert_eq!(
+            decode(send_data(10_000_000, 0x12_3456, 50_000_000)),
+            (OP_SEND, 10_000_000, 0x56, 0xff, 50_000_000)
+        );
+        assert_eq!(decode(send_data(7, 1, 1 << 28)).4, 0);
+        assert_eq!(
+            (unsent(100, -32), unsent(100, 40), unsent(0, -32)),
+            (100, 60, 0)
+        );
         for (res, bid) in [(0, None), (-104, None), (4096, Some(65_535)), (1, Some(0))] {
             assert_eq!(untoken(token(res, bid)), (res, bid));
         }

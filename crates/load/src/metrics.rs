@@ -179,238 +179,159 @@ impl Metrics {
     /// Every metric family so far, with its series (the text format and remote write both
     /// come from this).
     pub fn families(&self) -> Vec<Family> {
-        let mut f = Vec::new();
-        let one = |name: &'static str, kind, help, v: f64, labels: Vec<(String, String)>| Family {
-            name,
-            kind,
-            help,
-            series: vec![Series {
-                name: name.to_string(),
-                labels,
-                value: v,
-            }],
+        let mut f = Families {
+            labels: &self.labels,
+            out: Vec::new(),
         };
-        let base = || self.labels.clone();
-        let with = |more: &[(&str, &str)]| {
-            let mut l = self.labels.clone();
-            l.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            l
-        };
-        f.push(one(
+        self.run_families(&mut f);
+        self.target_families(&mut f);
+        self.latency_families(&mut f);
+        f.out
+    }
+
+    /// The run, its requests, responses, bytes, connections and rates.
+    fn run_families(&self, f: &mut Families) {
+        let info = [
+            ("target", self.target.as_str()),
+            ("method", self.method.as_str()),
+            ("load_model", self.model.as_str()),
+        ];
+        f.gauge_with(
             "pelt_run_info",
-            "gauge",
             "The run: its target, method and load model (always 1).",
+            &info,
             1.0,
-            with(&[
-                ("target", &self.target),
-                ("method", &self.method),
-                ("load_model", &self.model),
-            ]),
-        ));
-        f.push(one(
+        );
+        f.gauge(
             "pelt_run_finished",
-            "gauge",
             "1 once the run has ended (the values are then final).",
             f64::from(u8::from(self.finished)),
-            base(),
-        ));
-        f.push(one(
-            "pelt_requests_sent_total",
-            "counter",
-            "Requests started.",
-            self.sent as f64,
-            base(),
-        ));
-        f.push(one(
+        );
+        f.counter("pelt_requests_sent_total", "Requests started.", self.sent);
+        f.counter(
             "pelt_requests_completed_total",
-            "counter",
             "Requests that ended in a complete response (any status).",
-            self.completed as f64,
-            base(),
-        ));
-        let mut errors = one(
+            self.completed,
+        );
+        let errors = self
+            .errors_by_kind
+            .iter()
+            .map(|(kind, n)| (vec![("kind", kind.to_string())], *n as f64));
+        f.labelled(
             "pelt_request_errors_total",
             "counter",
             "Requests that ended in an error (no complete response), by kind.",
-            0.0,
-            base(),
+            errors,
         );
-        errors.series = self
-            .errors_by_kind
-            .iter()
-            .map(|(kind, n)| Series {
-                name: errors.name.into(),
-                labels: with(&[("kind", kind)]),
-                value: *n as f64,
-            })
-            .collect();
-        f.push(errors);
-        let mut codes = one(
+        let codes = self.codes.iter().map(|(code, n)| {
+            let class = match code / 100 {
+                c @ 1..=5 => format!("{c}xx"),
+                _ => "other".into(),
+            };
+            (
+                vec![("code", code.to_string()), ("class", class)],
+                *n as f64,
+            )
+        });
+        f.labelled(
             "pelt_responses_total",
             "counter",
             "Complete responses by status code (and its class).",
-            0.0,
-            base(),
+            codes,
         );
-        codes.series = self
-            .codes
-            .iter()
-            .map(|(code, n)| {
-                let class = match code / 100 {
-                    c @ 1..=5 => format!("{c}xx"),
-                    _ => "other".into(),
-                };
-                Series {
-                    name: codes.name.into(),
-                    labels: with(&[("code", &code.to_string()), ("class", &class)]),
-                    value: *n as f64,
-                }
-            })
-            .collect();
-        f.push(codes);
-        f.push(one(
+        f.counter(
             "pelt_sent_bytes_total",
-            "counter",
             "Bytes written to the sockets.",
-            self.bytes_sent as f64,
-            base(),
-        ));
-        f.push(one(
+            self.bytes_sent,
+        );
+        f.counter(
             "pelt_received_bytes_total",
-            "counter",
             "Bytes read from the sockets.",
-            self.bytes_received as f64,
-            base(),
-        ));
-        f.push(one(
+            self.bytes_received,
+        );
+        f.gauge(
             "pelt_connections",
-            "gauge",
             "Connections open (or opening) at the end of the last second.",
             self.connections as f64,
-            base(),
-        ));
+        );
         if let Some(r) = self.rate {
-            f.push(one(
+            f.gauge(
                 "pelt_target_rate_requests_per_second",
-                "gauge",
                 "Open loop: the arrival rate asked for (with stages, the last second's).",
                 r,
-                base(),
-            ));
+            );
         }
-        f.push(one(
+        f.gauge(
             "pelt_achieved_rate_requests_per_second",
-            "gauge",
             "Complete responses per second in the last second.",
             self.last_rps,
-            base(),
-        ));
-        if !self.target_names.is_empty() {
-            let per_target =
-                |name: &'static str,
-                 help: &'static str,
-                 pick: fn(&pelt_stats::TargetCounts) -> u64| {
-                    let mut t = one(name, "counter", help, 0.0, base());
-                    t.series = self
-                        .target_names
-                        .iter()
-                        .zip(&self.targets)
-                        .map(|(n, c)| Series {
-                            name: name.into(),
-                            labels: with(&[("name", n)]),
-                            value: pick(c) as f64,
-                        })
-                        .collect();
-                    t
-                };
-            f.push(per_target(
+        );
+    }
+
+    /// Per target name (`--targets`).
+    fn target_families(&self, f: &mut Families) {
+        if self.target_names.is_empty() {
+            return;
+        }
+        let families: [PerTarget; 3] = [
+            (
                 "pelt_target_requests_sent_total",
                 "Per target name (--targets): measured requests started.",
                 |c| c.sent,
-            ));
-            f.push(per_target(
+            ),
+            (
                 "pelt_target_requests_completed_total",
                 "Per target name (--targets): measured requests that ended in a complete response.",
                 |c| c.completed,
-            ));
-            f.push(per_target(
+            ),
+            (
                 "pelt_target_request_errors_total",
                 "Per target name (--targets): measured requests that ended in an error.",
                 |c| c.errors,
-            ));
+            ),
+        ];
+        for (name, help, pick) in families {
+            let series = self
+                .target_names
+                .iter()
+                .zip(&self.targets)
+                .map(|(n, c)| (vec![("name", n.clone())], pick(c) as f64));
+            f.labelled(name, "counter", help, series);
         }
-        let quantiles = |name: &'static str, help: &'static str, last: [f64; 4]| {
-            let mut q = one(name, "gauge", help, 0.0, base());
-            q.series = ["0.5", "0.9", "0.99", "1"]
-                .iter()
-                .zip(last)
-                .map(|(quantile, v)| Series {
-                    name: name.into(),
-                    labels: with(&[("quantile", quantile)]),
-                    value: v,
-                })
-                .collect();
-            q
-        };
-        let histogram = |name: &'static str, help: &'static str, b: &Buckets| {
-            let mut h = one(name, "histogram", help, 0.0, base());
-            let bucket = |le: &str, n: u64| Series {
-                name: format!("{name}_bucket"),
-                labels: with(&[("le", le)]),
-                value: n as f64,
-            };
-            h.series = LATENCY_BUCKETS_S
-                .iter()
-                .zip(b.le)
-                .map(|(le, n)| bucket(&number(*le), n))
-                .collect();
-            h.series.push(bucket("+Inf", b.count));
-            h.series.push(Series {
-                name: format!("{name}_sum"),
-                labels: base(),
-                value: b.sum_s,
-            });
-            h.series.push(Series {
-                name: format!("{name}_count"),
-                labels: base(),
-                value: b.count as f64,
-            });
-            h
-        };
+    }
+
+    /// Latency, and in open loop late starts and lag.
+    fn latency_families(&self, f: &mut Families) {
         if let Some(last) = self.last {
-            f.push(quantiles(
+            f.quantiles(
                 "pelt_latency_last_second_seconds",
                 "The last second's latency percentiles, exact from its HDR histogram (quantile 1: the max).",
                 last,
-            ));
+            );
         }
-        f.push(histogram(
+        f.histogram(
             "pelt_latency_seconds",
             "Latency of complete responses (open loop: from the due time).",
             &self.latency,
-        ));
-        if let Some(lag) = &self.lag {
-            f.push(one(
-                "pelt_requests_late_total",
-                "counter",
-                "Open loop: requests that started over 1 ms after their due time.",
-                self.late as f64,
-                base(),
-            ));
-            if let Some(last) = self.last_lag {
-                f.push(quantiles(
-                    "pelt_lag_last_second_seconds",
-                    "Open loop: the last second's lag (due time to start, pelt's own delay) percentiles.",
-                    last,
-                ));
-            }
-            f.push(histogram(
-                "pelt_lag_seconds",
-                "Open loop: the lag of every request started (due time to start, pelt's own delay).",
-                lag,
-            ));
+        );
+        let Some(lag) = &self.lag else { return };
+        f.counter(
+            "pelt_requests_late_total",
+            "Open loop: requests that started over 1 ms after their due time.",
+            self.late,
+        );
+        if let Some(last) = self.last_lag {
+            f.quantiles(
+                "pelt_lag_last_second_seconds",
+                "Open loop: the last second's lag (due time to start, pelt's own delay) percentiles.",
+                last,
+            );
         }
-        f
+        f.histogram(
+            "pelt_lag_seconds",
+            "Open loop: the lag of every request started (due time to start, pelt's own delay).",
+            lag,
+        );
     }
 
     /// Metrics of one agent of a fleet run described by `info`: labelled `agent`, without
@@ -510,6 +431,106 @@ pub struct Family {
     pub kind: &'static str,
     pub help: &'static str,
     pub series: Vec<Series>,
+}
+
+/// A per-target family: its name, help, and the count it takes of each target.
+type PerTarget = (
+    &'static str,
+    &'static str,
+    fn(&pelt_stats::TargetCounts) -> u64,
+);
+
+/// Families as they are built: each series gets the run's labels first.
+struct Families<'a> {
+    labels: &'a [(String, String)],
+    out: Vec<Family>,
+}
+
+impl Families<'_> {
+    fn labels(&self, more: &[(&str, String)]) -> Vec<(String, String)> {
+        let mut l = self.labels.to_vec();
+        l.extend(more.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        l
+    }
+
+    /// A family of one series per `(labels, value)`.
+    fn labelled<'l>(
+        &mut self,
+        name: &'static str,
+        kind: &'static str,
+        help: &'static str,
+        series: impl Iterator<Item = (Vec<(&'l str, String)>, f64)>,
+    ) {
+        let series = series
+            .map(|(more, value)| Series {
+                name: name.to_string(),
+                labels: self.labels(&more),
+                value,
+            })
+            .collect();
+        self.out.push(Family {
+            name,
+            kind,
+            help,
+            series,
+        });
+    }
+
+    fn counter(&mut self, name: &'static str, help: &'static str, v: u64) {
+        self.labelled(name, "counter", help, std::iter::once((vec![], v as f64)));
+    }
+
+    fn gauge(&mut self, name: &'static str, help: &'static str, v: f64) {
+        self.labelled(name, "gauge", help, std::iter::once((vec![], v)));
+    }
+
+    fn gauge_with(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        more: &[(&str, &str)],
+        v: f64,
+    ) {
+        let more: Vec<(&str, String)> = more.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        self.labelled(name, "gauge", help, std::iter::once((more, v)));
+    }
+
+    /// The last second's p50, p90, p99 and max.
+    fn quantiles(&mut self, name: &'static str, help: &'static str, last: [f64; 4]) {
+        let series = ["0.5", "0.9", "0.99", "1"]
+            .iter()
+            .zip(last)
+            .map(|(q, v)| (vec![("quantile", q.to_string())], v));
+        self.labelled(name, "gauge", help, series);
+    }
+
+    /// A Prometheus histogram: cumulative buckets, `+Inf`, `_sum` and `_count`.
+    fn histogram(&mut self, name: &'static str, help: &'static str, b: &Buckets) {
+        let bucket = |le: String, n: u64| Series {
+            name: format!("{name}_bucket"),
+            labels: self.labels(&[("le", le)]),
+            value: n as f64,
+        };
+        let mut series: Vec<Series> = LATENCY_BUCKETS_S
+            .iter()
+            .zip(b.le)
+            .map(|(le, n)| bucket(number(*le), n))
+            .collect();
+        series.push(bucket("+Inf".into(), b.count));
+        for (suffix, value) in [("sum", b.sum_s), ("count", b.count as f64)] {
+            series.push(Series {
+                name: format!("{name}_{suffix}"),
+                labels: self.labels.to_vec(),
+                value,
+            });
+        }
+        self.out.push(Family {
+            name,
+            kind: "histogram",
+            help,
+            series,
+        });
+    }
 }
 
 /// One series' current value (a histogram's series are named `_bucket`, `_sum`, `_count`).

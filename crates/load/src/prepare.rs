@@ -52,8 +52,54 @@ pub(crate) enum Here {
     Describes,
 }
 
-/// [`prepare`], for a process that does `here` with the run.
+/// [`prepare`], for a process that does `here` with the run: the request's parts, the load's
+/// shape, the entries, the target, room for the connections, the requests as encoded, the TLS
+/// client and the backend, then the engine's config and the report's info.
 pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, SpecError> {
+    let (headers, body) = request_parts(spec)?;
+    let shape = Shape::of(spec)?;
+    let entries = entries(spec, &body)?;
+    // With targets and no URL, the first target's origin is the run's.
+    let url = match (&entries, spec.url.is_empty()) {
+        (Some((list, _)), true) => list[0].url.as_str(),
+        _ => spec.url.as_str(),
+    };
+    let target = target_of(spec, url, here)?;
+    let threads = spec.threads.unwrap_or_else(engine::default_threads);
+    check_room(spec, &shape, threads, here)?;
+    let https = target.tls_host.is_some();
+    if !https && spec.tls.is_set() {
+        return Err(bad(
+            "--cacert, --insecure, --tls-full-handshake, --tls-version, --sni and --cert/--key \
+             are for https:// URLs",
+        ));
+    }
+    let mut encoded = Encoded::of(
+        spec,
+        &target,
+        &headers,
+        body,
+        &entries,
+        url,
+        shape.rate.is_some(),
+    )?;
+    let (method, set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
+    let tls = tls_client(spec, &target)?;
+    let io = io_backend(spec.io)?;
+    let config = config(spec, &target, shape, threads, io, tls, encoded);
+    let info = run_info(spec, &target, &config, method, set_info);
+    Ok(Prepared {
+        config,
+        info,
+        expect: spec.expect.clone(),
+    })
+}
+
+/// The command line's headers, parsed.
+type Headers = Vec<(String, String)>;
+
+/// The headers parsed, the method checked and the body read.
+fn request_parts(spec: &LoadSpec) -> Result<(Headers, Vec<u8>), SpecError> {
     let headers = spec
         .headers
         .iter()
@@ -72,153 +118,218 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     })?;
     let body = match &spec.body {
         Body::Bytes(b) => b.clone(),
-        Body::File(p) => {
-            if p.is_dir() {
-                return Err(bad(format!(
-                    "cannot read --body-file {}: it is a directory",
-                    p.display()
-                )));
-            }
-            std::fs::read(p)
-                .map_err(|e| bad(format!("cannot read --body-file {}: {e}", p.display())))?
+        Body::File(p) if p.is_dir() => {
+            return Err(bad(format!(
+                "cannot read --body-file {}: it is a directory",
+                p.display()
+            )))
         }
+        Body::File(p) => std::fs::read(p)
+            .map_err(|e| bad(format!("cannot read --body-file {}: {e}", p.display())))?,
         Body::None => Vec::new(),
     };
-    let stages = stages(spec)?;
-    let rate =
-        match (spec.rate, &stages) {
+    Ok((headers, body))
+}
+
+/// The load's shape: the stages, the rate, the connections and how long it runs.
+struct Shape {
+    stages: Option<engine::Stages>,
+    rate: Option<engine::Rate>,
+    connections: usize,
+    max_connections: usize,
+    duration: Option<std::time::Duration>,
+}
+
+impl Shape {
+    fn of(spec: &LoadSpec) -> Result<Shape, SpecError> {
+        let stages = stages(spec)?;
+        let rate = match (spec.rate, &stages) {
             (None, _) => None,
             // The schedule follows the stages; the rate is their peak.
             (Some(_), Some(s)) => engine::Rate::per_second(s.peak()),
-            (Some(r), None) => Some(engine::Rate::per_second(r).ok_or_else(|| {
-                if r == 0.0 {
-                    bad("--rate 0: must be greater than zero (0 only starts --stages; leave --rate \
-                     out for a closed loop)")
-                } else {
-                    bad(format!(
-                        "--rate {r}: must be from {} to {} requests per second",
-                        engine::Rate::MIN_PER_S,
-                        engine::Rate::MAX_PER_S
-                    ))
-                }
-            })?),
+            (Some(r), None) => Some(engine::Rate::per_second(r).ok_or_else(|| rate_error(r))?),
         };
-    // Closed-loop stages: the connections are the stages' (-c does not apply).
-    let connections = match &stages {
-        Some(s) if s.of() == engine::Ramped::Connections => s.peak() as usize,
-        _ => spec.connections,
-    };
-    let max_connections = spec.max_connections.unwrap_or(connections);
-    if max_connections < connections {
-        return Err(bad(format!(
-            "--max-connections {max_connections} is below -c {connections}; it is the most \
-             connections pelt may open, at least -c"
-        )));
+        // Closed-loop stages: the connections are the stages' (-c does not apply).
+        let connections = match &stages {
+            Some(s) if s.of() == engine::Ramped::Connections => s.peak() as usize,
+            _ => spec.connections,
+        };
+        let max_connections = spec.max_connections.unwrap_or(connections);
+        if max_connections < connections {
+            return Err(bad(format!(
+                "--max-connections {max_connections} is below -c {connections}; it is the most \
+                 connections pelt may open, at least -c"
+            )));
+        }
+        let duration = match (spec.duration, spec.requests, &stages) {
+            // The stages last as long as they say, -n or not.
+            (None, _, Some(s)) => Some(s.total()),
+            (None, None, None) => Some(engine::DEFAULT_DURATION),
+            (d, _, _) => d,
+        };
+        Ok(Shape {
+            stages,
+            rate,
+            connections,
+            max_connections,
+            duration,
+        })
     }
-    let entries = entries(spec, &body)?;
-    let url = match (&entries, spec.url.is_empty()) {
-        (Some((list, _)), true) => list[0].url.as_str(),
-        _ => spec.url.as_str(),
-    };
-    let target = match &spec.unix_socket {
+}
+
+fn rate_error(r: f64) -> SpecError {
+    if r == 0.0 {
+        bad(
+            "--rate 0: must be greater than zero (0 only starts --stages; leave --rate out for \
+             a closed loop)",
+        )
+    } else {
+        bad(format!(
+            "--rate {r}: must be from {} to {} requests per second",
+            engine::Rate::MIN_PER_S,
+            engine::Rate::MAX_PER_S
+        ))
+    }
+}
+
+/// The URL's target: resolved here unless a Unix socket is the way there or the run is only
+/// described (its host may resolve only where it runs).
+fn target_of(spec: &LoadSpec, url: &str, here: Here) -> Result<target::Target, SpecError> {
+    match &spec.unix_socket {
         // The URL gives the Host header and the path only: nothing to resolve.
         Some(path) => {
             engine::check_unix_socket(path).map_err(bad)?;
-            target::unresolved(url).map_err(bad)?
+            target::unresolved(url).map_err(bad)
         }
-        None if here == Here::Describes => target::unresolved(url).map_err(bad)?,
-        None => target::resolve(url).map_err(bad)?,
-    };
-    let request = pelt_codec::RequestSpec {
-        method: &spec.method,
-        path: &target.path,
-        host: &target.host_header,
-        headers: &headers,
-        body: &body,
-        keep_alive: spec.keep_alive,
+        None if here == Here::Describes => target::unresolved(url).map_err(bad),
+        None => target::resolve(url).map_err(bad),
     }
-    .encode()
-    .map_err(|e| bad(format!("invalid request: {e}")))?;
-    let threads = spec.threads.unwrap_or_else(engine::default_threads);
+}
+
+/// A fleet agent's part fits the fleet, and a process that connects may open its connections.
+fn check_room(spec: &LoadSpec, shape: &Shape, threads: usize, here: Here) -> Result<(), SpecError> {
     if let Some(slice) = spec.slice {
         slice
-            .check(threads, connections)
+            .check(threads, shape.connections)
             .map_err(|e| bad(format!("this agent's part of the fleet: {e}")))?;
     }
     // A fleet's agent opens its part of the connections only.
-    let opened = spec.slice.map_or(max_connections as u64, |s| {
-        s.part(max_connections as u64, threads)
-    });
+    let max = shape.max_connections as u64;
+    let opened = spec.slice.map_or(max, |s| s.part(max, threads));
     if here == Here::Connects {
         engine::ensure_fd_limit(opened as usize).map_err(bad)?;
     }
-    let https = target.tls_host.is_some();
-    let t = &spec.tls;
-    if !https && t.is_set() {
-        return Err(bad(
-            "--cacert, --insecure, --tls-full-handshake, --tls-version, --sni and --cert/--key \
-             are for https:// URLs",
-        ));
-    }
-    let open = rate.is_some();
-    let http2 = spec.http2.then(|| engine::Http2 {
-        header_block: pelt_codec::h2::encode_headers(
-            &spec.method,
-            if https { "https" } else { "http" },
-            &target.host_header,
-            &target.path,
-            &headers,
-            body.len(),
-        ),
-        body: body.clone(),
-        streams: spec.streams.unwrap_or(if open { 100 } else { 1 }),
-        targets: Vec::new(),
-    });
-    let mut http2 = http2;
-    let mut request_set = None;
-    let mut set_info = None;
-    let mut method = spec.method.clone();
-    if let Some((list, from)) = &entries {
-        // The report's method: the one all entries use, or each used, in order.
-        let mut methods: Vec<&str> = Vec::new();
-        for e in list {
-            let m = e.method.as_deref().unwrap_or(&spec.method);
-            if !methods.contains(&m) {
-                methods.push(m);
-            }
+    Ok(())
+}
+
+/// The requests as the engine sends them: the one request, HTTP/2's, the set of many, and
+/// what the report says of them.
+struct Encoded {
+    request: Vec<u8>,
+    http2: Option<engine::Http2>,
+    set: Option<engine::RequestSet>,
+    set_info: Option<RequestSetInfo>,
+    /// The report's method: the one all entries use, or each used, in order.
+    method: String,
+}
+
+impl Encoded {
+    fn of(
+        spec: &LoadSpec,
+        target: &target::Target,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        entries: &Option<(Vec<TargetEntry>, From)>,
+        url: &str,
+        open: bool,
+    ) -> Result<Encoded, SpecError> {
+        let scheme = if target.tls_host.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let request = pelt_codec::RequestSpec {
+            method: &spec.method,
+            path: &target.path,
+            host: &target.host_header,
+            headers,
+            body: &body,
+            keep_alive: spec.keep_alive,
         }
-        method = methods.join(",");
-        let built = build_set(spec, list, from, url, &headers, &body, http2.is_some())?;
-        let (set, h2_requests, info) = built;
-        if let Some(h) = http2.as_mut() {
-            h.targets = h2_requests;
-        }
-        set_info = Some(RequestSetInfo {
-            from: from.0.to_string(),
-            file: from.1.clone(),
-            ..info
+        .encode()
+        .map_err(|e| bad(format!("invalid request: {e}")))?;
+        let mut http2 = spec.http2.then(|| engine::Http2 {
+            header_block: pelt_codec::h2::encode_headers(
+                &spec.method,
+                scheme,
+                &target.host_header,
+                &target.path,
+                headers,
+                body.len(),
+            ),
+            body: Vec::new(),
+            streams: spec.streams.unwrap_or(if open { 100 } else { 1 }),
+            targets: Vec::new(),
         });
-        request_set = Some(set);
+        let mut e = Encoded {
+            request,
+            http2: None,
+            set: None,
+            set_info: None,
+            method: spec.method.clone(),
+        };
+        if let Some((list, from)) = entries {
+            let mut methods: Vec<&str> = Vec::new();
+            for t in list {
+                let m = t.method.as_deref().unwrap_or(&spec.method);
+                if !methods.contains(&m) {
+                    methods.push(m);
+                }
+            }
+            e.method = methods.join(",");
+            let (set, h2_requests, info) =
+                build_set(spec, list, from, url, headers, &body, http2.is_some())?;
+            if let Some(h) = http2.as_mut() {
+                h.targets = h2_requests;
+            }
+            e.set_info = Some(RequestSetInfo {
+                from: from.0.to_string(),
+                file: from.1.clone(),
+                ..info
+            });
+            e.set = Some(set);
+        }
+        if let Some(h) = http2.as_mut() {
+            h.body = body;
+        }
+        e.http2 = http2;
+        Ok(e)
     }
-    let tls = match &target.tls_host {
-        Some(host) => Some(
-            tls::client(
-                host,
-                &tls::TlsOptions {
-                    cacert: t.cacert.as_deref(),
-                    insecure: t.insecure,
-                    full_handshake: t.full_handshake,
-                    version: t.version,
-                    sni: t.sni.as_deref(),
-                    client_cert: t.cert.as_deref().zip(t.key.as_deref()),
-                    http2: spec.http2,
-                },
-            )
-            .map_err(bad)?,
-        ),
-        None => None,
+}
+
+/// The TLS client of an https:// target.
+fn tls_client(
+    spec: &LoadSpec,
+    target: &target::Target,
+) -> Result<Option<engine::TlsClient>, SpecError> {
+    let Some(host) = &target.tls_host else {
+        return Ok(None);
     };
-    let io = match spec.io {
+    let t = &spec.tls;
+    let options = tls::TlsOptions {
+        cacert: t.cacert.as_deref(),
+        insecure: t.insecure,
+        full_handshake: t.full_handshake,
+        version: t.version,
+        sni: t.sni.as_deref(),
+        client_cert: t.cert.as_deref().zip(t.key.as_deref()),
+        http2: spec.http2,
+    };
+    tls::client(host, &options).map(Some).map_err(bad)
+}
+
+fn io_backend(io: IoChoice) -> Result<engine::IoBackend, SpecError> {
+    Ok(match io {
         IoChoice::Auto => engine::IoBackend::detect(),
         IoChoice::Epoll => engine::IoBackend::Epoll,
         IoChoice::Uring => {
@@ -227,26 +338,32 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
                 .map_err(|e| bad(format!("--io uring: {e}; use --io epoll")))?;
             engine::IoBackend::Uring
         }
-    };
-    let duration = match (spec.duration, spec.requests, &stages) {
-        // The stages last as long as they say, -n or not.
-        (None, _, Some(s)) => Some(s.total()),
-        (None, None, None) => Some(engine::DEFAULT_DURATION),
-        (d, _, _) => d,
-    };
-    let mut config = Config::new(target.addr, request);
+    })
+}
+
+/// The engine's config.
+fn config(
+    spec: &LoadSpec,
+    target: &target::Target,
+    shape: Shape,
+    threads: usize,
+    io: engine::IoBackend,
+    tls: Option<engine::TlsClient>,
+    encoded: Encoded,
+) -> Config {
+    let mut config = Config::new(target.addr, encoded.request);
     config.head_request = spec.method.eq_ignore_ascii_case("HEAD");
     config.keep_alive = spec.keep_alive;
-    config.connections = connections;
+    config.connections = shape.connections;
     config.threads = threads;
     config.slice = spec.slice;
-    config.duration = duration;
+    config.duration = shape.duration;
     config.requests = spec.requests;
     config.timeout = spec.timeout;
     config.connect_timeout = spec.connect_timeout;
-    config.rate = rate;
+    config.rate = shape.rate;
     config.arrival = spec.arrival;
-    config.max_connections = max_connections;
+    config.max_connections = shape.max_connections;
     config.batch_window = spec.batch_window;
     config.warmup = spec.warmup.unwrap_or_default();
     config.grace = spec.grace;
@@ -254,10 +371,25 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     config.pipeline = spec.pipeline;
     config.connect_rate = spec.connect_rate;
     config.tls = tls;
-    config.targets = request_set;
+    config.targets = encoded.set;
     config.unix_socket = spec.unix_socket.clone();
     config.sample_every = spec.sample_every;
-    let stages_info = stages.as_ref().map(|s| StagesInfo {
+    config.stages = shape.stages;
+    config.http2 = encoded.http2;
+    config
+}
+
+/// What the report says about the run (a fleet agent's, its part).
+fn run_info(
+    spec: &LoadSpec,
+    target: &target::Target,
+    config: &Config,
+    method: String,
+    request_set: Option<RequestSetInfo>,
+) -> RunInfo {
+    let open = config.rate.is_some();
+    let t = &spec.tls;
+    let stages = config.stages.as_ref().map(|s| StagesInfo {
         of: s.of().name().to_string(),
         start: s.start(),
         stages: s
@@ -269,8 +401,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
             })
             .collect(),
     });
-    config.stages = stages;
-    let info = RunInfo {
+    let mut info = RunInfo {
         // A template's braces as typed (the URL parser percent-encodes them in the path).
         target: target
             .display
@@ -285,14 +416,14 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
             engine::IoBackend::Epoll => Io::Epoll,
         },
         pipeline: config.pipeline,
-        http: if http2.is_some() {
+        http: if config.http2.is_some() {
             Http::Http2
         } else {
             Http::Http1
         },
-        streams: http2.as_ref().map(|h| h.streams),
+        streams: config.http2.as_ref().map(|h| h.streams),
         connect_rate: config.connect_rate,
-        tls: https.then(|| pelt_stats::TlsInfo {
+        tls: target.tls_host.is_some().then(|| pelt_stats::TlsInfo {
             insecure: t.insecure,
             resumption: !t.full_handshake,
             cacert: t.cacert.as_ref().map(|p| p.display().to_string()),
@@ -306,27 +437,21 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         },
         rate: config.rate.map(|r| r.as_f64()),
         arrival: open.then_some(config.arrival),
-        max_connections: open.then_some(max_connections),
-        batch_window_us: open.then_some(spec.batch_window.as_micros() as u64),
+        max_connections: open.then_some(config.max_connections),
+        batch_window_us: open.then_some(config.batch_window.as_micros() as u64),
         warmup_s: config.warmup.as_secs_f64(),
         grace_s: config.grace.as_secs_f64(),
-        duration_limit_s: duration.map(|d| d.as_secs_f64()),
+        duration_limit_s: config.duration.map(|d| d.as_secs_f64()),
         requests_limit: spec.requests,
         timeout_s: spec.timeout.as_secs_f64(),
-        request_set: set_info,
+        request_set,
         unix_socket: spec.unix_socket.as_ref().map(|p| p.display().to_string()),
-        stages: stages_info,
+        stages,
     };
-    config.http2 = http2;
-    let mut info = info;
     if let Some(slice) = spec.slice {
-        info_part(&mut info, slice, threads);
+        info_part(&mut info, slice, config.threads);
     }
-    Ok(Prepared {
-        config,
-        info,
-        expect: spec.expect.clone(),
-    })
+    info
 }
 
 /// A fleet agent's report says what its part was, so the parts of a fleet's reports add up
@@ -433,7 +558,6 @@ pub(crate) fn entries(
 
 /// Encodes every entry once, checking each is on the run's origin: the HTTP/1.1 set, the
 /// HTTP/2 requests (when `h2`), and what the report says of them.
-#[allow(clippy::too_many_arguments)]
 fn build_set(
     spec: &LoadSpec,
     list: &[TargetEntry],
@@ -448,24 +572,83 @@ fn build_set(
         TargetOrder::Sequential => engine::Order::Sequential,
         TargetOrder::Random => engine::Order::Random { seed: chosen },
     };
-    let first = target::parse(origin).map_err(bad)?;
-    let mut set = engine::RequestSet::new(order);
-    set.seed = chosen;
-    let mut files = LineFiles::default();
-    let mut h2_requests = Vec::new();
-    let mut names = Names::default();
+    let mut b = SetBuilder {
+        spec,
+        from,
+        headers,
+        body,
+        h2,
+        first: target::parse(origin).map_err(bad)?,
+        set: engine::RequestSet::new(order),
+        files: LineFiles::default(),
+        h2_requests: Vec::new(),
+        names: Names::default(),
+    };
+    b.set.seed = chosen;
     for (k, e) in list.iter().enumerate() {
+        b.add(k, e)?;
+    }
+    let SetBuilder {
+        mut set,
+        files,
+        h2_requests,
+        names,
+        ..
+    } = b;
+    set.set_lines(files.files);
+    if from.0 == "targets" {
+        set.set_names(names.names, names.name_of);
+    }
+    let random = matches!(order, engine::Order::Random { .. });
+    let info = RequestSetInfo {
+        from: String::new(),
+        file: None,
+        entries: set.len(),
+        order: if random { "random" } else { "sequential" }.to_string(),
+        // What random draws (the order, {{rand}}, {{uuid}}) came from.
+        seed: (random || set.has_templates()).then_some(chosen),
+        encoded_bytes: set.bytes().len()
+            + h2_requests
+                .iter()
+                .map(|r| r.header_block.len() + r.body.len())
+                .sum::<usize>(),
+    };
+    Ok((set, h2_requests, info))
+}
+
+/// The request set as its entries are encoded into it.
+struct SetBuilder<'a> {
+    spec: &'a LoadSpec,
+    from: &'a From,
+    /// The command line's headers and body (an entry's own come after, or instead).
+    headers: &'a [(String, String)],
+    body: &'a [u8],
+    h2: bool,
+    /// The run's origin.
+    first: target::Parsed,
+    set: engine::RequestSet,
+    files: LineFiles,
+    h2_requests: Vec<engine::H2Request>,
+    names: Names,
+}
+
+impl SetBuilder<'_> {
+    /// Encodes entry `k`.
+    fn add(&mut self, k: usize, e: &TargetEntry) -> Result<(), SpecError> {
+        let spec = self.spec;
         // Where an entry came from, for a message (built only for one).
-        let at = Where(from, e.line, k);
+        let at = Where(self.from, e.line, k);
         let mut m = Marked::default();
+        let files = &mut self.files;
         let mut mark = |text: &str, part: &str| -> Result<String, SpecError> {
             if !text.contains("{{") {
                 return Ok(text.to_string());
             }
-            m.mark(text, &at.with(part), &mut files).map_err(bad)
+            m.mark(text, &at.with(part), files).map_err(bad)
         };
         let url = mark(&e.url, "URL")?;
         let p = target::parse(&url).map_err(|err| bad(format!("{}{err}", at.prefix())))?;
+        let first = &self.first;
         if (p.https, &p.host, p.port) != (first.https, &first.host, first.port) {
             return Err(bad(format!(
                 "{at}: {} is not on {}://{}:{} like the run's URL; all targets share one \
@@ -483,8 +666,8 @@ fn build_set(
                 values::quote(method)
             ))
         })?;
-        let mut all = Vec::with_capacity(headers.len() + e.headers.len());
-        for (name, value) in headers {
+        let mut all = Vec::with_capacity(self.headers.len() + e.headers.len());
+        for (name, value) in self.headers {
             all.push((name.clone(), mark(value, "header")?));
         }
         for h in &e.headers {
@@ -492,7 +675,7 @@ fn build_set(
                 .map_err(|err| bad(format!("{at}: invalid header: {err}")))?;
             all.push((name, mark(&value, "header")?));
         }
-        let body = e.body.as_deref().unwrap_or(body);
+        let body = e.body.as_deref().unwrap_or(self.body);
         let marked_body = match std::str::from_utf8(body) {
             Ok(text) if text.contains("{{") => Some(mark(text, "body")?.into_bytes()),
             _ => None,
@@ -501,7 +684,7 @@ fn build_set(
         let has_length = all
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("content-length"));
-        if !m.is_empty() && h2 {
+        if !m.is_empty() && self.h2 {
             return Err(bad(format!(
                 "{}templates ({{{{...}}}}) are for HTTP/1.1 only for now; drop --http2",
                 at.prefix()
@@ -523,19 +706,19 @@ fn build_set(
         }
         .encode()
         .map_err(|err| bad(format!("{at}: invalid request: {err}")))?;
-        if from.0 == "targets" {
-            names.add(e, method);
+        if self.from.0 == "targets" {
+            self.names.add(e, method);
         }
         let head = method.eq_ignore_ascii_case("HEAD");
         if m.is_empty() {
-            set.push(&bytes, head);
+            self.set.push(&bytes, head);
         } else {
             let template = m.template(&bytes, body.len(), !body.is_empty());
-            set.push_template(&bytes, head, template);
+            self.set.push_template(&bytes, head, template);
         }
-        if h2 {
+        if self.h2 {
             let scheme = if p.https { "https" } else { "http" };
-            h2_requests.push(engine::H2Request {
+            self.h2_requests.push(engine::H2Request {
                 header_block: pelt_codec::h2::encode_headers(
                     method,
                     scheme,
@@ -547,26 +730,8 @@ fn build_set(
                 body: body.to_vec(),
             });
         }
+        Ok(())
     }
-    set.set_lines(files.files);
-    if from.0 == "targets" {
-        set.set_names(names.names, names.name_of);
-    }
-    let random = matches!(order, engine::Order::Random { .. });
-    let info = RequestSetInfo {
-        from: String::new(),
-        file: None,
-        entries: set.len(),
-        order: if random { "random" } else { "sequential" }.to_string(),
-        // What random draws (the order, {{rand}}, {{uuid}}) came from.
-        seed: (random || set.has_templates()).then_some(chosen),
-        encoded_bytes: set.bytes().len()
-            + h2_requests
-                .iter()
-                .map(|r| r.header_block.len() + r.body.len())
-                .sum::<usize>(),
-    };
-    Ok((set, h2_requests, info))
 }
 
 /// A seed for `--order random` without `--seed` (reported, so the run can be repeated).

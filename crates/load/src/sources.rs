@@ -217,6 +217,9 @@ pub fn json_entry(v: &serde_json::Value, at: &str, line: usize) -> Result<Target
 
 fn entry(t: JsonTarget, at: &str, line: usize) -> Result<TargetEntry, String> {
     use base64::Engine as _;
+    if t.url.trim().is_empty() {
+        return Err(format!("{at}: \"url\" is empty"));
+    }
     let body = match (t.body, t.body_base64) {
         (Some(_), Some(_)) => {
             return Err(format!("{at}: give body or body_base64, not both"));

@@ -34,7 +34,7 @@ pub use errors::{ErrorCounts, ErrorKind};
 pub use fleet::{AgentReport, AgentState, FleetInfo};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
 pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
-pub use merge::{check_mergeable, merge, merge_points};
+pub use merge::{check_mergeable, merge, merge_figures, merge_points};
 pub use report::{
     BytesReport, HandshakesReport, Histograms, OpenLoopReport, Report, RequestSetInfo,
     RequestsReport, RunInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,

@@ -105,8 +105,22 @@ struct Second {
     detail: crate::Detail,
 }
 
-/// Merges `reports` (at least one; each passing [`check_mergeable`]) into one result.
+/// Merges `reports` (at least one; each passing [`check_mergeable`]) into one result, with a
+/// note that says how (`pelt merge`'s).
 pub fn merge(reports: &[Report]) -> Result<Report, String> {
+    let mut merged = merge_figures(reports)?;
+    merged.notes.push(format!(
+        "merged from {} results: counts are sums, latency percentiles come from the merged \
+         histograms, and rates are over the {:.1}s from the first run's start to the last one's \
+         end",
+        reports.len(),
+        merged.duration_s
+    ));
+    Ok(merged)
+}
+
+/// [`merge`] without the note on how: for a caller that says it in its own words (a fleet).
+pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
     let first = check_compatible(reports)?;
     let started = reports.iter().map(|r| r.started_unix_ms).min().unwrap_or(0);
     let duration_s = measured_span_s(reports);
@@ -153,7 +167,7 @@ pub fn merge(reports: &[Report]) -> Result<Report, String> {
         warmup: merged_warmup(reports, warm_latency.as_ref()),
         timeline: merged_timeline(reports, started)?,
         thresholds: Vec::new(),
-        notes: merged_notes(reports, duration_s),
+        notes: merged_notes(reports),
         throughput_bytes_per_s: BytesReport {
             sent: per_s(bytes.sent) as u64,
             received: per_s(bytes.received) as u64,
@@ -284,9 +298,9 @@ impl Outcomes {
     }
 }
 
-/// Every run's notes once (earlier merges' own notes dropped), a note when the runs used
-/// different I/O backends (`io` names the first), and how the merge was done.
-fn merged_notes(reports: &[Report], duration_s: f64) -> Vec<String> {
+/// Every run's notes once (earlier merges' own notes dropped), and a note when the runs used
+/// different I/O backends (`io` names the first).
+fn merged_notes(reports: &[Report]) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
     for n in reports.iter().flat_map(|r| &r.notes) {
         if !notes.contains(n) && !n.starts_with("merged from ") {
@@ -299,13 +313,6 @@ fn merged_notes(reports: &[Report], duration_s: f64) -> Vec<String> {
             "the merged runs used different I/O backends ({backends}); `io` names the first"
         ));
     }
-    notes.push(format!(
-        "merged from {} results: counts are sums, latency percentiles come from the merged \
-         histograms, and rates are over the {:.1}s from the first run's start to the last one's \
-         end",
-        reports.len(),
-        duration_s
-    ));
     notes
 }
 

@@ -11,9 +11,10 @@
 //! submit I/O -> wait for the next event or deadline.
 //!
 //! Where each concern lives:
-//! - this file: the loop, `Conn` and its slots, `refill` (the model gives a connection
-//!   requests), connecting, reading (`on_readable`), failures, closes and deadlines, and the
-//!   two traits;
+//! - this file: the loop, `refill` (the model gives a connection requests), connecting,
+//!   reading (`on_readable`), failures, closes and deadlines;
+//! - `slots.rs`: `Conn`, its phase and its slots (the requests in flight, oldest first);
+//! - `protocol.rs`: the two traits, `Protocol` and `Transport`;
 //! - `http1.rs`: HTTP/1.1 writes (a batch of pipelined requests), the response parser's
 //!   results (`parse`), and what an EOF means;
 //! - `http2.rs`: the HTTP/2 session, streams, frames flushed once per batch, GOAWAY, resets;
@@ -23,11 +24,15 @@
 mod http1;
 mod http2;
 mod plain;
+mod protocol;
+mod slots;
 mod tls;
 
 use http1::Http1;
 use http2::Http2;
 use plain::Plain;
+use protocol::{AfterRead, Protocol, Transport};
+use slots::{Awaiting, Conn, Phase, Slot, Slots};
 use tls::Tls;
 
 use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock, Wait};
@@ -59,283 +64,6 @@ const LAZY_LIMIT_NS: u64 = 1_000_000;
 
 /// How often deadlines (timeouts, backoff) are checked: no timer per request.
 const DEADLINE_SCAN: Duration = Duration::from_millis(10);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// No socket.
-    Closed,
-    /// No socket; waiting after a failed connect.
-    Backoff { until: Instant },
-    /// The connect is under way; requests in `slots` wait to be written.
-    Connecting { deadline: Instant },
-    /// Connected; the TLS handshake, or HTTP/2's wait for the server's SETTINGS, is under
-    /// way; requests in `slots` wait.
-    Handshaking {
-        deadline: Instant,
-        awaiting: Awaiting,
-    },
-    /// Connected.
-    Open,
-}
-
-/// What a handshaking connection waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Awaiting {
-    /// The end of the TLS handshake.
-    Tls,
-    /// The server's HTTP/2 SETTINGS.
-    Settings,
-}
-
-/// One request on a connection.
-#[derive(Debug, Clone, Copy)]
-struct Slot<S> {
-    /// When it was due (open-loop latency starts here; closed loop: when it started).
-    due: Instant,
-    /// When its first byte was handed to the socket (service time starts here).
-    sent: Instant,
-    /// It started during the warm-up.
-    warm: bool,
-    /// Which entry of `Config::targets` it sends (0 with a single request).
-    target: u32,
-    /// Its index in the run (`{{seq}}`).
-    seq: u64,
-    /// What the protocol keeps per request (HTTP/1.1: nothing; HTTP/2: its stream).
-    stream: S,
-}
-
-/// The requests of one connection, oldest first: at most `--pipeline` (or `--streams`).
-struct Slots<S> {
-    ring: Box<[Slot<S>]>,
-    head: usize,
-    len: usize,
-}
-
-impl<S: Default> Slot<S> {
-    fn new(due: Instant, sent: Instant, warm: bool) -> Slot<S> {
-        Slot {
-            due,
-            sent,
-            warm,
-            target: 0,
-            seq: 0,
-            stream: S::default(),
-        }
-    }
-}
-
-impl<S: Copy + Default> Slots<S> {
-    fn new(depth: usize, now: Instant) -> Slots<S> {
-        let empty = Slot::new(now, now, false);
-        Slots {
-            ring: vec![empty; depth].into_boxed_slice(),
-            head: 0,
-            len: 0,
-        }
-    }
-
-    #[inline]
-    fn free(&self) -> usize {
-        self.ring.len() - self.len
-    }
-
-    #[inline]
-    fn push(&mut self, slot: Slot<S>) {
-        let at = (self.head + self.len) % self.ring.len();
-        self.ring[at] = slot;
-        self.len += 1;
-    }
-
-    #[inline]
-    fn pop(&mut self) -> Option<Slot<S>> {
-        if self.len == 0 {
-            return None;
-        }
-        let slot = self.ring[self.head];
-        self.head = (self.head + 1) % self.ring.len();
-        self.len -= 1;
-        Some(slot)
-    }
-
-    #[inline]
-    fn front(&self) -> Option<&Slot<S>> {
-        (self.len > 0).then(|| &self.ring[self.head])
-    }
-
-    /// The `k`th request, oldest first.
-    #[inline]
-    fn get_mut(&mut self, k: usize) -> &mut Slot<S> {
-        let at = (self.head + k) % self.ring.len();
-        &mut self.ring[at]
-    }
-
-    /// HTTP/2: takes out the `k`th request, keeping the others in order (streams end in any
-    /// order; usually the oldest, which is a pop).
-    fn remove(&mut self, k: usize) -> Slot<S> {
-        if k == 0 {
-            return self.pop().expect("a request is in flight");
-        }
-        let cap = self.ring.len();
-        let slot = self.ring[(self.head + k) % cap];
-        for j in k..self.len - 1 {
-            self.ring[(self.head + j) % cap] = self.ring[(self.head + j + 1) % cap];
-        }
-        self.len -= 1;
-        slot
-    }
-
-    /// The last `n` requests (the ones not written yet) start now.
-    fn mark_sent(&mut self, n: usize, now: Instant) {
-        for k in self.len - n..self.len {
-            let at = (self.head + k) % self.ring.len();
-            self.ring[at].sent = now;
-        }
-    }
-}
-
-struct Conn<P: Protocol> {
-    phase: Phase,
-    slots: Slots<P::Stream>,
-    /// Requests at the back of `slots` not handed to the socket yet (waiting for a connect).
-    unwritten: usize,
-    /// Open loop: in the free queue.
-    queued: bool,
-    /// The protocol's state on the current socket.
-    proto: P::Conn,
-}
-
-impl<P: Protocol> Conn<P> {
-    fn new(depth: usize, config: &Config, now: Instant) -> Conn<P> {
-        Conn {
-            phase: Phase::Closed,
-            slots: Slots::new(depth, now),
-            unwritten: 0,
-            queued: false,
-            proto: P::new_conn(config),
-        }
-    }
-
-    /// Requests handed to the socket (the rest wait at the back).
-    #[inline]
-    fn written(&self) -> usize {
-        self.slots.len - self.unwritten
-    }
-}
-
-/// What parsing one read's bytes left the connection to do.
-enum AfterRead {
-    /// Keep the connection; its free slots may take requests.
-    Keep,
-    /// Close it (the server said so, or answered before the request was written).
-    Close,
-    /// Fail the requests left on it with this error.
-    Fail(ErrorKind, String),
-}
-
-/// What HTTP/1.1 (`http1.rs`) and HTTP/2 (`http2.rs`) each do on a connection. The worker
-/// calls these at fixed points of the loop; nothing else in it knows the protocol.
-trait Protocol: Sized {
-    /// What the protocol keeps per request, in its slot.
-    type Stream: Copy + Default;
-    /// What the protocol keeps per connection (reset when its socket closes).
-    type Conn;
-    /// Streams (HTTP/2): a connection takes requests while a write is under way (their frames
-    /// queue behind it), requests may wait for a stream, and streams restart one by one.
-    /// Without: a connection takes requests when its write is done, D at a time.
-    const MULTIPLEXED: bool;
-
-    /// Requests one connection may carry at once: `--pipeline` or `--streams`.
-    fn depth(config: &Config) -> usize;
-    fn new_conn(config: &Config) -> Self::Conn;
-    /// The socket closed: forget what belonged to it.
-    fn reset(conn: &mut Self::Conn);
-    /// Output the protocol has not handed to the transport yet.
-    fn writing(conn: &Self::Conn) -> bool;
-    /// How many more requests connection `i` may take now.
-    fn room<I: Io, T: Transport>(w: &Worker<'_, I, Self, T>, i: usize) -> usize;
-    /// A plain connection is up: start the protocol.
-    fn start<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// The TLS handshake on `conn` ended, inside a read: the bytes after it in the same read
-    /// are this protocol's (`alpn`: what the server chose).
-    fn established(
-        conn: &mut Conn<Self>,
-        alpn: Option<&[u8]>,
-        config: &Config,
-        now: Instant,
-    ) -> Result<(), AfterRead>;
-    /// Writes the requests not written yet.
-    fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// The socket is writable again: goes on with what waits.
-    fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// Reads one read's (plain) bytes; `sending`: the transport still holds output.
-    /// Responses complete at `arrived` (the kernel's stamp of the read) or, without one, at
-    /// the time the first completes (`now` is set to it).
-    fn receive(
-        conn: &mut Conn<Self>,
-        ledger: &mut Ledger,
-        config: &Config,
-        data: &[u8],
-        arrived: Option<Instant>,
-        now: &mut Instant,
-        sending: bool,
-    ) -> AfterRead;
-    /// After a read the connection keeps: what the read made due.
-    fn after_read<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// The peer closed the connection.
-    fn on_eof<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// The oldest request on connection `i` is past `--timeout`.
-    fn expire<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// A batch of events begins / has been handled.
-    fn begin_batch<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>) {}
-    fn end_batch<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}
-}
-
-/// What plain TCP (`plain.rs`) and TLS (`tls.rs`) each do between the protocol and the
-/// socket. The transport keeps its own per-connection state, indexed like the connections.
-trait Transport: Sized {
-    /// A connection more.
-    fn add(&mut self, now: Instant);
-    /// Connection `i`'s socket closed: forget its session.
-    fn reset(&mut self, i: usize);
-    /// Bytes for connection `i`'s socket wait in the transport.
-    fn writing(&self, i: usize) -> bool;
-    /// A close by the peer cuts nothing short (TLS: close_notify came first).
-    fn clean_close(&self, i: usize) -> bool;
-    /// Connection `i`'s socket connected.
-    fn connected<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
-    /// One read's bytes, through to the protocol (`arrived`: see `Protocol::receive`).
-    #[allow(clippy::too_many_arguments)]
-    fn receive<P: Protocol>(
-        &mut self,
-        i: usize,
-        conn: &mut Conn<P>,
-        ledger: &mut Ledger,
-        config: &Config,
-        data: &[u8],
-        arrived: Option<Instant>,
-        now: &mut Instant,
-    ) -> AfterRead;
-    /// After a read the connection keeps: sends what the transport has to say.
-    fn after_read<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
-    /// Hands `bytes` (which stay valid until the worker ends: the request batch) towards the
-    /// socket; returns how many were taken.
-    fn send<I: Io>(
-        &mut self,
-        io: &mut I,
-        ledger: &mut Ledger,
-        i: usize,
-        bytes: &[u8],
-    ) -> Result<usize, Errno>;
-    /// Hands the bytes waiting in `buf` (HTTP/2 frames) towards the socket, and drains what
-    /// was taken.
-    fn send_buf<I: Io>(
-        &mut self,
-        io: &mut I,
-        ledger: &mut Ledger,
-        i: usize,
-        buf: &mut Vec<u8>,
-    ) -> Result<(), Errno>;
-}
 
 struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     config: &'a Config,
@@ -705,6 +433,11 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         self.io.wait(wait, &mut events);
+        let unsent = self.io.take_unsent();
+        if unsent > 0 {
+            let sent = &mut self.ledger.current().bytes_sent;
+            *sent = sent.saturating_sub(unsent);
+        }
         *now = Instant::now();
         P::begin_batch(self);
         for &ev in &events {
@@ -1009,33 +742,5 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 _ => {}
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_are_a_fifo_of_the_pipeline_depth() {
-        let t0 = Instant::now();
-        let mut s: Slots<()> = Slots::new(3, t0);
-        assert_eq!(s.free(), 3);
-        for k in 0..3u64 {
-            s.push(Slot::new(t0 + Duration::from_millis(k), t0, k == 0));
-        }
-        assert_eq!(s.free(), 0);
-        assert!(s.pop().unwrap().warm, "oldest first");
-        s.push(Slot::new(t0 + Duration::from_millis(9), t0, false));
-        // Wrapped around: the two newest are the unwritten ones.
-        let later = t0 + Duration::from_secs(1);
-        s.mark_sent(2, later);
-        let order: Vec<_> = std::iter::from_fn(|| s.pop()).collect();
-        assert_eq!(order.len(), 3);
-        assert_eq!(order[0].due, t0 + Duration::from_millis(1));
-        assert_eq!(order[0].sent, t0);
-        assert_eq!((order[1].sent, order[2].sent), (later, later));
-        assert_eq!(order[2].due, t0 + Duration::from_millis(9));
-        assert!(s.pop().is_none() && s.front().is_none());
     }
 }

@@ -86,49 +86,18 @@ pub fn run_agent(
         opts.rank,
         offset_us as f64 / 1000.0
     ));
-    let gone = |e: ReadError| AgentError::Lost(format!("the coordinator {e} before the start"));
-    let (options, threads, first, workers, start_us) = loop {
-        match reader.read::<ToAgent>() {
-            Ok(ToAgent::Heartbeat) => {}
-            Ok(ToAgent::Run {
-                options,
-                threads,
-                first,
-                workers,
-                start_us,
-            }) => break (options, threads, first, workers, start_us),
-            Ok(ToAgent::Refused { reason } | ToAgent::Abort { reason }) => {
-                return Err(AgentError::Lost(format!(
-                    "the coordinator ended the test: {reason}"
-                )))
-            }
-            Ok(_) => {
-                return Err(AgentError::Lost(
-                    "the coordinator sent a message out of turn".into(),
-                ))
-            }
-            Err(e) => return Err(gone(e)),
-        }
-    };
-    let prepared = options::spec(&options)
-        .map_err(|e| e.message)
-        .and_then(|mut spec| {
-            spec.threads = Some(threads);
-            spec.slice = Some(Slice { first, workers });
-            crate::prepare(&spec).map_err(|e| e.0)
-        });
-    let prepared = match prepared {
+    let part = wait_for_part(&mut reader)?;
+    let prepared = match part.prepare() {
         Ok(p) => p,
         Err(message) => {
-            let _ = send(
-                &mut writer,
-                &FromAgent::Failed {
-                    message: message.clone(),
-                },
-            );
+            let failed = FromAgent::Failed {
+                message: message.clone(),
+            };
+            let _ = send(&mut writer, &failed);
             return Err(AgentError::Spec(message));
         }
     };
+    let start_us = part.start_us;
     let writer = Arc::new(Mutex::new(writer));
     let why: Arc<Mutex<Option<(String, bool)>>> = Arc::default();
     let finished = Arc::new(AtomicBool::new(false));
@@ -170,6 +139,67 @@ pub fn run_agent(
         orphaned: why.as_ref().is_some_and(|w| w.1),
         stopped: why.map(|w| w.0),
     })
+}
+
+/// This agent's part of the run, as its coordinator sent it.
+struct Part {
+    options: serde_json::Map<String, serde_json::Value>,
+    threads: usize,
+    first: usize,
+    workers: usize,
+    start_us: i64,
+}
+
+impl Part {
+    /// The part's spec, prepared; the line that says why it cannot run.
+    fn prepare(&self) -> Result<crate::Prepared, String> {
+        let mut spec = options::spec(&self.options).map_err(|e| e.message)?;
+        spec.threads = Some(self.threads);
+        spec.slice = Some(Slice {
+            first: self.first,
+            workers: self.workers,
+        });
+        crate::prepare(&spec).map_err(|e| e.0)
+    }
+}
+
+/// Waits (through heartbeats) for the coordinator to send this agent's part.
+fn wait_for_part(reader: &mut Reader) -> Result<Part, AgentError> {
+    loop {
+        match reader.read::<ToAgent>() {
+            Ok(ToAgent::Heartbeat) => {}
+            Ok(ToAgent::Run {
+                options,
+                threads,
+                first,
+                workers,
+                start_us,
+            }) => {
+                return Ok(Part {
+                    options,
+                    threads,
+                    first,
+                    workers,
+                    start_us,
+                })
+            }
+            Ok(ToAgent::Refused { reason } | ToAgent::Abort { reason }) => {
+                return Err(AgentError::Lost(format!(
+                    "the coordinator ended the test: {reason}"
+                )))
+            }
+            Ok(_) => {
+                return Err(AgentError::Lost(
+                    "the coordinator sent a message out of turn".into(),
+                ))
+            }
+            Err(e) => {
+                return Err(AgentError::Lost(format!(
+                    "the coordinator {e} before the start"
+                )))
+            }
+        }
+    }
 }
 
 /// Connects, retrying until the join timeout.

@@ -5,6 +5,7 @@ use crate::{options, LoadSpec, Prepared};
 use pelt_stats::{
     AgentReport, AgentState, FleetInfo, Report, RequestsReport, StopReason, TimelinePoint,
 };
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -177,97 +178,62 @@ impl Coordinator {
         let mut joined: BTreeMap<u32, Joined> = BTreeMap::new();
         let mut beat = Instant::now();
         loop {
-            loop {
-                match self.listener.accept() {
-                    Ok((stream, addr)) => {
-                        let (tx, token) = (tx.clone(), self.opts.token.clone());
-                        std::thread::spawn(move || {
-                            let _ = tx.send(handshake(stream, addr, &token, n));
-                        });
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) => {
-                        log(&format!("accepting an agent failed: {e}"));
-                        break;
-                    }
-                }
-            }
+            self.accept(&tx, log);
             while let Ok(j) = rx.try_recv() {
-                match j {
-                    Joining::Refused(line) => log(&line),
-                    Joining::Joined(a) => match joined.get(&a.rank) {
-                        Some(b) => {
-                            let why = format!("rank {} already joined from {}", a.rank, b.address);
-                            log(&format!("refused the agent at {}: {why}", a.address));
-                            let mut w = a.reader.stream();
-                            let _ = send(&mut w, &ToAgent::Refused { reason: why });
-                        }
-                        None => {
-                            log(&format!(
-                                "agent {} joined from {} ({}, {} thread{}; clock {:+.3} ms, \
-                                 round trip {:.3} ms)",
-                                a.rank,
-                                a.address,
-                                a.host,
-                                a.threads,
-                                if a.threads == 1 { "" } else { "s" },
-                                a.offset_us as f64 / 1000.0,
-                                a.rtt_us as f64 / 1000.0
-                            ));
-                            joined.insert(a.rank, *a);
-                        }
-                    },
-                }
+                admit(&mut joined, j, log);
             }
             if joined.len() == n as usize {
                 return Ok(joined.into_values().collect());
             }
-            let missing = || {
-                let ranks: Vec<String> = (0..n)
-                    .filter(|r| !joined.contains_key(r))
-                    .map(|r| r.to_string())
-                    .collect();
-                format!(
-                    "{} of {n} agents missing (rank{} {})",
-                    ranks.len(),
-                    if ranks.len() == 1 { "" } else { "s" },
-                    ranks.join(", ")
-                )
-            };
             let why = if stop.load(Ordering::Relaxed) {
                 Some(format!(
                     "interrupted while waiting for agents: {}",
-                    missing()
+                    missing(n, &joined)
                 ))
             } else if Instant::now() >= deadline {
                 Some(format!(
                     "not every agent joined within {}s: {}",
                     self.opts.join_timeout.as_secs_f64(),
-                    missing()
+                    missing(n, &joined)
                 ))
             } else {
                 None
             };
+            let streams = || joined.values().map(|a| a.reader.stream());
             if let Some(why) = why {
-                for a in joined.values() {
-                    let mut w = a.reader.stream();
-                    let _ = send(
-                        &mut w,
-                        &ToAgent::Refused {
-                            reason: why.clone(),
-                        },
-                    );
-                }
+                tell(
+                    streams(),
+                    &ToAgent::Refused {
+                        reason: why.clone(),
+                    },
+                );
                 return Err(FleetError::Join(why));
             }
             if beat.elapsed() >= Duration::from_secs(1) {
                 beat = Instant::now();
-                for a in joined.values() {
-                    let mut w = a.reader.stream();
-                    let _ = send(&mut w, &ToAgent::Heartbeat);
-                }
+                tell(streams(), &ToAgent::Heartbeat);
             }
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Takes every connection waiting, each to its handshake on a thread of its own.
+    fn accept(&self, tx: &mpsc::Sender<Joining>, log: &mut dyn FnMut(&str)) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, addr)) => {
+                    let (tx, token) = (tx.clone(), self.opts.token.clone());
+                    let n = self.opts.agents;
+                    std::thread::spawn(move || {
+                        let _ = tx.send(handshake(stream, addr, &token, n));
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    log(&format!("accepting an agent failed: {e}"));
+                    return;
+                }
+            }
         }
     }
 
@@ -279,38 +245,20 @@ impl Coordinator {
         prepared: &Prepared,
         joined: Vec<Joined>,
     ) -> Result<(Vec<Member>, i64, Events), FleetError> {
-        let refuse_all = |joined: &[Joined], why: &str| {
-            for a in joined {
-                let mut w = a.reader.stream();
-                let _ = send(&mut w, &ToAgent::Refused { reason: why.into() });
+        let (options, threads) = match split(spec, prepared, &joined) {
+            Ok(split) => split,
+            Err(why) => {
+                let streams = joined.iter().map(|a| a.reader.stream());
+                tell(
+                    streams,
+                    &ToAgent::Refused {
+                        reason: why.clone(),
+                    },
+                );
+                return Err(FleetError::Split(why));
             }
         };
-        // -t on the coordinator gives every agent that many threads; else each its own.
-        let threads: Vec<usize> = joined
-            .iter()
-            .map(|a| spec.threads.unwrap_or(a.threads))
-            .collect();
         let workers: usize = threads.iter().sum();
-        let connections = prepared.config.connections;
-        if connections < workers {
-            let why =
-                format!(
-                "-c {connections} is fewer connections than the fleet's {workers} worker threads \
-                 ({}); give -c {workers} or more, or fewer threads per agent with -t",
-                threads.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" + ")
-            );
-            refuse_all(&joined, &why);
-            return Err(FleetError::Split(why));
-        }
-        let seed = prepared.info.request_set.as_ref().and_then(|s| s.seed);
-        let mut options = match options::inline(spec, seed) {
-            Ok(o) => o,
-            Err(e) => {
-                refuse_all(&joined, &e.0);
-                return Err(FleetError::Split(e.0));
-            }
-        };
-        options.remove("threads");
         // The agents start together, once the slowest round trip has surely delivered this.
         let slowest = joined.iter().map(|a| a.rtt_us).max().unwrap_or(0) as i64;
         let start_us = now_us() + 500_000 + 4 * slowest;
@@ -318,59 +266,143 @@ impl Coordinator {
         let mut members = Vec::with_capacity(joined.len());
         let mut first = 0;
         for (i, (a, t)) in joined.into_iter().zip(threads).enumerate() {
-            let mut writer =
+            let writer =
                 a.reader.stream().try_clone().map_err(|e| {
                     FleetError::Split(format!("agent {}'s connection: {e}", a.rank))
                 })?;
             let _ = writer.set_write_timeout(Some(Duration::from_secs(5)));
-            let sent = send(
-                &mut writer,
-                &ToAgent::Run {
-                    options: options.clone(),
-                    threads: t,
-                    first,
-                    workers,
-                    start_us,
-                },
-            );
-            let mut m = Member {
-                rank: a.rank,
-                host: a.host,
-                address: a.address,
+            let part = ToAgent::Run {
+                options: options.clone(),
                 threads: t,
                 first,
-                offset_us: a.offset_us,
-                rtt_us: a.rtt_us,
-                writer,
-                started_us: None,
-                last_second: None,
-                seen: RequestsReport {
-                    sent: 0,
-                    completed: 0,
-                    errors: 0,
-                    in_flight: 0,
-                },
-                seconds: 0.0,
-                state: State::Running,
+                workers,
+                start_us,
             };
+            let mut m = Member::of(&a, t, first, writer);
             first += t;
-            match sent {
+            match send(&mut m.writer, &part) {
                 Err(e) => m.state = State::Lost(format!("could not be sent its part: {e}")),
                 Ok(()) => {
-                    let (tx, mut reader) = (tx.clone(), a.reader);
-                    let _ = reader.stream().set_read_timeout(Some(self.opts.silence));
-                    std::thread::spawn(move || loop {
-                        let msg = reader.read::<FromAgent>();
-                        let end = msg.is_err();
-                        if tx.send((i, msg)).is_err() || end {
-                            break;
-                        }
-                    });
+                    let _ = a.reader.stream().set_read_timeout(Some(self.opts.silence));
+                    listen(i, a.reader, tx.clone());
                 }
             }
             members.push(m);
         }
         Ok((members, start_us, rx))
+    }
+}
+
+/// Sends `message` on each of `streams`; an agent that cannot take it is found out by its
+/// reader (or its silence).
+fn tell<'a>(streams: impl IntoIterator<Item = &'a TcpStream>, message: &ToAgent) {
+    for mut w in streams {
+        let _ = send(&mut w, message);
+    }
+}
+
+/// Takes an agent that finished its handshake into `joined`, or refuses it (its rank is taken).
+fn admit(joined: &mut BTreeMap<u32, Joined>, j: Joining, log: &mut dyn FnMut(&str)) {
+    let a = match j {
+        Joining::Refused(line) => return log(&line),
+        Joining::Joined(a) => a,
+    };
+    if let Some(b) = joined.get(&a.rank) {
+        let why = format!("rank {} already joined from {}", a.rank, b.address);
+        log(&format!("refused the agent at {}: {why}", a.address));
+        tell([a.reader.stream()], &ToAgent::Refused { reason: why });
+        return;
+    }
+    log(&format!(
+        "agent {} joined from {} ({}, {} thread{}; clock {:+.3} ms, round trip {:.3} ms)",
+        a.rank,
+        a.address,
+        a.host,
+        a.threads,
+        if a.threads == 1 { "" } else { "s" },
+        a.offset_us as f64 / 1000.0,
+        a.rtt_us as f64 / 1000.0
+    ));
+    joined.insert(a.rank, *a);
+}
+
+/// The ranks not joined yet, in words.
+fn missing(n: u32, joined: &BTreeMap<u32, Joined>) -> String {
+    let ranks: Vec<String> = (0..n)
+        .filter(|r| !joined.contains_key(r))
+        .map(|r| r.to_string())
+        .collect();
+    format!(
+        "{} of {n} agents missing (rank{} {})",
+        ranks.len(),
+        if ranks.len() == 1 { "" } else { "s" },
+        ranks.join(", ")
+    )
+}
+
+/// The run as every agent gets it, and each agent's threads (-t on the coordinator gives
+/// every agent that many; else each its own); the line that says why it cannot be split.
+fn split(
+    spec: &LoadSpec,
+    prepared: &Prepared,
+    joined: &[Joined],
+) -> Result<(Map<String, Value>, Vec<usize>), String> {
+    let threads: Vec<usize> = joined
+        .iter()
+        .map(|a| spec.threads.unwrap_or(a.threads))
+        .collect();
+    let workers: usize = threads.iter().sum();
+    let connections = prepared.config.connections;
+    if connections < workers {
+        let each: Vec<String> = threads.iter().map(|t| t.to_string()).collect();
+        return Err(format!(
+            "-c {connections} is fewer connections than the fleet's {workers} worker threads \
+             ({}); give -c {workers} or more, or fewer threads per agent with -t",
+            each.join(" + ")
+        ));
+    }
+    let seed = prepared.info.request_set.as_ref().and_then(|s| s.seed);
+    let mut options = options::inline(spec, seed).map_err(|e| e.0)?;
+    // Each agent gets its own threads; the thresholds judge the merged result.
+    options.remove("threads");
+    options.remove("expect");
+    Ok((options, threads))
+}
+
+/// Hands agent `i`'s messages to the main loop, from a thread of its own, until its
+/// connection ends.
+fn listen(i: usize, mut reader: Reader, tx: mpsc::Sender<(usize, Result<FromAgent, ReadError>)>) {
+    std::thread::spawn(move || loop {
+        let msg = reader.read::<FromAgent>();
+        let end = msg.is_err();
+        if tx.send((i, msg)).is_err() || end {
+            break;
+        }
+    });
+}
+
+impl Member {
+    fn of(a: &Joined, threads: usize, first: usize, writer: TcpStream) -> Member {
+        Member {
+            rank: a.rank,
+            host: a.host.clone(),
+            address: a.address,
+            threads,
+            first,
+            offset_us: a.offset_us,
+            rtt_us: a.rtt_us,
+            writer,
+            started_us: None,
+            last_second: None,
+            seen: RequestsReport {
+                sent: 0,
+                completed: 0,
+                errors: 0,
+                in_flight: 0,
+            },
+            seconds: 0.0,
+            state: State::Running,
+        }
     }
 }
 
@@ -389,19 +421,77 @@ fn handshake(stream: TcpStream, address: SocketAddr, token: &Token, agents: u32)
         Err(e) => return refused(e.to_string()),
     };
     let mut r = Reader::new(stream);
-    let refuse = |w: &mut TcpStream, why: String| {
-        let _ = send(
-            w,
-            &ToAgent::Refused {
-                reason: why.clone(),
-            },
-        );
-        refused(why)
-    };
-    let hello = match r.read::<FromAgent>() {
-        Ok(m) => m,
-        Err(e) => return refused(e.to_string()),
-    };
+    match greet(&mut w, &mut r, token, agents) {
+        Ok(h) => Joining::Joined(Box::new(Joined {
+            rank: h.rank,
+            host: h.host,
+            address,
+            threads: h.threads,
+            offset_us: h.offset_us,
+            rtt_us: h.rtt_us,
+            reader: r,
+        })),
+        Err(Refusal::Tell(why)) => {
+            tell(
+                [&w],
+                &ToAgent::Refused {
+                    reason: why.clone(),
+                },
+            );
+            refused(why)
+        }
+        Err(Refusal::Gone(why)) => refused(why),
+    }
+}
+
+/// Why an agent is not taken: a line to tell it, or its connection failed.
+enum Refusal {
+    Tell(String),
+    Gone(String),
+}
+
+fn gone(e: impl std::fmt::Display) -> Refusal {
+    Refusal::Gone(e.to_string())
+}
+
+/// Why an agent's hello cannot join this fleet, if it cannot.
+fn wrong_hello(
+    protocol: u32,
+    version: &str,
+    rank: u32,
+    told: Option<u32>,
+    threads: usize,
+    agents: u32,
+) -> Option<String> {
+    let ours = env!("CARGO_PKG_VERSION");
+    if protocol != PROTOCOL || version != ours {
+        Some(format!("it is pelt {version} (control protocol {protocol}); this coordinator is pelt {ours} (protocol {PROTOCOL})"))
+    } else if rank >= agents {
+        Some(format!(
+            "rank {rank} is not below the fleet's {agents} agents"
+        ))
+    } else if let Some(n) = told.filter(|&n| n != agents) {
+        Some(format!(
+            "it was told the fleet has {n} agents; this coordinator waits for {agents}"
+        ))
+    } else if threads == 0 || threads > 4096 {
+        Some(format!("{threads} threads is no worker count"))
+    } else {
+        None
+    }
+}
+
+/// What an agent said of itself, and its clock.
+struct Hello {
+    rank: u32,
+    host: String,
+    threads: usize,
+    offset_us: i64,
+    rtt_us: u64,
+}
+
+/// The agent's hello checked, the proofs exchanged, its clock pings answered.
+fn greet(w: &mut TcpStream, r: &mut Reader, token: &Token, agents: u32) -> Result<Hello, Refusal> {
     let FromAgent::Hello {
         protocol,
         version,
@@ -410,72 +500,46 @@ fn handshake(stream: TcpStream, address: SocketAddr, token: &Token, agents: u32)
         threads,
         host,
         nonce: agent_nonce,
-    } = hello
+    } = r.read::<FromAgent>().map_err(gone)?
     else {
-        return refuse(&mut w, "it did not begin with a hello".into());
+        return Err(Refusal::Tell("it did not begin with a hello".into()));
     };
-    let ours = env!("CARGO_PKG_VERSION");
-    if protocol != PROTOCOL || version != ours {
-        return refuse(
-            &mut w,
-            format!("it is pelt {version} (control protocol {protocol}); this coordinator is pelt {ours} (protocol {PROTOCOL})"),
-        );
-    }
-    if rank >= agents {
-        return refuse(
-            &mut w,
-            format!("rank {rank} is not below the fleet's {agents} agents"),
-        );
-    }
-    if let Some(n) = told.filter(|&n| n != agents) {
-        return refuse(
-            &mut w,
-            format!("it was told the fleet has {n} agents; this coordinator waits for {agents}"),
-        );
-    }
-    if threads == 0 || threads > 4096 {
-        return refuse(&mut w, format!("{threads} threads is no worker count"));
+    if let Some(why) = wrong_hello(protocol, &version, rank, told, threads, agents) {
+        return Err(Refusal::Tell(why));
     }
     let own = nonce();
     let challenge = ToAgent::Challenge {
         proof: token.coordinator_proof(&agent_nonce, &own),
         nonce: own.clone(),
     };
-    if let Err(e) = send(&mut w, &challenge) {
-        return refused(e.to_string());
-    }
-    match r.read::<FromAgent>() {
-        Ok(FromAgent::Auth { proof }) if token.check_agent(&own, &agent_nonce, &proof) => {}
-        Ok(FromAgent::Auth { .. }) => return refuse(&mut w, "wrong token".into()),
-        Ok(_) => return refuse(&mut w, "it did not answer the challenge".into()),
-        Err(e) => return refused(e.to_string()),
+    send(w, &challenge).map_err(gone)?;
+    match r.read::<FromAgent>().map_err(gone)? {
+        FromAgent::Auth { proof } if token.check_agent(&own, &agent_nonce, &proof) => {}
+        FromAgent::Auth { .. } => return Err(Refusal::Tell("wrong token".into())),
+        _ => return Err(Refusal::Tell("it did not answer the challenge".into())),
     }
     loop {
-        match r.read::<FromAgent>() {
-            Ok(FromAgent::Ping { sent_us }) => {
-                if let Err(e) = send(
-                    &mut w,
-                    &ToAgent::Pong {
-                        sent_us,
-                        at_us: now_us(),
-                    },
-                ) {
-                    return refused(e.to_string());
-                }
+        match r.read::<FromAgent>().map_err(gone)? {
+            FromAgent::Ping { sent_us } => {
+                let pong = ToAgent::Pong {
+                    sent_us,
+                    at_us: now_us(),
+                };
+                send(w, &pong).map_err(gone)?;
             }
-            Ok(FromAgent::Ready { offset_us, rtt_us }) => {
-                return Joining::Joined(Box::new(Joined {
+            FromAgent::Ready { offset_us, rtt_us } => {
+                return Ok(Hello {
                     rank,
                     host,
-                    address,
                     threads,
                     offset_us,
                     rtt_us,
-                    reader: r,
-                }))
+                })
             }
-            Ok(_) => return refuse(&mut w, "a message out of turn while syncing clocks".into()),
-            Err(e) => return refused(e.to_string()),
+            _ => {
+                let why = "a message out of turn while syncing clocks";
+                return Err(Refusal::Tell(why.into()));
+            }
         }
     }
 }
@@ -541,9 +605,7 @@ impl Running<'_> {
             }
             if beat.elapsed() >= Duration::from_secs(1) {
                 beat = Instant::now();
-                for m in self.members.iter_mut().filter(|m| m.running()) {
-                    let _ = send(&mut m.writer, &ToAgent::Heartbeat);
-                }
+                tell(self.running(), &ToAgent::Heartbeat);
             }
             self.emit(on_second, log);
         }
@@ -613,14 +675,15 @@ impl Running<'_> {
             return;
         }
         self.aborted = Some(Instant::now());
-        for m in self.members.iter_mut().filter(|m| m.running()) {
-            let _ = send(
-                &mut m.writer,
-                &ToAgent::Abort {
-                    reason: reason.clone(),
-                },
-            );
-        }
+        tell(self.running(), &ToAgent::Abort { reason });
+    }
+
+    /// The connections of the agents still running.
+    fn running(&self) -> impl Iterator<Item = &TcpStream> {
+        self.members
+            .iter()
+            .filter(|m| m.running())
+            .map(|m| &m.writer)
     }
 
     /// Shows every second that all agents still running have reported.
@@ -682,6 +745,48 @@ fn finish(
     start_us: i64,
     interrupted: bool,
 ) -> Result<FleetRun, FleetError> {
+    let (reports, agents, lost) = parts(members, start_us);
+    if reports.is_empty() {
+        return Err(FleetError::NoResult(format!(
+            "no agent delivered a result: {}",
+            lost.join("; ")
+        )));
+    }
+    let mut merged = pelt_stats::merge_figures(&reports).map_err(FleetError::NoResult)?;
+    let io = merged.info.io;
+    merged.info = prepared.info.clone();
+    merged.info.io = io;
+    merged.info.threads = members.iter().map(|m| m.threads).sum();
+    let starts: Vec<i64> = members.iter().filter_map(|m| m.started_us).collect();
+    let spread = match (starts.iter().min(), starts.iter().max()) {
+        (Some(a), Some(b)) => Some((b - a) as f64 / 1000.0),
+        _ => None,
+    };
+    let skew = starts
+        .iter()
+        .map(|s| (s - start_us).abs() as f64 / 1000.0)
+        .reduce(f64::max);
+    fleet_notes(&mut merged, members.len(), spread, &lost);
+    if interrupted {
+        merged.interrupted = true;
+        merged.stopped_by = StopReason::Signal;
+    }
+    merged.fleet = Some(FleetInfo {
+        agents,
+        start_spread_ms: spread,
+        start_skew_max_ms: skew,
+        lost: lost.clone(),
+    });
+    merged.thresholds = prepared.expect.iter().map(|e| e.check(&merged)).collect();
+    Ok(FleetRun {
+        report: merged,
+        lost: !lost.is_empty(),
+    })
+}
+
+/// The reports the agents delivered (on the coordinator's clock), every agent's entry, and
+/// the agents lost, in words.
+fn parts(members: &[Member], start_us: i64) -> (Vec<Report>, Vec<AgentReport>, Vec<String>) {
     let mut reports = Vec::new();
     let mut agents = Vec::new();
     let mut lost = Vec::new();
@@ -707,72 +812,44 @@ fn finish(
         if let Some(p) = &part.problem {
             lost.push(format!("{}: {p}", m.name()));
         }
-        agents.push(AgentReport {
-            rank: m.rank,
-            host: m.host.clone(),
-            address: m.address.to_string(),
-            threads: m.threads,
-            first_worker: m.first,
-            clock_offset_ms: m.offset_us as f64 / 1000.0,
-            rtt_ms: m.rtt_us as f64 / 1000.0,
-            start_skew_ms: m.started_us.map(|s| (s - start_us) as f64 / 1000.0),
-            state: part.state,
-            problem: part.problem,
-            requests: part.requests,
-            rps: part.rps,
-            latency_us: part.latency,
-        });
+        agents.push(agent_report(m, part, start_us));
     }
-    if reports.is_empty() {
-        return Err(FleetError::NoResult(format!(
-            "no agent delivered a result: {}",
-            lost.join("; ")
-        )));
+    (reports, agents, lost)
+}
+
+/// An agent's entry in the result.
+fn agent_report(m: &Member, part: Part, start_us: i64) -> AgentReport {
+    AgentReport {
+        rank: m.rank,
+        host: m.host.clone(),
+        address: m.address.to_string(),
+        threads: m.threads,
+        first_worker: m.first,
+        clock_offset_ms: m.offset_us as f64 / 1000.0,
+        rtt_ms: m.rtt_us as f64 / 1000.0,
+        start_skew_ms: m.started_us.map(|s| (s - start_us) as f64 / 1000.0),
+        state: part.state,
+        problem: part.problem,
+        requests: part.requests,
+        rps: part.rps,
+        latency_us: part.latency,
     }
-    let mut merged = pelt_stats::merge(&reports).map_err(FleetError::NoResult)?;
-    let io = merged.info.io;
-    merged.info = prepared.info.clone();
-    merged.info.io = io;
-    merged.info.threads = members.iter().map(|m| m.threads).sum();
-    let starts: Vec<i64> = members.iter().filter_map(|m| m.started_us).collect();
-    let spread = match (starts.iter().min(), starts.iter().max()) {
-        (Some(a), Some(b)) => Some((b - a) as f64 / 1000.0),
-        _ => None,
-    };
-    let skew = starts
-        .iter()
-        .map(|s| (s - start_us).abs() as f64 / 1000.0)
-        .reduce(f64::max);
-    // Said here for a fleet rather than as `pelt merge` says it.
-    merged.notes.retain(|n| !n.starts_with("merged from "));
+}
+
+/// How the fleet's figures were made, and which agents are missing from them.
+fn fleet_notes(merged: &mut Report, agents: usize, spread: Option<f64>, lost: &[String]) {
     merged.notes.push(format!(
-        "Run by a fleet of {} agents ({} worker threads){}: counts are sums, latency \
+        "Run by a fleet of {agents} agents ({} worker threads){}: counts are sums, latency \
          percentiles come from the merged histograms.",
-        members.len(),
         merged.info.threads,
         spread.map_or(String::new(), |s| format!(
             "; they started within {s:.1} ms of each other"
         ))
     ));
-    for l in &lost {
+    for l in lost {
         merged.notes.push(format!(
             "Lost {l}. Its requests are not in these figures; what it reported before is under \
              fleet.agents."
         ));
     }
-    if interrupted {
-        merged.interrupted = true;
-        merged.stopped_by = StopReason::Signal;
-    }
-    merged.fleet = Some(FleetInfo {
-        agents,
-        start_spread_ms: spread,
-        start_skew_max_ms: skew,
-        lost: lost.clone(),
-    });
-    merged.thresholds = prepared.expect.iter().map(|e| e.check(&merged)).collect();
-    Ok(FleetRun {
-        report: merged,
-        lost: !lost.is_empty(),
-    })
 }
