@@ -133,7 +133,15 @@ impl RequestSpec<'_> {
         }
         check_forbidden(self.path)?;
         let has = |n: &str| self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
-        let mut out = Vec::with_capacity(64 + self.body.len());
+        // Room for all of it, so a long path or header does not grow (and copy) the buffer.
+        let headers: usize = self
+            .headers
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 4)
+            .sum();
+        let mut out = Vec::with_capacity(
+            96 + self.method.len() + self.path.len() + self.host.len() + headers + self.body.len(),
+        );
         out.extend_from_slice(self.method.as_bytes());
         out.push(b' ');
         out.extend_from_slice(self.path.as_bytes());

@@ -248,16 +248,20 @@ impl Encoded {
         } else {
             "http"
         };
-        let request = pelt_codec::RequestSpec {
-            method: &spec.method,
-            path: &target.path,
-            host: &target.host_header,
-            headers,
-            body: &body,
-            keep_alive: spec.keep_alive,
-        }
-        .encode()
-        .map_err(|e| bad(format!("invalid request: {e}")))?;
+        // Many requests are sent from their set; the one request is for a run without.
+        let request = match entries {
+            Some(_) => Vec::new(),
+            None => pelt_codec::RequestSpec {
+                method: &spec.method,
+                path: &target.path,
+                host: &target.host_header,
+                headers,
+                body: &body,
+                keep_alive: spec.keep_alive,
+            }
+            .encode()
+            .map_err(|e| bad(format!("invalid request: {e}")))?,
+        };
         let mut http2 = spec.http2.then(|| engine::Http2 {
             header_block: pelt_codec::h2::encode_headers(
                 &spec.method,
@@ -403,10 +407,7 @@ fn run_info(
     });
     let mut info = RunInfo {
         // A template's braces as typed (the URL parser percent-encodes them in the path).
-        target: target
-            .display
-            .replace("%7B%7B", "{{")
-            .replace("%7D%7D", "}}"),
+        target: as_typed(&target.display).into_owned(),
         method,
         connections: config.connections,
         threads: config.effective_threads(),
@@ -597,7 +598,8 @@ fn build_set(
     } = b;
     set.set_lines(files.files);
     if from.0 == "targets" {
-        set.set_names(names.names, names.name_of);
+        let (names, name_of) = names.into_parts();
+        set.set_names(names, name_of);
     }
     let random = matches!(order, engine::Order::Random { .. });
     let info = RequestSetInfo {
@@ -646,8 +648,13 @@ impl SetBuilder<'_> {
             }
             m.mark(text, &at.with(part), files).map_err(bad)
         };
-        let url = mark(&e.url, "URL")?;
-        let p = target::parse(&url).map_err(|err| bad(format!("{}{err}", at.prefix())))?;
+        // A URL without templates is parsed where it is (it may be megabytes long).
+        let marked_url = match e.url.contains("{{") {
+            true => Some(mark(&e.url, "URL")?),
+            false => None,
+        };
+        let url = marked_url.as_deref().unwrap_or(&e.url);
+        let p = target::parse(url).map_err(|err| bad(format!("{}{err}", at.prefix())))?;
         let first = &self.first;
         if (p.https, &p.host, p.port) != (first.https, &first.host, first.port) {
             return Err(bad(format!(
@@ -707,7 +714,7 @@ impl SetBuilder<'_> {
         .encode()
         .map_err(|err| bad(format!("{at}: invalid request: {err}")))?;
         if self.from.0 == "targets" {
-            self.names.add(e, method);
+            self.names.add(e, method, &p.path);
         }
         let head = method.eq_ignore_ascii_case("HEAD");
         if m.is_empty() {
@@ -778,38 +785,53 @@ impl std::fmt::Display for Where<'_> {
 /// of their own; the rest share [`pelt_stats::OTHER`].
 #[derive(Default)]
 struct Names {
-    names: Vec<String>,
-    name_of: Vec<u32>,
+    /// Each distinct name and its number (kept once: a name may be as long as its URL).
     index: std::collections::HashMap<String, u32>,
+    name_of: Vec<u32>,
     other: Option<u32>,
 }
 
 impl Names {
-    fn add(&mut self, e: &TargetEntry, method: &str) {
+    /// Names entry `e`, whose URL's path is `path`.
+    fn add(&mut self, e: &TargetEntry, method: &str, path: &str) {
         let name = match &e.name {
             Some(n) => n.clone(),
             None => {
-                let path = target::parse(&e.url).map_or_else(|_| e.url.clone(), |p| p.path);
                 let path = path.split('?').next().unwrap_or("/");
-                format!(
-                    "{method} {}",
-                    path.replace("%7B%7B", "{{").replace("%7D%7D", "}}")
-                )
+                format!("{method} {}", as_typed(path))
             }
         };
+        let next = self.index.len() as u32 + u32::from(self.other.is_some());
         let n = match self.index.get(&name) {
             Some(&n) => n,
-            None if self.other.is_none() && self.names.len() < pelt_stats::MAX_TARGET_NAMES => {
-                let n = self.names.len() as u32;
-                self.names.push(name.clone());
-                self.index.insert(name, n);
-                n
+            None if self.other.is_none() && self.index.len() < pelt_stats::MAX_TARGET_NAMES => {
+                self.index.insert(name, next);
+                next
             }
-            None => *self.other.get_or_insert_with(|| {
-                self.names.push(pelt_stats::OTHER.to_string());
-                (self.names.len() - 1) as u32
-            }),
+            None => *self.other.get_or_insert(next),
         };
         self.name_of.push(n);
+    }
+
+    /// The names in order of their numbers, and each entry's number.
+    fn into_parts(self) -> (Vec<String>, Vec<u32>) {
+        let count = self.index.len() + usize::from(self.other.is_some());
+        let mut names = vec![String::new(); count];
+        for (name, n) in self.index {
+            names[n as usize] = name;
+        }
+        if let Some(n) = self.other {
+            names[n as usize] = pelt_stats::OTHER.to_string();
+        }
+        (names, self.name_of)
+    }
+}
+
+/// A template's braces as typed (the URL parser percent-encodes them in the path).
+fn as_typed(path: &str) -> std::borrow::Cow<'_, str> {
+    if path.contains("%7B%7B") || path.contains("%7D%7D") {
+        path.replace("%7B%7B", "{{").replace("%7D%7D", "}}").into()
+    } else {
+        path.into()
     }
 }

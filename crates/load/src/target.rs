@@ -100,16 +100,16 @@ pub fn parse(raw: &str) -> Result<Parsed> {
         Some(p) => format!("{host_str}:{p}"),
         None => host_str.to_string(),
     };
-    let mut path = url.path().to_string();
-    if let Some(query) = url.query() {
-        path.push('?');
-        path.push_str(query);
-    }
-    let mut display = url.clone();
-    if !url.username().is_empty() {
+    let path = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_string(),
+    };
+    // The URL's own text becomes the display (no copy), credentials masked.
+    let mut display = url;
+    if !display.username().is_empty() {
         let _ = display.set_username("***");
     }
-    if url.password().is_some() {
+    if display.password().is_some() {
         let _ = display.set_password(Some("***"));
     }
     Ok(Parsed {
@@ -117,7 +117,7 @@ pub fn parse(raw: &str) -> Result<Parsed> {
         port,
         host_header,
         path,
-        display: display.to_string(),
+        display: display.into(),
         https,
     })
 }
