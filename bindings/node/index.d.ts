@@ -37,6 +37,13 @@ export declare function checkOptions(options: string): void
 export declare function quantilesUs(histogram: string, qs: Array<number>): Array<number>
 
 /**
+ * `pelt find-max`: checks `options` (a run's and the search's, by name), then runs the search
+ * on its own thread. `onEvent` gets `p` and each step as it ends, then `d` and the search's
+ * document (or `e` and the line that says why it could not go on); each as JSON.
+ */
+export declare function startFindMax(options: string, onEvent: ((arg: string) => void)): NativeRun
+
+/**
  * Checks `options` (throws before any traffic), then starts the run on its own threads.
  * `onEvent` gets, in order, one string per event: `t` and each second's timeline point,
  * `s` and that second's sampled requests (`sampleEvery`) as `[index, target, status,

@@ -839,5 +839,6 @@ module.exports.NativeRun = nativeBinding.NativeRun
 module.exports.NativeServer = nativeBinding.NativeServer
 module.exports.checkOptions = nativeBinding.checkOptions
 module.exports.quantilesUs = nativeBinding.quantilesUs
+module.exports.startFindMax = nativeBinding.startFindMax
 module.exports.startRun = nativeBinding.startRun
 module.exports.startServer = nativeBinding.startServer

@@ -216,6 +216,14 @@ export interface RunOptions {
 }
 // END RunOptions
 
+/** An `expect` (or `slo`) threshold and whether it held. */
+export interface Threshold {
+  expect: string
+  actual: number | null
+  unit: string
+  passed: boolean
+}
+
 /** Latency figures, microseconds. */
 export interface Latency {
   min: number
@@ -311,7 +319,7 @@ export interface Result {
   throughput_bytes_per_s: number
   connections_opened: number
   timeline: TimelinePoint[]
-  thresholds: { expect: string; actual: number | null; unit: string; passed: boolean }[]
+  thresholds: Threshold[]
   notes: string[]
   started_unix_ms: number
   histograms: { latency_us: string; service_time_us: string | null; lag_us: string | null; handshake_us: string | null; warmup_latency_us: string | null }
@@ -359,6 +367,94 @@ export declare class Run extends EventEmitter implements PromiseLike<Result> {
   on(event: 'samples', listener: (samples: Sample[]) => void): this
   once(event: 'samples', listener: (samples: Sample[]) => void): this
 }
+
+/** One step of findMax()'s search (`pelt find-max --json`'s `steps`). */
+export interface FindMaxStep {
+  step: number
+  /** 'probe' (closed loop, no rate), 'step-up', 'step-down' or 'bisect'. */
+  phase: string
+  /** The rate asked for (null for the probe). */
+  rate: number | null
+  achieved_rps: number
+  p50_us: number
+  p99_us: number
+  max_us: number
+  sent: number
+  completed: number
+  errors: number
+  lag_p99_us: number | null
+  /** Completed at least `rate_held` of the rate asked for. */
+  rate_held: boolean
+  thresholds: Threshold[]
+  /** Every objective held, and the rate did. */
+  passed: boolean
+}
+
+/** findMax()'s result: `pelt find-max --json`'s document. */
+export interface FindMaxResult {
+  pelt_version: string
+  target: string
+  method: string
+  slo: string[]
+  rate_held: number
+  precision: number
+  step_duration_s: number
+  warmup_s: number
+  connections: number
+  max_connections: number
+  interrupted: boolean
+  steps: FindMaxStep[]
+  /** The highest rate that passed (null: none did). */
+  answer: { rate: number; step: number; achieved_rps: number; p50_us: number; p99_us: number } | null
+}
+
+/** findMax()'s own options (`pelt find-max`'s flags); the rest are run()'s. */
+// BEGIN FindMaxSettings: generated from pelt_load::options::FIND_MAX (PELT_BLESS=1 cargo test -p pelt-load options)
+export interface FindMaxSettings {
+  /**
+   * --slo: An objective every step must meet, as --expect: p99<20ms, errors<0.1%, 5xx<1%
+   * (repeatable, at least one).
+   */
+  slo?: string | string[]
+  /**
+   * --start: The first rate to try [default: half of what a closed-loop probe reaches].
+   */
+  start?: number | string
+  /**
+   * --max-rate: Never try more than this rate.
+   */
+  maxRate?: number | string
+  /**
+   * --precision: Stop bisecting when the rate that held and the one that failed are this close.
+   * [default: 5%]
+   */
+  precision?: number | string
+  /**
+   * --max-steps: Run at most this many steps (the probe not counted). [default: 20]
+   */
+  maxSteps?: Count
+}
+// END FindMaxSettings
+
+export type FindMaxOptions = RunOptions & FindMaxSettings
+
+/** A search under way: awaitable (resolves to the document), with a 'step' as each ends. */
+export declare class Search extends EventEmitter implements PromiseLike<FindMaxResult> {
+  then<A = FindMaxResult, B = never>(
+    onResult?: ((r: FindMaxResult) => A | PromiseLike<A>) | null,
+    onError?: ((e: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B>
+  catch<B = never>(onError?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<FindMaxResult | B>
+  finally(onEnd?: (() => void) | null): Promise<FindMaxResult>
+  /** Stops the search (as Ctrl-C); resolves to the document, marked interrupted. */
+  stop(): Promise<FindMaxResult>
+  on(event: 'step', listener: (step: FindMaxStep) => void): this
+  once(event: 'step', listener: (step: FindMaxStep) => void): this
+}
+
+/** `pelt find-max`: the highest open-loop rate at which every `slo` holds. Throws TypeError or
+ * RangeError (the CLI's message) on a bad option, before any traffic. */
+export declare function findMax(options: FindMaxOptions): Search
 
 /** Starts a load test. Throws TypeError or RangeError (the CLI's message) on a bad option. */
 export declare function run(options: RunOptions): Run

@@ -47,16 +47,18 @@ function sampleOf([index, target, status, error, latencyUs]) {
  * get the grace period; the result is kept and marked interrupted).
  */
 class Run extends EventEmitter {
-  constructor(options) {
+  constructor(options, start = native.startRun) {
     super()
     const json = optionsJson(options)
-    let resolve
-    this._result = new Promise(r => { resolve = r })
+    let resolve, reject
+    this._result = new Promise((res, rej) => { resolve = res; reject = rej })
     try {
-      this._native = native.startRun(json, event => {
+      this._native = start(json, event => {
         const data = JSON.parse(event.slice(1))
         if (event[0] === 't') this.emit('tick', data)
         else if (event[0] === 's') this.emit('samples', data.map(sampleOf))
+        else if (event[0] === 'p') this.emit('step', data)
+        else if (event[0] === 'e') reject(new RangeError(data))
         else resolve(data)
       })
     } catch (e) {
@@ -87,6 +89,18 @@ class Run extends EventEmitter {
  * RangeError, with the CLI's message, before any traffic when an option is bad. */
 function run(options) {
   return new Run(options)
+}
+
+/**
+ * `pelt find-max`: the highest open-loop rate at which every objective (`slo`) holds. The
+ * options are run()'s and the search's (`slo`, `start`, `maxRate`, `precision`, `maxSteps`);
+ * each step is a run of `duration` after `warmup` (default 1s). Returns a handle like run()'s:
+ * await it for the search's document ({steps, answer, ...}: `pelt find-max --json`'s), listen
+ * to 'step' for each step as it ends, stop() to end it. Throws before any traffic when an
+ * option is bad.
+ */
+function findMax(options) {
+  return new Run(options, native.startFindMax)
 }
 
 /** Checks options as run() would, without sending anything (throws the same errors). */
@@ -397,4 +411,4 @@ function loadTest(options, callback) {
   return undefined
 }
 
-module.exports = { run, check, startServer, serverNow, loadTest, Run, LoadtestResult }
+module.exports = { run, check, findMax, startServer, serverNow, loadTest, Run, LoadtestResult }

@@ -1,5 +1,5 @@
 // The README's example, typed: type-checked in CI with `npm run typecheck` (tsc --noEmit).
-import { run, startServer, type Result, type Sample, type TimelinePoint } from '../pelt'
+import { findMax, run, startServer, type FindMaxStep, type Result, type Sample, type TimelinePoint } from '../pelt'
 import { loadTest, startServer as loadtestServer } from '../loadtest'
 
 async function main(): Promise<void> {
@@ -13,6 +13,11 @@ async function main(): Promise<void> {
   const sampled = run({ url: server.url, requests: 1000, connections: 4, sampleEvery: 100 })
   sampled.on('samples', (rows: Sample[]) => rows.forEach(r => console.log(`#${r.index}: ${r.status}`)))
   await sampled
+  // The highest rate at which p99 stays under 20 ms.
+  const search = findMax({ url: server.url, slo: ['p99<20ms'], duration: '1s', maxSteps: 3 })
+  search.on('step', (s: FindMaxStep) => console.log(`${s.phase} ${s.rate ?? '-'}/s: ${s.passed}`))
+  const best = await search
+  console.log(best.answer ? `max ${best.answer.rate}/s` : 'no rate held')
   const lt = await loadTest({ url: server.url, maxRequests: 1000, concurrency: 10 })
   lt.show()
   // loadtest's own test server: delay in milliseconds, 10% of answers 500.

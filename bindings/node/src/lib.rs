@@ -94,6 +94,43 @@ pub fn start_run(
     Ok(NativeRun { stop })
 }
 
+/// `pelt find-max`: checks `options` (a run's and the search's, by name), then runs the search
+/// on its own thread. `onEvent` gets `p` and each step as it ends, then `d` and the search's
+/// document (or `e` and the line that says why it could not go on); each as JSON.
+#[napi]
+pub fn start_find_max(
+    options: String,
+    on_event: ThreadsafeFunction<String, (), String, Status, false>,
+) -> Result<NativeRun> {
+    let mut run = object(&options)?;
+    let mut search = Map::new();
+    for f in options::FIND_MAX {
+        if let Some(v) = run.remove(f.name) {
+            search.insert(f.name.to_string(), v);
+        }
+    }
+    let spec = options::spec(&run).map_err(js_error)?;
+    let settings = options::find_max(&search).map_err(js_error)?;
+    let prepared = pelt_load::study::prepare_find_max(&spec, &settings).map_err(range)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::Builder::new()
+        .name("pelt-find-max".into())
+        .spawn(move || {
+            let doc = prepared.run(&flag, &mut |step| {
+                let json = serde_json::to_string(step).expect("a step serializes");
+                on_event.call(format!("p{json}"), ThreadsafeFunctionCallMode::NonBlocking);
+            });
+            let event = match doc {
+                Ok(doc) => format!("d{}", serde_json::to_string(&doc).expect("serializes")),
+                Err(e) => format!("e{}", Value::String(e.0)),
+            };
+            on_event.call(event, ThreadsafeFunctionCallMode::Blocking);
+        })
+        .map_err(|e| range(format!("cannot start the search's thread: {e}")))?;
+    Ok(NativeRun { stop })
+}
+
 /// Checks `options` as a run would, without running: the spec and its preparation.
 #[napi]
 pub fn check_options(options: String) -> Result<()> {

@@ -38,6 +38,16 @@ test('every declared server option is one startServer takes', async () => {
   }
 })
 
+test('every declared findMax option is one findMax takes', () => {
+  const { findMax } = require('../pelt')
+  const names = declared('FindMaxSettings')
+  assert.deepStrictEqual(names, ['slo', 'start', 'maxRate', 'precision', 'maxSteps'])
+  for (const name of names) {
+    assert.throws(() => findMax({ url: 'http://127.0.0.1:1/', slo: 'p99<1s', [name]: [{ no: 1 }] }),
+      e => !/unknown option/.test(e.message), name)
+  }
+})
+
 test('every event pelt.js emits has a typed listener', () => {
   const emitted = new Set([...js.matchAll(/this\.emit\('(\w+)'/g)].map(m => m[1]))
   assert.ok(emitted.has('tick') && emitted.has('samples'), [...emitted].join(' '))

@@ -3,7 +3,7 @@
 
 use crate::{expect, values};
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
-use pelt_engine as engine;
+
 use pelt_load::options::{self, Flag, Form};
 use pelt_load::LoadSpec;
 use serde_json::{Map, Value};
@@ -307,46 +307,16 @@ fn k8s_memory(s: &str) -> Result<String, String> {
         .ok_or_else(|| "expected a size like 1Gi, 512Mi or 2G".into())
 }
 
-/// `pelt find-max`.
+/// `pelt find-max`: the search's flags (the library's [`options::FIND_MAX`]) and a run's.
 #[derive(Debug, Args)]
 pub struct FindMaxArgs {
-    /// An objective every step must meet, as --expect: p99<20ms, errors<0.1%, 5xx<1%
-    /// (repeatable, at least one).
-    #[arg(long = "slo", value_name = "EXPR", required = true, allow_hyphen_values = true, value_parser = expect::parse)]
-    pub slo: Vec<expect::Expectation>,
-
-    /// The first rate to try [default: half of what a closed-loop probe reaches].
-    #[arg(long = "start", value_name = "RATE", value_parser = values::rate)]
-    pub start: Option<engine::Rate>,
-
-    /// Never try more than this rate.
-    #[arg(long = "max-rate", value_name = "RATE", value_parser = values::rate)]
-    pub max_rate: Option<engine::Rate>,
-
-    /// Stop bisecting when the rate that held and the one that failed are this close.
-    #[arg(long = "precision", value_name = "SHARE", default_value = "5%", value_parser = precision)]
-    pub precision: f64,
-
-    /// Run at most this many steps (the probe not counted).
-    #[arg(long = "max-steps", value_name = "N", default_value_t = 20, value_parser = max_steps)]
-    pub max_steps: usize,
+    #[command(flatten)]
+    pub settings: Table<pelt_load::study::FindMaxSettings>,
 
     /// Every load flag of a plain run (-c, -t, -H, --max-connections, ...) applies to each
     /// step; -d is each step's length.
     #[command(flatten)]
     pub load: LoadArgs,
-}
-
-fn precision(s: &str) -> Result<f64, String> {
-    let v = values::share(s)?;
-    if v < 0.001 {
-        return Err("must be at least 0.1%".into());
-    }
-    Ok(v)
-}
-
-fn max_steps(s: &str) -> Result<usize, String> {
-    values::count_at_most(s, 100)
 }
 
 /// `pelt compare`.
@@ -563,16 +533,49 @@ pub struct MergeArgs {
 }
 
 /// `pelt serve`: the library's table ([`options::SERVE`]) as clap arguments.
-#[derive(Debug, Clone)]
-pub struct ServeArgs {
-    pub spec: options::ServeSpec,
+pub type ServeArgs = Table<options::ServeSpec>;
+
+/// A spec the library reads from one of its option tables.
+pub trait Tabled: Sized + Clone + std::fmt::Debug + 'static {
+    fn table() -> &'static [Flag<Self>];
+    /// The spec whose values help shows as defaults.
+    fn defaults() -> Self;
+    fn read(options: &Map<String, Value>) -> Result<Self, options::OptionError>;
 }
 
-impl FromArgMatches for ServeArgs {
+impl Tabled for options::ServeSpec {
+    fn table() -> &'static [Flag<Self>] {
+        options::SERVE
+    }
+    fn defaults() -> Self {
+        Self::default()
+    }
+    fn read(o: &Map<String, Value>) -> Result<Self, options::OptionError> {
+        options::serve(o)
+    }
+}
+
+impl Tabled for pelt_load::study::FindMaxSettings {
+    fn table() -> &'static [Flag<Self>] {
+        options::FIND_MAX
+    }
+    fn defaults() -> Self {
+        Self::default()
+    }
+    fn read(o: &Map<String, Value>) -> Result<Self, options::OptionError> {
+        options::find_max(o)
+    }
+}
+
+/// A library table's options as clap arguments, read by the table's reader.
+#[derive(Debug, Clone)]
+pub struct Table<S>(pub S);
+
+impl<S: Tabled> FromArgMatches for Table<S> {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        Ok(ServeArgs {
-            spec: options::serve(&typed(options::SERVE, m)).map_err(clap_error)?,
-        })
+        S::read(&typed(S::table(), m))
+            .map(Table)
+            .map_err(clap_error)
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
@@ -581,9 +584,9 @@ impl FromArgMatches for ServeArgs {
     }
 }
 
-impl Args for ServeArgs {
+impl<S: Tabled> Args for Table<S> {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        table_args(cmd, options::SERVE, &options::ServeSpec::default())
+        table_args(cmd, S::table(), &S::defaults())
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -595,6 +598,7 @@ impl Args for ServeArgs {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use pelt_engine as engine;
 
     #[test]
     fn flag_table_is_consistent() {
@@ -651,9 +655,7 @@ mod tests {
             Cli::try_parse_from(["pelt", "serve", "--port", "0"])
                 .unwrap()
                 .command,
-            Some(Command::Serve(ServeArgs {
-                spec: options::ServeSpec { port: 0, .. }
-            }))
+            Some(Command::Serve(Table(options::ServeSpec { port: 0, .. })))
         ));
     }
 
@@ -716,6 +718,13 @@ mod tests {
         });
         assert!(run >= 14, "{run}");
         assert!(rules_read_the_same(options::SERVE, &["pelt", "serve"], options::serve) >= 6);
+        // find-max's table has no rules of its own, but its required objective reads the same.
+        let cli = Cli::try_parse_from(["pelt", "find-max", "http://127.0.0.1:1/"]).unwrap_err();
+        let lib = options::find_max(&Map::new()).unwrap_err();
+        assert_eq!(
+            cli.render().to_string().lines().next().unwrap(),
+            format!("error: {lib}")
+        );
     }
 }
 

@@ -7,8 +7,8 @@
 //! the layout for any screen.
 
 use crate::compare::CompareDoc;
-use crate::find_max::FindMaxDoc;
 use crate::output::{latency, rate, thousands};
+use pelt_load::study::FindMaxDoc;
 use pelt_stats::{Arrival, LatencyFrom, LatencySummary, Report};
 use serde_json::{json, Value};
 use std::fmt::Write;

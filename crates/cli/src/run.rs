@@ -33,18 +33,23 @@ pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
     prepare_with(a, pelt_load::prepare).map(|(p, _)| p)
 }
 
+/// A run needs a URL, or targets (the first target's origin is then the run's).
+pub fn need_url(a: &LoadArgs) -> Result<()> {
+    if !a.has_url() && !matches!(a.spec.requests_from, Requests::Targets { .. }) {
+        return Err(bad(anyhow!(
+            "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
+        )));
+    }
+    Ok(())
+}
+
 /// The library's validation for what this process does with the run: `pelt_load::prepare`
 /// (it sends), `fleet::validate` (it coordinates), `fleet::validate_elsewhere` (it describes).
 pub type Validate = fn(&LoadSpec) -> Result<pelt_load::Prepared, pelt_load::SpecError>;
 
 /// [`prepare`] with `validate`; returns the spec too (a coordinator hands it its agents).
 pub fn prepare_with(a: &LoadArgs, validate: Validate) -> Result<(Prepared, LoadSpec)> {
-    // With --targets the first target's origin is the run's.
-    if !a.has_url() && !matches!(a.spec.requests_from, Requests::Targets { .. }) {
-        return Err(bad(anyhow!(
-            "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
-        )));
-    }
+    need_url(a)?;
     let spec = a.spec.clone();
     let run = validate(&spec).map_err(bad)?;
     check_outputs(&a.out)?;

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 pub fn serve(a: &ServeArgs) -> Result<ExitCode> {
-    let spec = &a.spec;
+    let spec = &a.0;
     let config = spec.config().map_err(|e| bad(anyhow!(e)))?;
     // A self-signed certificate goes to a file, for clients to trust.
     let cert_file = match &config.tls {

@@ -41,6 +41,7 @@ mod props;
 mod report;
 pub mod sources;
 mod spec;
+pub mod study;
 pub mod target;
 mod template;
 pub mod tls;

@@ -18,9 +18,11 @@
 //! (`invalid value 'abc' for '--rate <RATE>': ...`, `the argument '--body <TEXT>' cannot be
 //! used with '--body-file <PATH>'`), so a bad option reads the same wherever it was typed.
 
+mod find_max;
 mod run;
 mod serve;
 
+pub use find_max::{find_max, FIND_MAX};
 pub use run::RUN;
 pub use serve::{serve, ServeSpec, SERVE};
 
@@ -286,6 +288,23 @@ impl Given<'_> {
             _ => Err(self.wrong("a string or an array of strings")),
         }
     }
+}
+
+/// Thresholds (`expect`, `slo`): one expression or a list, each parsed as `--expect` does.
+fn expectations(g: &Given) -> Result<Vec<crate::expect::Expectation>, OptionError> {
+    g.list()?
+        .iter()
+        .map(|e| {
+            g.with(&Value::String(e.clone()))
+                .parse(crate::expect::parse)
+        })
+        .collect()
+}
+
+/// Thresholds as [`expectations`] reads them back (`None`: none).
+fn expectations_value(all: &[crate::expect::Expectation]) -> Option<Value> {
+    let texts: Vec<&str> = all.iter().map(crate::expect::Expectation::text).collect();
+    (!texts.is_empty()).then(|| serde_json::json!(texts))
 }
 
 /// Reads `options` (by name; `null` is the same as absent) into `spec` with `table`: names,

@@ -4,7 +4,7 @@
 use super::{duration_text, range_error, Flag, Form, Given, OptionError, Rule};
 use crate::sources::{TargetEntry, TargetsFormat, TargetsSource};
 use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder, TlsVersion};
-use crate::{expect, values};
+use crate::values;
 use pelt_engine::{Arrival, Stage};
 use serde_json::{json, Value};
 
@@ -817,17 +817,10 @@ pub static RUN: &[Row] = &[
                (repeatable).",
         example: r#"["p99<20ms"]"#,
         read: |s, g| {
-            s.expect = g
-                .list()?
-                .iter()
-                .map(|e| g.with(&Value::String(e.clone())).parse(expect::parse))
-                .collect::<Result<_, _>>()?;
+            s.expect = super::expectations(g)?;
             Ok(())
         },
-        write: |s| {
-            let all: Vec<&str> = s.expect.iter().map(expect::Expectation::text).collect();
-            Ok((!all.is_empty()).then(|| json!(all)))
-        },
+        write: |s| Ok(super::expectations_value(&s.expect)),
         ..BASE
     },
     Row {

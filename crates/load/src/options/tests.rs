@@ -1,6 +1,7 @@
 use super::*;
 use crate::sources::TargetsSource;
 use crate::spec::{Body, IoChoice, Requests};
+use crate::study::FindMaxSettings;
 use pelt_engine::Arrival;
 use serde_json::json;
 use std::time::Duration;
@@ -233,6 +234,11 @@ fn every_row_reads_its_example_and_refuses_a_wrong_type() {
         spec(&o)
     });
     check_table(SERVE, serve);
+    check_table(FIND_MAX, |o| {
+        let mut o = o.clone();
+        o.entry("slo").or_insert(json!(["p99<1s"]));
+        find_max(&o)
+    });
 }
 
 /// Every rule of a table, broken, gives clap's message naming both flags, in the table's
@@ -339,6 +345,12 @@ fn node_types_are_the_tables() {
     );
     check_generated(
         file,
+        "// BEGIN FindMaxSettings",
+        "// END FindMaxSettings",
+        &typescript("FindMaxSettings", FIND_MAX, &FindMaxSettings::default()),
+    );
+    check_generated(
+        file,
         "// BEGIN ServerOptions",
         "// END ServerOptions",
         &typescript(
@@ -360,6 +372,12 @@ fn the_flag_reference_is_the_tables() {
         "<!-- BEGIN run -->",
         "<!-- END run -->",
         &markdown(RUN, &LoadSpec::new("")),
+    );
+    check_generated(
+        file,
+        "<!-- BEGIN find-max -->",
+        "<!-- END find-max -->",
+        &markdown(FIND_MAX, &FindMaxSettings::default()),
     );
     check_generated(
         file,
