@@ -37,6 +37,13 @@ export declare function checkOptions(options: string): void
 export declare function quantilesUs(histogram: string, qs: Array<number>): Array<number>
 
 /**
+ * `pelt compare`: checks `options` (the runs' without a URL, and the comparison's, by name)
+ * and prepares every cell, then runs them on their own thread. `onEvent` gets `r` and each
+ * run as it ends, then `d` and the comparison's document; each as JSON.
+ */
+export declare function startCompare(options: string, onEvent: ((arg: string) => void)): NativeRun
+
+/**
  * `pelt find-max`: checks `options` (a run's and the search's, by name), then runs the search
  * on its own thread. `onEvent` gets `p` and each step as it ends, then `d` and the search's
  * document (or `e` and the line that says why it could not go on); each as JSON.

@@ -839,6 +839,7 @@ module.exports.NativeRun = nativeBinding.NativeRun
 module.exports.NativeServer = nativeBinding.NativeServer
 module.exports.checkOptions = nativeBinding.checkOptions
 module.exports.quantilesUs = nativeBinding.quantilesUs
+module.exports.startCompare = nativeBinding.startCompare
 module.exports.startFindMax = nativeBinding.startFindMax
 module.exports.startRun = nativeBinding.startRun
 module.exports.startServer = nativeBinding.startServer

@@ -368,6 +368,91 @@ export declare class Run extends EventEmitter implements PromiseLike<Result> {
   once(event: 'samples', listener: (samples: Sample[]) => void): this
 }
 
+/** One run's figures in compare()'s document. */
+export interface CompareRun {
+  rps: number
+  p50_us: number
+  p99_us: number
+  sent: number
+  completed: number
+  errors: number
+  non_2xx: number
+  duration_s: number
+}
+
+/** compare()'s result: `pelt compare --json`'s document. */
+export interface CompareResult {
+  pelt_version: string
+  repeat: number
+  /** Runs done (all of them unless interrupted). */
+  runs: number
+  interrupted: boolean
+  targets: { name: string; url: string }[]
+  vary: { key: string; values: string[] }[]
+  run: { duration_s: number | null; requests: number | null; warmup_s: number; load_model: 'closed' | 'open'; method: string }
+  /** One per target x combination of settings, in the order they ran. */
+  rows: {
+    target: string
+    url: string
+    settings: Record<string, string>
+    median: { rps: number; p50_us: number; p99_us: number; errors_pct: number; non_2xx_pct: number; rps_min: number; rps_max: number }
+    runs: CompareRun[]
+  }[]
+}
+
+/** A run of compare() that ended ('run'). */
+export interface CompareProgress {
+  done: number
+  total: number
+  round: number
+  /** The target and its settings: 'nginx connections=16'. */
+  cell: string
+  figures: CompareRun
+}
+
+/** compare()'s own options (`pelt compare`'s flags); the rest are run()'s, without `url`. */
+// BEGIN CompareSettings: generated from pelt_load::options::COMPARE (PELT_BLESS=1 cargo test -p pelt-load options)
+export interface CompareSettings {
+  /**
+   * --target: A target, NAME=URL (or just URL, named by its host:port); repeatable. Node.js also
+   * takes an object of names and URLs.
+   */
+  target?: Record<string, string> | string[] | string
+  /**
+   * --vary: A setting to compare, KEY=V1,V2,...: every combination runs against every target.
+   * Repeatable. KEY is any load flag by its long name (connections, threads, rate, pipeline,
+   * streams, method, timeout, ...), plus keepalive=on,off and http=1.1,2. Node.js also takes an
+   * object of keys and lists of values.
+   */
+  vary?: Record<string, (string | number)[] | string | number> | string[] | string
+  /**
+   * --repeat: Run every combination this many times, interleaved; the table shows medians.
+   * [default: 1]
+   */
+  repeat?: Count
+}
+// END CompareSettings
+
+export type CompareOptions = Omit<RunOptions, 'url'> & CompareSettings
+
+/** A comparison under way: awaitable (resolves to the document), with a 'run' as each ends. */
+export declare class Comparison extends EventEmitter implements PromiseLike<CompareResult> {
+  then<A = CompareResult, B = never>(
+    onResult?: ((r: CompareResult) => A | PromiseLike<A>) | null,
+    onError?: ((e: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B>
+  catch<B = never>(onError?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<CompareResult | B>
+  finally(onEnd?: (() => void) | null): Promise<CompareResult>
+  /** Stops the comparison (as Ctrl-C); resolves to the document, marked interrupted. */
+  stop(): Promise<CompareResult>
+  on(event: 'run', listener: (run: CompareProgress) => void): this
+  once(event: 'run', listener: (run: CompareProgress) => void): this
+}
+
+/** `pelt compare`: the same load against several targets and settings. Throws TypeError or
+ * RangeError (the CLI's message) on a bad option or cell, before any traffic. */
+export declare function compare(options: CompareOptions): Comparison
+
 /** One step of findMax()'s search (`pelt find-max --json`'s `steps`). */
 export interface FindMaxStep {
   step: number

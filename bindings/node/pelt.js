@@ -58,6 +58,7 @@ class Run extends EventEmitter {
         if (event[0] === 't') this.emit('tick', data)
         else if (event[0] === 's') this.emit('samples', data.map(sampleOf))
         else if (event[0] === 'p') this.emit('step', data)
+        else if (event[0] === 'r') this.emit('run', data)
         else if (event[0] === 'e') reject(new RangeError(data))
         else resolve(data)
       })
@@ -101,6 +102,19 @@ function run(options) {
  */
 function findMax(options) {
   return new Run(options, native.startFindMax)
+}
+
+/**
+ * `pelt compare`: the same load against several targets and settings, interleaved and
+ * repeated. The options are run()'s without `url`, and the comparison's: `target` (NAME=URL
+ * texts, or an object of names and URLs), `vary` (KEY=V1,V2 texts, or an object of keys and
+ * lists of values), `repeat`. Returns a handle like run()'s: await it for the comparison's
+ * document (`pelt compare --json`'s: one row of medians per target x settings), listen to
+ * 'run' for each run as it ends, stop() to end it. Throws before any traffic when an option or
+ * any cell is bad.
+ */
+function compare(options) {
+  return new Run(options, native.startCompare)
 }
 
 /** Checks options as run() would, without sending anything (throws the same errors). */
@@ -411,4 +425,4 @@ function loadTest(options, callback) {
   return undefined
 }
 
-module.exports = { run, check, findMax, startServer, serverNow, loadTest, Run, LoadtestResult }
+module.exports = { run, check, compare, findMax, startServer, serverNow, loadTest, Run, LoadtestResult }

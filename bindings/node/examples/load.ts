@@ -1,5 +1,5 @@
 // The README's example, typed: type-checked in CI with `npm run typecheck` (tsc --noEmit).
-import { findMax, run, startServer, type FindMaxStep, type Result, type Sample, type TimelinePoint } from '../pelt'
+import { compare, findMax, run, startServer, type CompareProgress, type FindMaxStep, type Result, type Sample, type TimelinePoint } from '../pelt'
 import { loadTest, startServer as loadtestServer } from '../loadtest'
 
 async function main(): Promise<void> {
@@ -18,6 +18,10 @@ async function main(): Promise<void> {
   search.on('step', (s: FindMaxStep) => console.log(`${s.phase} ${s.rate ?? '-'}/s: ${s.passed}`))
   const best = await search
   console.log(best.answer ? `max ${best.answer.rate}/s` : 'no rate held')
+  // Two connection counts against the same server, twice each, interleaved.
+  const cmp = compare({ target: { local: server.url }, vary: { connections: [4, 16] }, repeat: 2, duration: '1s' })
+  cmp.on('run', (r: CompareProgress) => console.log(`${r.cell}: ${r.figures.rps.toFixed(0)} req/s`))
+  for (const row of (await cmp).rows) console.log(row.target, row.settings, row.median.rps)
   const lt = await loadTest({ url: server.url, maxRequests: 1000, concurrency: 10 })
   lt.show()
   // loadtest's own test server: delay in milliseconds, 10% of answers 500.

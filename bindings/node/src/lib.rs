@@ -103,12 +103,7 @@ pub fn start_find_max(
     on_event: ThreadsafeFunction<String, (), String, Status, false>,
 ) -> Result<NativeRun> {
     let mut run = object(&options)?;
-    let mut search = Map::new();
-    for f in options::FIND_MAX {
-        if let Some(v) = run.remove(f.name) {
-            search.insert(f.name.to_string(), v);
-        }
-    }
+    let search = split_off(&mut run, options::FIND_MAX);
     let spec = options::spec(&run).map_err(js_error)?;
     let settings = options::find_max(&search).map_err(js_error)?;
     let prepared = pelt_load::study::prepare_find_max(&spec, &settings).map_err(range)?;
@@ -128,6 +123,48 @@ pub fn start_find_max(
             on_event.call(event, ThreadsafeFunctionCallMode::Blocking);
         })
         .map_err(|e| range(format!("cannot start the search's thread: {e}")))?;
+    Ok(NativeRun { stop })
+}
+
+/// `options` split into the ones of `table` (by name) and the rest (the run's).
+fn split_off<S>(
+    options: &mut Map<String, Value>,
+    table: &[options::Flag<S>],
+) -> Map<String, Value> {
+    let mut own = Map::new();
+    for f in table {
+        if let Some(v) = options.remove(f.name) {
+            own.insert(f.name.to_string(), v);
+        }
+    }
+    own
+}
+
+/// `pelt compare`: checks `options` (the runs' without a URL, and the comparison's, by name)
+/// and prepares every cell, then runs them on their own thread. `onEvent` gets `r` and each
+/// run as it ends, then `d` and the comparison's document; each as JSON.
+#[napi]
+pub fn start_compare(
+    options: String,
+    on_event: ThreadsafeFunction<String, (), String, Status, false>,
+) -> Result<NativeRun> {
+    let mut run = object(&options)?;
+    let settings = options::compare(&split_off(&mut run, options::COMPARE)).map_err(js_error)?;
+    options::read(&run).map_err(js_error)?;
+    let study = pelt_load::study::prepare_compare(&run, &settings).map_err(range)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::Builder::new()
+        .name("pelt-compare".into())
+        .spawn(move || {
+            let doc = study.run(&flag, &mut |r| {
+                let json = serde_json::to_string(r).expect("a run serializes");
+                on_event.call(format!("r{json}"), ThreadsafeFunctionCallMode::NonBlocking);
+            });
+            let json = serde_json::to_string(&doc).expect("a comparison serializes");
+            on_event.call(format!("d{json}"), ThreadsafeFunctionCallMode::Blocking);
+        })
+        .map_err(|e| range(format!("cannot start the comparison's thread: {e}")))?;
     Ok(NativeRun { stop })
 }
 

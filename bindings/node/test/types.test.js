@@ -48,6 +48,16 @@ test('every declared findMax option is one findMax takes', () => {
   }
 })
 
+test('every declared compare option is one compare takes', () => {
+  const { compare } = require('../pelt')
+  const names = declared('CompareSettings')
+  assert.deepStrictEqual(names, ['target', 'vary', 'repeat'])
+  for (const name of names) {
+    assert.throws(() => compare({ target: ['http://127.0.0.1:1/'], [name]: [{ no: 1 }] }),
+      e => !/unknown option/.test(e.message), name)
+  }
+})
+
 test('every event pelt.js emits has a typed listener', () => {
   const emitted = new Set([...js.matchAll(/this\.emit\('(\w+)'/g)].map(m => m[1]))
   assert.ok(emitted.has('tick') && emitted.has('samples'), [...emitted].join(' '))

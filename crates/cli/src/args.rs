@@ -319,21 +319,12 @@ pub struct FindMaxArgs {
     pub load: LoadArgs,
 }
 
-/// `pelt compare`.
+/// `pelt compare`: the comparison's flags (the library's [`options::COMPARE`]), a config
+/// file, and the runs' flags.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// A target, NAME=URL (or just URL, named by its host:port); repeatable.
-    #[arg(long = "target", id = "compare_targets", value_name = "NAME=URL")]
-    pub targets: Vec<String>,
-
-    /// A setting to compare, KEY=V1,V2,...: every combination runs against every target.
-    /// Repeatable.
-    #[arg(long = "vary", value_name = "KEY=VALUES")]
-    pub vary: Vec<String>,
-
-    /// Run every combination this many times, interleaved; the table shows medians.
-    #[arg(long = "repeat", value_name = "N", default_value_t = 1, value_parser = repeat)]
-    pub repeat: usize,
+    #[command(flatten)]
+    pub settings: Table<pelt_load::study::CompareSettings>,
 
     /// Read targets, settings and load flags from a TOML file (flags given here override it).
     #[arg(long = "config", value_name = "FILE")]
@@ -344,16 +335,14 @@ pub struct CompareArgs {
     pub load: LoadArgs,
 }
 
-fn repeat(s: &str) -> Result<usize, String> {
-    values::count_at_most(s, 1000)
-}
-
 /// A run's flags: the library's option table ([`options::RUN`]) as clap arguments, read by the
 /// library's one reader, plus what the CLI does with the result.
 #[derive(Debug, Clone)]
 pub struct LoadArgs {
     /// The run as typed (`url` empty when none was given).
     pub spec: LoadSpec,
+    /// The options as typed, by name (what a study varies cells from).
+    pub given: Map<String, Value>,
     pub out: Outputs,
     /// Stream the per-second timeline as JSON lines here (`-`: stdout).
     pub jsonl: Option<PathBuf>,
@@ -440,8 +429,10 @@ fn clap_error(e: options::OptionError) -> clap::Error {
 
 impl FromArgMatches for LoadArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let given = typed(options::RUN, m);
         Ok(LoadArgs {
-            spec: options::read(&typed(options::RUN, m)).map_err(clap_error)?,
+            spec: options::read(&given).map_err(clap_error)?,
+            given,
             out: Outputs::from_arg_matches(m)?,
             jsonl: m.get_one::<PathBuf>("jsonl").cloned(),
             quiet: m.get_flag("quiet"),
@@ -552,6 +543,18 @@ impl Tabled for options::ServeSpec {
     }
     fn read(o: &Map<String, Value>) -> Result<Self, options::OptionError> {
         options::serve(o)
+    }
+}
+
+impl Tabled for pelt_load::study::CompareSettings {
+    fn table() -> &'static [Flag<Self>] {
+        options::COMPARE
+    }
+    fn defaults() -> Self {
+        Self::default()
+    }
+    fn read(o: &Map<String, Value>) -> Result<Self, options::OptionError> {
+        options::compare(o)
     }
 }
 

@@ -2,7 +2,6 @@
 //! before any traffic and written after; and results read back.
 
 use crate::args::{LoadArgs, Outputs};
-use crate::run::is_stdout;
 use crate::{bad, html, output};
 use anyhow::{anyhow, Result};
 use pelt_stats::Report;
@@ -108,4 +107,9 @@ pub fn read_result(path: &std::path::Path) -> Result<Report> {
             path.display()
         ))
     })
+}
+
+/// Whether `p` is `-`: standard output.
+pub fn is_stdout(p: &Option<PathBuf>) -> bool {
+    p.as_ref().is_some_and(|p| p.as_os_str() == "-")
 }

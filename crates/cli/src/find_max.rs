@@ -65,20 +65,6 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
     })
 }
 
-/// One step as the table shows it: step, phase, rate/s, done/s, p50, p99, errors, result.
-pub fn cells(st: &Step) -> Vec<String> {
-    vec![
-        st.step.to_string(),
-        st.phase.clone(),
-        st.rate.map_or("-".into(), rate_text),
-        rate(st.achieved_rps),
-        latency(st.p50_us as f64),
-        latency(st.p99_us as f64),
-        thousands(st.errors),
-        st.verdict(),
-    ]
-}
-
 /// The steps as a table, then the answer.
 pub fn markdown(doc: &FindMaxDoc) -> String {
     let mut s = String::from(
@@ -86,7 +72,7 @@ pub fn markdown(doc: &FindMaxDoc) -> String {
          |---:|---|---:|---:|---:|---:|---:|---|\n",
     );
     for st in &doc.steps {
-        let _ = writeln!(s, "| {} |", cells(st).join(" | "));
+        let _ = writeln!(s, "| {} |", st.cells().join(" | "));
     }
     let slo = doc.slo.join(" and ");
     let _ = writeln!(s);

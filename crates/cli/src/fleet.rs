@@ -3,8 +3,9 @@
 //! and writes the same outputs as a plain run.
 
 use crate::args::{AgentArgs, FleetArgs, LoadArgs, MetricsArgs};
+use crate::files::is_stdout;
 use crate::files::{check_outputs, write_outputs};
-use crate::run::{is_stdout, prepare_with, report_run, stop_flag};
+use crate::run::{prepare_with, report_run, stop_flag};
 use crate::{bad, metrics, output, EXIT_FLEET, EXIT_INTERRUPTED};
 use anyhow::{anyhow, Result};
 use pelt_load::fleet::{self, AgentError, Coordinator, CoordinatorOptions, FleetError, Token};

@@ -6,8 +6,8 @@
 //! tooltips, log axes and grouped bars in one well-kept file of 210 KB, and the browser does
 //! the layout for any screen.
 
-use crate::compare::CompareDoc;
 use crate::output::{latency, rate, thousands};
+use pelt_load::study::CompareDoc;
 use pelt_load::study::FindMaxDoc;
 use pelt_stats::{Arrival, LatencyFrom, LatencySummary, Report};
 use serde_json::{json, Value};
@@ -600,7 +600,7 @@ pub fn find_max(doc: &FindMaxDoc, answer: &str) -> String {
     );
     b.push_str("</div>\n<section class=\"box\"><h2>Steps</h2><table>\n<tr><th class=\"n\">step</th><th>phase</th><th class=\"n\">rate/s</th><th class=\"n\">done/s</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">errors</th><th>result</th></tr>\n");
     for st in &doc.steps {
-        let cells = crate::find_max::cells(st);
+        let cells = st.cells();
         b.push_str("<tr>");
         for (i, c) in cells.iter().enumerate() {
             let class = match i {

@@ -2,7 +2,7 @@
 //! view and streams, reported, and the exit code.
 
 use crate::args::{LoadArgs, MetricsArgs, Outputs};
-use crate::files::{check_outputs, write_outputs};
+use crate::files::{check_outputs, is_stdout, write_outputs};
 use crate::{bad, live, metrics, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use anyhow::{anyhow, Result};
 use pelt_load::{LoadSpec, Requests};
@@ -21,10 +21,6 @@ pub struct Prepared {
     pub quiet: bool,
     /// A fleet's coordinator: its agents (they send, not this process).
     pub agents: Option<u32>,
-}
-
-pub fn is_stdout(p: &Option<PathBuf>) -> bool {
-    p.as_ref().is_some_and(|p| p.as_os_str() == "-")
 }
 
 /// The flags checked and prepared by the library, and the output paths checked: every

@@ -18,10 +18,12 @@
 //! (`invalid value 'abc' for '--rate <RATE>': ...`, `the argument '--body <TEXT>' cannot be
 //! used with '--body-file <PATH>'`), so a bad option reads the same wherever it was typed.
 
+mod compare;
 mod find_max;
 mod run;
 mod serve;
 
+pub use compare::{compare, COMPARE};
 pub use find_max::{find_max, FIND_MAX};
 pub use run::RUN;
 pub use serve::{serve, ServeSpec, SERVE};

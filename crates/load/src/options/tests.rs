@@ -1,7 +1,7 @@
 use super::*;
 use crate::sources::TargetsSource;
 use crate::spec::{Body, IoChoice, Requests};
-use crate::study::FindMaxSettings;
+use crate::study::{CompareSettings, FindMaxSettings};
 use pelt_engine::Arrival;
 use serde_json::json;
 use std::time::Duration;
@@ -212,17 +212,15 @@ fn check_table<S>(table: &[Flag<S>], read: impl Fn(&Map<String, Value>) -> Resul
         // A value of the wrong type is a TypeError that names the option.
         let mut o = with_example(table, f);
         let wrong = match example(f) {
-            Value::Bool(_) | Value::Array(_) => json!({"an": "object"}),
+            Value::Bool(_) => json!({"an": "object"}),
             _ => json!(true),
         };
         o.insert(f.name.into(), wrong);
-        if f.name != "headers" {
-            let e = read(&o)
-                .err()
-                .unwrap_or_else(|| panic!("{} took a wrong type", f.name));
-            assert_eq!(e.kind, Kind::Type, "{}: {e}", f.name);
-            assert!(e.message.contains(f.name), "{}: {e}", f.name);
-        }
+        let e = read(&o)
+            .err()
+            .unwrap_or_else(|| panic!("{} took a wrong type", f.name));
+        assert_eq!(e.kind, Kind::Type, "{}: {e}", f.name);
+        assert!(e.message.contains(f.name), "{}: {e}", f.name);
     }
 }
 
@@ -234,6 +232,7 @@ fn every_row_reads_its_example_and_refuses_a_wrong_type() {
         spec(&o)
     });
     check_table(SERVE, serve);
+    check_table(COMPARE, compare);
     check_table(FIND_MAX, |o| {
         let mut o = o.clone();
         o.entry("slo").or_insert(json!(["p99<1s"]));
@@ -345,6 +344,12 @@ fn node_types_are_the_tables() {
     );
     check_generated(
         file,
+        "// BEGIN CompareSettings",
+        "// END CompareSettings",
+        &typescript("CompareSettings", COMPARE, &CompareSettings::default()),
+    );
+    check_generated(
+        file,
         "// BEGIN FindMaxSettings",
         "// END FindMaxSettings",
         &typescript("FindMaxSettings", FIND_MAX, &FindMaxSettings::default()),
@@ -372,6 +377,12 @@ fn the_flag_reference_is_the_tables() {
         "<!-- BEGIN run -->",
         "<!-- END run -->",
         &markdown(RUN, &LoadSpec::new("")),
+    );
+    check_generated(
+        file,
+        "<!-- BEGIN compare -->",
+        "<!-- END compare -->",
+        &markdown(COMPARE, &CompareSettings::default()),
     );
     check_generated(
         file,

@@ -125,6 +125,20 @@ impl Step {
         }
     }
 
+    /// The step as a table shows it: step, phase, rate/s, done/s, p50, p99, errors, result.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.step.to_string(),
+            self.phase.clone(),
+            self.rate.map_or("-".into(), rate_text),
+            crate::fmt::rate(self.achieved_rps),
+            crate::fmt::latency(self.p50_us as f64),
+            crate::fmt::latency(self.p99_us as f64),
+            thousands(self.errors),
+            self.verdict(),
+        ]
+    }
+
     /// Why the step failed, in a few words; `ok` when it passed.
     pub fn verdict(&self) -> String {
         let Some(want) = self.rate else {
