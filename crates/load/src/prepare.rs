@@ -724,20 +724,30 @@ impl SetBuilder<'_> {
             self.set.push_template(&bytes, head, template);
         }
         if self.h2 {
-            let scheme = if p.https { "https" } else { "http" };
-            self.h2_requests.push(engine::H2Request {
-                header_block: pelt_codec::h2::encode_headers(
-                    method,
-                    scheme,
-                    &p.host_header,
-                    &p.path,
-                    &all,
-                    body.len(),
-                ),
-                body: body.to_vec(),
-            });
+            self.h2_requests.push(h2_request(method, &p, &all, body));
         }
         Ok(())
+    }
+}
+
+/// An entry as HTTP/2 sends it: its header block encoded once, and its body.
+fn h2_request(
+    method: &str,
+    p: &target::Parsed,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> engine::H2Request {
+    let scheme = if p.https { "https" } else { "http" };
+    engine::H2Request {
+        header_block: pelt_codec::h2::encode_headers(
+            method,
+            scheme,
+            &p.host_header,
+            &p.path,
+            headers,
+            body.len(),
+        ),
+        body: body.to_vec(),
     }
 }
 
