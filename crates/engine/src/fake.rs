@@ -5,9 +5,11 @@
 //!
 //! The table at the bottom drives the worker through the transitions that otherwise only the
 //! binary's end-to-end tests reach: a close with pipelined requests outstanding, a GOAWAY with
-//! streams above its last id, a connect failure and its back-off, a send failure (ENOBUFS),
-//! the whole-request deadline, bytes on an idle connection, and a TLS close with and without
-//! close_notify (a real rustls server session runs inside the scripted socket).
+//! streams above its last id, a connect failure and its back-off, a connect under way, a short
+//! write, a send failure (ENOBUFS), the whole-request deadline, bytes on an idle connection, a
+//! TLS close with and without close_notify and a TLS handshake that never ends (a real rustls
+//! server session runs inside the scripted socket), and the open loop's due requests waiting
+//! for the one connection; a test beside it follows a stages ramp.
 
 use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, Wait};
 use rustix::io::Errno;
@@ -36,12 +38,21 @@ pub(crate) enum Socket {
     Accept(Server),
     /// Connected, but every send fails with this error.
     SendFails(Errno),
+    /// The connect is under way; it completes at the next wait (an event, as io_uring
+    /// reports it), then this server answers.
+    Slow(Server),
+    /// Connected; each send takes at most this many bytes (the rest waits until the socket
+    /// is writable again, as on epoll), and this server answers once a send's bytes are all in.
+    Trickle(usize, Server),
 }
 
 struct FakeConn {
     generation: u32,
     server: Option<Server>,
     send_error: Option<Errno>,
+    /// `Trickle`: the most bytes a send takes, and what it took of a send not all in yet.
+    trickle: Option<usize>,
+    taken: Vec<u8>,
 }
 
 pub(crate) struct FakeIo {
@@ -73,6 +84,8 @@ impl FakeIo {
                 generation: 0,
                 server: None,
                 send_error: None,
+                trickle: None,
+                taken: Vec::new(),
             });
         }
         &mut self.conns[conn]
@@ -88,6 +101,9 @@ impl Io for FakeIo {
             .unwrap_or(Socket::Refuse(Errno::CONNREFUSED));
         let c = self.conn(conn);
         c.generation += 1;
+        c.trickle = None;
+        c.taken.clear();
+        let generation = c.generation;
         match script {
             Socket::Refuse(e) => return Err(e),
             Socket::Accept(server) => {
@@ -97,6 +113,21 @@ impl Io for FakeIo {
             Socket::SendFails(e) => {
                 c.server = None;
                 c.send_error = Some(e);
+            }
+            Socket::Slow(server) => {
+                c.server = Some(server);
+                c.send_error = None;
+                self.pending.push_back(Event {
+                    conn,
+                    generation,
+                    kind: EventKind::Connected(Ok(())),
+                });
+                return Ok(Connect::InProgress);
+            }
+            Socket::Trickle(most, server) => {
+                c.server = Some(server);
+                c.send_error = None;
+                c.trickle = Some(most);
             }
         }
         Ok(Connect::Done)
@@ -112,7 +143,28 @@ impl Io for FakeIo {
             return Err(e);
         }
         let generation = c.generation;
-        let replies = c.server.as_mut().map_or_else(Vec::new, |s| s(bytes));
+        if let Some(most) = c.trickle {
+            let took = most.min(bytes.len());
+            c.taken.extend_from_slice(&bytes[..took]);
+            if took < bytes.len() {
+                self.pending.push_back(Event {
+                    conn,
+                    generation,
+                    kind: EventKind::Ready {
+                        readable: false,
+                        writable: true,
+                    },
+                });
+                return Ok(took);
+            }
+        }
+        let whole = std::mem::take(&mut c.taken);
+        let sent = if c.trickle.is_some() {
+            &whole[..]
+        } else {
+            bytes
+        };
+        let replies = c.server.as_mut().map_or_else(Vec::new, |s| s(sent));
         for reply in replies {
             let token = self.next_token;
             self.next_token += 1;
@@ -187,10 +239,12 @@ mod tests {
     }
 
     /// A server answering each request with `response`.
+    fn answering(response: &'static [u8]) -> Server {
+        Box::new(move |sent| vec![Reply::Bytes(response.repeat(requests_in(sent)))])
+    }
+
     fn answers(response: &'static [u8]) -> Socket {
-        Socket::Accept(Box::new(move |sent| {
-            vec![Reply::Bytes(response.repeat(requests_in(sent)))]
-        }))
+        Socket::Accept(answering(response))
     }
 
     fn config(requests: u64) -> Config {
@@ -388,6 +442,18 @@ mod tests {
         };
         let (clean_close, clean_tls) = tls_server(true);
         let (cut_close, cut_tls) = tls_server(false);
+        let (_, silent_tls) = tls_server(true);
+        let handshake_timeout = || {
+            let mut c = tls_config(silent_tls.clone());
+            c.connect_timeout = Duration::from_millis(50);
+            c
+        };
+        let open_loop = || {
+            let mut c = config(20);
+            c.rate = crate::Rate::per_second(5_000.0);
+            c.max_connections = 1;
+            c
+        };
         let cases = vec![
             Case {
                 name: "keep-alive: one connection answers every request",
@@ -451,6 +517,33 @@ mod tests {
                 connects: 3,
             },
             Case {
+                name: "a connect under way: the requests wait, then go when it completes",
+                config: config(5),
+                sockets: vec![Socket::Slow(answering(OK))],
+                completed: 5,
+                errors: &[],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
+                name: "a short write: the rest goes when the socket is writable again",
+                config: pipelined(),
+                sockets: vec![Socket::Trickle(10, answering(OK))],
+                completed: 4,
+                errors: &[],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
+                name: "open loop: requests due while the one connection is busy wait for it",
+                config: open_loop(),
+                sockets: vec![answers(OK)],
+                completed: 20,
+                errors: &[],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
                 name: "a send fails (ENOBUFS): an io error, the next request on a new socket",
                 config: config(2),
                 sockets: vec![Socket::SendFails(Errno::NOBUFS), answers(OK)],
@@ -507,6 +600,15 @@ mod tests {
                 connects: 1,
             },
             Case {
+                name: "TLS: no handshake answer within --connect-timeout: a tls error",
+                config: handshake_timeout(),
+                sockets: vec![Socket::Accept(Box::new(|_| vec![]))],
+                completed: 0,
+                errors: &[(ErrorKind::Tls, 1)],
+                connection_errors: &[],
+                connects: 1,
+            },
+            Case {
                 name: "TLS: EOF without close_notify: the close-delimited body may be cut",
                 config: tls_config(cut_tls),
                 sockets: vec![cut_close],
@@ -536,5 +638,29 @@ mod tests {
             assert_eq!(s.in_flight, 0, "{name}: in flight");
             assert_eq!(connects, case.connects, "{name}: connects");
         }
+    }
+
+    /// Closed-loop stages open connections as the ramp's target rises (0 to 3 over 150 ms,
+    /// then held), each answering.
+    #[test]
+    fn a_stages_ramp_opens_connections_as_it_rises() {
+        let mut c = config(u64::MAX);
+        c.requests = None;
+        c.connections = 3;
+        let stages = vec![
+            crate::Stage {
+                duration: Duration::from_millis(150),
+                target: 3.0,
+            },
+            crate::Stage {
+                duration: Duration::from_millis(100),
+                target: 3.0,
+            },
+        ];
+        c.stages = Some(crate::Stages::new(crate::Ramped::Connections, 0.0, stages).unwrap());
+        c.duration = Some(Duration::from_millis(250));
+        let (s, connects) = run(&c, FakeIo::new((0..3).map(|_| answers(OK)).collect()));
+        assert_eq!(connects, 3);
+        assert!(s.completed() > 0 && s.errors.total() == 0, "{s:?}");
     }
 }
