@@ -53,6 +53,40 @@ impl NativeRun {
     }
 }
 
+/// The callback of a run, a search or a comparison: one string per event, in order (the
+/// exported functions spell the type out: napi-rs writes the TypeScript from it).
+type OnEvent = ThreadsafeFunction<String, (), String, Status, false>;
+
+/// Starts `work` on a thread of its own, named `name`, with the stop flag `stop()` sets;
+/// `work` says what happens as `(kind, JSON)` events, the last one `d` (done).
+fn spawn(
+    name: &str,
+    on_event: OnEvent,
+    work: impl FnOnce(&AtomicBool, &mut dyn FnMut(char, String)) + Send + 'static,
+) -> Result<NativeRun> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::Builder::new()
+        .name(format!("pelt-{name}"))
+        .spawn(move || {
+            work(&flag, &mut |kind, json| {
+                // Never blocks the engine: the queue has no bound, and one call a second; the
+                // last event waits for its place.
+                let mode = match kind {
+                    'd' | 'e' => ThreadsafeFunctionCallMode::Blocking,
+                    _ => ThreadsafeFunctionCallMode::NonBlocking,
+                };
+                on_event.call(format!("{kind}{json}"), mode);
+            })
+        })
+        .map_err(|e| range(format!("cannot start the {name}'s thread: {e}")))?;
+    Ok(NativeRun { stop })
+}
+
+fn json(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).expect("pelt's documents serialize")
+}
+
 /// Checks `options` (throws before any traffic), then starts the run on its own threads.
 /// `onEvent` gets, in order, one string per event: `t` and each second's timeline point,
 /// `s` and that second's sampled requests (`sampleEvery`) as `[index, target, status,
@@ -65,33 +99,23 @@ pub fn start_run(
 ) -> Result<NativeRun> {
     let spec = options::spec(&object(&options)?).map_err(js_error)?;
     let prepared = pelt_load::prepare(&spec).map_err(range)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    std::thread::Builder::new()
-        .name("pelt-run".into())
-        .spawn(move || {
-            let report = pelt_load::run(&prepared, &flag, &mut |point| {
-                let json = serde_json::to_string(point).expect("a timeline point serializes");
-                // Never blocks the engine: the queue has no bound, and one call a second.
-                on_event.call(format!("t{json}"), ThreadsafeFunctionCallMode::NonBlocking);
-                if !point.samples.is_empty() {
-                    let rows: Vec<Value> = point
-                        .samples
-                        .iter()
-                        .map(|s| {
-                            let error = s.error.map(|k| k.name());
-                            serde_json::json!([s.index, s.target, s.status, error, s.latency_us])
-                        })
-                        .collect();
-                    let json = Value::Array(rows).to_string();
-                    on_event.call(format!("s{json}"), ThreadsafeFunctionCallMode::NonBlocking);
-                }
-            });
-            let json = serde_json::to_string(&report).expect("a report serializes");
-            on_event.call(format!("d{json}"), ThreadsafeFunctionCallMode::Blocking);
-        })
-        .map_err(|e| range(format!("cannot start the run's thread: {e}")))?;
-    Ok(NativeRun { stop })
+    spawn("run", on_event, move |stop, event| {
+        let report = pelt_load::run(&prepared, stop, &mut |point| {
+            event('t', json(point));
+            if !point.samples.is_empty() {
+                let rows: Vec<Value> = point
+                    .samples
+                    .iter()
+                    .map(|s| {
+                        let error = s.error.map(|k| k.name());
+                        serde_json::json!([s.index, s.target, s.status, error, s.latency_us])
+                    })
+                    .collect();
+                event('s', Value::Array(rows).to_string());
+            }
+        });
+        event('d', json(&report));
+    })
 }
 
 /// `pelt find-max`: checks `options` (a run's and the search's, by name), then runs the search
@@ -107,23 +131,12 @@ pub fn start_find_max(
     let spec = options::spec(&run).map_err(js_error)?;
     let settings = options::find_max(&search).map_err(js_error)?;
     let prepared = pelt_load::study::prepare_find_max(&spec, &settings).map_err(range)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    std::thread::Builder::new()
-        .name("pelt-find-max".into())
-        .spawn(move || {
-            let doc = prepared.run(&flag, &mut |step| {
-                let json = serde_json::to_string(step).expect("a step serializes");
-                on_event.call(format!("p{json}"), ThreadsafeFunctionCallMode::NonBlocking);
-            });
-            let event = match doc {
-                Ok(doc) => format!("d{}", serde_json::to_string(&doc).expect("serializes")),
-                Err(e) => format!("e{}", Value::String(e.0)),
-            };
-            on_event.call(event, ThreadsafeFunctionCallMode::Blocking);
-        })
-        .map_err(|e| range(format!("cannot start the search's thread: {e}")))?;
-    Ok(NativeRun { stop })
+    spawn("search", on_event, move |stop, event| {
+        match prepared.run(stop, &mut |step| event('p', json(step))) {
+            Ok(doc) => event('d', json(&doc)),
+            Err(e) => event('e', Value::String(e.0).to_string()),
+        }
+    })
 }
 
 /// `options` split into the ones of `table` (by name) and the rest (the run's).
@@ -152,20 +165,10 @@ pub fn start_compare(
     let settings = options::compare(&split_off(&mut run, options::COMPARE)).map_err(js_error)?;
     options::read(&run).map_err(js_error)?;
     let study = pelt_load::study::prepare_compare(&run, &settings).map_err(range)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    std::thread::Builder::new()
-        .name("pelt-compare".into())
-        .spawn(move || {
-            let doc = study.run(&flag, &mut |r| {
-                let json = serde_json::to_string(r).expect("a run serializes");
-                on_event.call(format!("r{json}"), ThreadsafeFunctionCallMode::NonBlocking);
-            });
-            let json = serde_json::to_string(&doc).expect("a comparison serializes");
-            on_event.call(format!("d{json}"), ThreadsafeFunctionCallMode::Blocking);
-        })
-        .map_err(|e| range(format!("cannot start the comparison's thread: {e}")))?;
-    Ok(NativeRun { stop })
+    spawn("comparison", on_event, move |stop, event| {
+        let doc = study.run(stop, &mut |r| event('r', json(r)));
+        event('d', json(&doc));
+    })
 }
 
 /// Checks `options` as a run would, without running: the spec and its preparation.
