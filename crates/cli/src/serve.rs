@@ -24,13 +24,14 @@ pub fn serve(a: &ServeArgs) -> Result<ExitCode> {
     } else {
         "http"
     };
-    let server = pelt_server::Server::start(config).map_err(|e| match &spec.unix_socket {
-        Some(path) => bad(anyhow!("cannot serve on {}: {e}", path.display())),
-        None => bad(anyhow!(
-            "cannot serve on {}: {e}",
-            std::net::SocketAddr::new(spec.host, spec.port)
-        )),
-    })?;
+    let server =
+        pelt_server::Server::start(config).map_err(|e| match &spec.config.unix_socket {
+            Some(path) => bad(anyhow!("cannot serve on {}: {e}", path.display())),
+            None => bad(anyhow!(
+                "cannot serve on {}: {e}",
+                std::net::SocketAddr::new(spec.host, spec.port)
+            )),
+        })?;
     match server.unix_socket() {
         Some(path) => println!(
             "listening on unix:{} (try: pelt http://localhost/ --unix-socket {})",

@@ -8,30 +8,25 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// What `pelt serve` is asked to do; `Default` is its defaults.
+/// What `pelt serve` is asked to do; `Default` is its defaults. The server's own settings are
+/// its `ServerConfig`; the spec adds what the command line says differently (an address as
+/// host and port, TLS as a switch or files, the stall as two flags).
 #[derive(Debug, Clone)]
 pub struct ServeSpec {
+    /// Threads, delay, work, body size, status, error rate, close, chunked, h2, max requests,
+    /// the Unix socket: as the server takes them (its address, TLS identity, stall and stream
+    /// limit are set from the fields below).
+    pub config: pelt_server::ServerConfig,
     pub host: IpAddr,
     pub port: u16,
-    pub unix_socket: Option<PathBuf>,
-    pub threads: usize,
-    pub delay: Duration,
-    pub work: Duration,
-    pub body_size: usize,
-    pub status: u16,
-    pub error_rate: f64,
-    pub close: bool,
     /// How long the stall lasts, and when it starts (both or neither).
     pub stall: Option<Duration>,
     pub stall_at: Option<Duration>,
-    pub chunked: bool,
     /// HTTPS with a fresh self-signed certificate (unless `cert` and `key` are given).
     pub tls: bool,
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
-    pub h2: bool,
     pub max_streams: u32,
-    pub max_requests: Option<u64>,
 }
 
 /// `pelt serve`'s port.
@@ -41,27 +36,16 @@ pub const DEFAULT_MAX_STREAMS: u32 = 200;
 
 impl Default for ServeSpec {
     fn default() -> Self {
-        let c = pelt_server::ServerConfig::default();
         ServeSpec {
+            config: pelt_server::ServerConfig::default(),
             host: IpAddr::from([127, 0, 0, 1]),
             port: DEFAULT_PORT,
-            unix_socket: None,
-            threads: c.threads,
-            delay: c.delay,
-            work: c.work,
-            body_size: c.body_size,
-            status: c.status,
-            error_rate: c.error_rate,
-            close: c.close,
             stall: None,
             stall_at: None,
-            chunked: c.chunked,
             tls: false,
             cert: None,
             key: None,
-            h2: c.h2,
             max_streams: DEFAULT_MAX_STREAMS,
-            max_requests: c.max_requests,
         }
     }
 }
@@ -89,20 +73,10 @@ impl ServeSpec {
         };
         Ok(pelt_server::ServerConfig {
             addr: std::net::SocketAddr::new(self.host, self.port),
-            unix_socket: self.unix_socket.clone(),
-            threads: self.threads,
-            delay: self.delay,
-            work: self.work,
-            body_size: self.body_size,
-            status: self.status,
-            error_rate: self.error_rate,
-            close: self.close,
-            chunked: self.chunked,
             stall: self.stall.zip(self.stall_at).map(|(len, at)| (at, len)),
             tls,
-            h2: self.h2,
-            max_streams: self.h2.then_some(self.max_streams),
-            max_requests: self.max_requests,
+            max_streams: self.config.h2.then_some(self.max_streams),
+            ..self.config.clone()
         })
     }
 }
@@ -148,10 +122,10 @@ pub static SERVE: &[Row] = &[
         example: r#""/tmp/pelt.sock""#,
         rules: &[Rule::Conflicts("tls")],
         read: |s, g| {
-            s.unix_socket = Some(g.path()?);
+            s.config.unix_socket = Some(g.path()?);
             Ok(())
         },
-        write: |s| path(&s.unix_socket),
+        write: |s| path(&s.config.unix_socket),
         ..BASE
     },
     Row {
@@ -189,10 +163,10 @@ pub static SERVE: &[Row] = &[
         ts: "Count",
         example: "2",
         read: |s, g| {
-            s.threads = g.parse(values::threads)?;
+            s.config.threads = g.parse(values::threads)?;
             Ok(())
         },
-        write: |s| Ok(Some(s.threads.into())),
+        write: |s| Ok(Some(s.config.threads.into())),
         ..BASE
     },
     Row {
@@ -203,10 +177,10 @@ pub static SERVE: &[Row] = &[
         ts: "Duration",
         example: r#""5ms""#,
         read: |s, g| {
-            s.delay = g.parse(values::duration_or_zero)?;
+            s.config.delay = g.parse(values::duration_or_zero)?;
             Ok(())
         },
-        write: |s| dur(s.delay),
+        write: |s| dur(s.config.delay),
         ..BASE
     },
     Row {
@@ -218,10 +192,10 @@ pub static SERVE: &[Row] = &[
         ts: "Duration",
         example: r#""200us""#,
         read: |s, g| {
-            s.work = g.parse(values::duration_or_zero)?;
+            s.config.work = g.parse(values::duration_or_zero)?;
             Ok(())
         },
-        write: |s| dur(s.work),
+        write: |s| dur(s.config.work),
         ..BASE
     },
     Row {
@@ -232,10 +206,10 @@ pub static SERVE: &[Row] = &[
         ts: "Count",
         example: "512",
         read: |s, g| {
-            s.body_size = g.parse(values::size)?;
+            s.config.body_size = g.parse(values::size)?;
             Ok(())
         },
-        write: |s| Ok(Some(s.body_size.into())),
+        write: |s| Ok(Some(s.config.body_size.into())),
         ..BASE
     },
     Row {
@@ -246,10 +220,10 @@ pub static SERVE: &[Row] = &[
         ts: "number",
         example: "201",
         read: |s, g| {
-            s.status = g.parse(values::status)?;
+            s.config.status = g.parse(values::status)?;
             Ok(())
         },
-        write: |s| Ok(Some(s.status.into())),
+        write: |s| Ok(Some(s.config.status.into())),
         ..BASE
     },
     Row {
@@ -260,10 +234,10 @@ pub static SERVE: &[Row] = &[
         ts: "number | string",
         example: r#""1%""#,
         read: |s, g| {
-            s.error_rate = g.parse(values::share)?;
+            s.config.error_rate = g.parse(values::share)?;
             Ok(())
         },
-        write: |s| Ok(Some(s.error_rate.into())),
+        write: |s| Ok(Some(s.config.error_rate.into())),
         ..BASE
     },
     Row {
@@ -273,10 +247,10 @@ pub static SERVE: &[Row] = &[
         help: "Send Connection: close and close after every response.",
         example: "true",
         read: |s, g| {
-            s.close = boolean(g)?;
+            s.config.close = boolean(g)?;
             Ok(())
         },
-        write: |s| Ok(s.close.then_some(true.into())),
+        write: |s| Ok(s.config.close.then_some(true.into())),
         ..BASE
     },
     Row {
@@ -317,10 +291,10 @@ pub static SERVE: &[Row] = &[
         help: "Send bodies with chunked transfer encoding.",
         example: "true",
         read: |s, g| {
-            s.chunked = boolean(g)?;
+            s.config.chunked = boolean(g)?;
             Ok(())
         },
-        write: |s| Ok(s.chunked.then_some(true.into())),
+        write: |s| Ok(s.config.chunked.then_some(true.into())),
         ..BASE
     },
     Row {
@@ -373,10 +347,10 @@ pub static SERVE: &[Row] = &[
         help: "Also serve HTTP/2: h2c with prior knowledge on http, ALPN h2 with --tls.",
         example: "true",
         read: |s, g| {
-            s.h2 = boolean(g)?;
+            s.config.h2 = boolean(g)?;
             Ok(())
         },
-        write: |s| Ok(s.h2.then_some(true.into())),
+        write: |s| Ok(s.config.h2.then_some(true.into())),
         ..BASE
     },
     Row {
@@ -404,10 +378,10 @@ pub static SERVE: &[Row] = &[
         ts: "Count",
         example: "100",
         read: |s, g| {
-            s.max_requests = Some(g.parse(values::count)?);
+            s.config.max_requests = Some(g.parse(values::count)?);
             Ok(())
         },
-        write: |s| Ok(s.max_requests.map(Value::from)),
+        write: |s| Ok(s.config.max_requests.map(Value::from)),
         ..BASE
     },
 ];
