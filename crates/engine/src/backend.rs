@@ -164,6 +164,11 @@ pub(crate) trait Io {
     }
     /// Submits what is pending and waits as `wait` says; appends what happened to `events`.
     fn wait(&mut self, wait: Wait, events: &mut Vec<Event>);
+    /// The worker's clock: the real one (`fake.rs` keeps its own, which `wait` moves on).
+    #[inline]
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
 }
 
 /// How long [`Io::wait`] waits: up to `timeout` for events, or up to `due` (finer than a

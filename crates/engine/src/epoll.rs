@@ -28,8 +28,9 @@ const TIMER_KEY: u64 = u64::MAX;
 
 pub(crate) struct EpollIo {
     epoll: OwnedFd,
-    /// Per connection: its socket, and whether EPOLLOUT is armed (a write was short).
-    socks: Vec<Option<(OwnedFd, bool)>>,
+    /// Per connection: its socket, whether EPOLLOUT is armed (a write was short), and the
+    /// error a send met after some of its bytes went (the next send returns it).
+    socks: Vec<Option<(OwnedFd, bool, Option<Errno>)>>,
     /// Per connection: which socket it has (bumped at each connect; in the epoll key).
     generations: Vec<u32>,
     buf: Box<[u8]>,
@@ -67,7 +68,7 @@ impl EpollIo {
     }
 
     fn fd(&self, conn: usize) -> Option<&OwnedFd> {
-        self.socks.get(conn)?.as_ref().map(|(fd, _)| fd)
+        self.socks.get(conn)?.as_ref().map(|(fd, ..)| fd)
     }
 
     /// Shortens `wait` to the due time; arms the timerfd when epoll's millisecond timeout
@@ -198,7 +199,7 @@ impl Io for EpollIo {
         let generation = self.generations[conn].wrapping_add(1);
         epoll::add(&self.epoll, &fd, key(conn, generation), flags)?;
         self.generations[conn] = generation;
-        self.socks[conn] = Some((fd, false));
+        self.socks[conn] = Some((fd, false, None));
         Ok(if connected {
             Connect::Done
         } else {
@@ -215,15 +216,27 @@ impl Io for EpollIo {
 
     #[inline]
     fn send(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno> {
-        let Some((fd, out_armed)) = self.socks.get_mut(conn).and_then(Option::as_mut) else {
+        let Some((fd, out_armed, failed)) = self.socks.get_mut(conn).and_then(Option::as_mut)
+        else {
             return Err(Errno::NOTCONN);
         };
+        if let Some(e) = failed.take() {
+            return Err(e);
+        }
         let key = key(conn, self.generations[conn]);
         let mut sent = 0;
         while sent < bytes.len() {
             match net::send(&*fd, &bytes[sent..], SendFlags::NOSIGNAL) {
                 Ok(n) => sent += n,
-                Err(Errno::AGAIN) => {
+                Err(Errno::INTR) => {}
+                Err(e) if e != Errno::AGAIN && sent == 0 => return Err(e),
+                Err(e) => {
+                    // Short (the buffer is full), or failed after some bytes went: those are
+                    // sent. The worker tries again when the socket is writable (at once after
+                    // an error), and then meets the error.
+                    if e != Errno::AGAIN {
+                        *failed = Some(e);
+                    }
                     if !*out_armed {
                         *out_armed = true;
                         let flags = EventFlags::IN | EventFlags::OUT;
@@ -231,8 +244,6 @@ impl Io for EpollIo {
                     }
                     return Ok(sent);
                 }
-                Err(Errno::INTR) => {}
-                Err(e) => return Err(e),
             }
         }
         if *out_armed {
@@ -248,7 +259,7 @@ impl Io for EpollIo {
             .socks
             .get(conn)
             .and_then(Option::as_ref)
-            .map(|(fd, _)| fd)
+            .map(|(fd, ..)| fd)
         else {
             return Read::Again;
         };

@@ -1,7 +1,9 @@
 //! A scripted in-memory [`Io`] for table tests of the worker: no sockets, no kernel. Each
 //! connect takes the next [`Socket`] script; what the worker sends on a socket is handed to
 //! its server closure, whose replies come back as completion events (`Received`, as io_uring
-//! reports them). The worker's clock is the real one, so deadlines are short and bounded.
+//! reports them). The worker's clock is the fake's own ([`Io::now`]): a wait with nothing to
+//! report moves it on to the wake-up (nothing sleeps), a wait with events by `STEP`, so a row
+//! with a 5 s duration or a back-off runs in microseconds, and what it measures is exact.
 //!
 //! The table at the bottom drives the worker through the transitions that otherwise only the
 //! binary's end-to-end tests reach: a close with pipelined requests outstanding, a GOAWAY with
@@ -14,9 +16,12 @@
 use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, Wait};
 use rustix::io::Errno;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How far the fake clock moves in a wait that has events to report.
+pub(crate) const STEP: Duration = Duration::from_micros(10);
 
 /// What the server sends back after one of the worker's sends.
 pub(crate) enum Reply {
@@ -64,6 +69,10 @@ pub(crate) struct FakeIo {
     next_token: u64,
     /// Connects attempted (shared, so a test can read it after the worker dropped the fake).
     pub connects: Arc<AtomicUsize>,
+    /// The clock: where it started, and how far it has moved (nanoseconds; shared, like
+    /// `connects`).
+    start: Instant,
+    pub elapsed: Arc<AtomicU64>,
 }
 
 impl FakeIo {
@@ -75,6 +84,8 @@ impl FakeIo {
             reads: HashMap::new(),
             next_token: 1,
             connects: Arc::new(AtomicUsize::new(0)),
+            start: Instant::now(),
+            elapsed: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -213,22 +224,29 @@ impl Io for FakeIo {
 
     fn wait(&mut self, w: Wait, events: &mut Vec<Event>) {
         let Wait { timeout, due, .. } = w;
-        if self.pending.is_empty() {
-            // Nothing will happen but time passing: let it pass (bounded by the caller).
-            std::thread::sleep(due.map_or(timeout, |d| d.min(timeout)));
-            return;
-        }
-        events.extend(self.pending.drain(..));
+        let passed = if self.pending.is_empty() {
+            // Nothing will happen but time passing: it passes, up to the wake-up.
+            due.map_or(timeout, |d| d.min(timeout))
+        } else {
+            events.extend(self.pending.drain(..));
+            STEP
+        };
+        let ns = passed.as_nanos().max(1) as u64;
+        self.elapsed.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    fn now(&self) -> Instant {
+        self.start + Duration::from_nanos(self.elapsed.load(Ordering::Relaxed))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worker::DEADLINE_SCAN;
     use crate::{Config, Http2, WorkerPlan};
     use pelt_stats::{ErrorKind, WorkerStats};
     use std::sync::atomic::AtomicBool;
-    use std::time::Instant;
 
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK";
     const OK_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK";
@@ -258,11 +276,11 @@ mod tests {
         c
     }
 
-    /// Runs one worker on `io` with `config`; returns its measured stats and how many
-    /// connects it made.
-    fn run(config: &Config, io: FakeIo) -> (WorkerStats, usize) {
+    /// Runs one worker on `io` with `config`; returns its measured stats, how many connects
+    /// it made, and how long it ran on the fake clock.
+    fn run(config: &Config, io: FakeIo) -> (WorkerStats, usize, Duration) {
         let (tx, _rx) = std::sync::mpsc::channel();
-        let start = Instant::now();
+        let start = io.now();
         let plan = WorkerPlan {
             worker: 0,
             workers: 1,
@@ -276,6 +294,7 @@ mod tests {
         };
         let batch = config.request.repeat(config.pipeline.max(1));
         let connects = io.connects.clone();
+        let elapsed = io.elapsed.clone();
         let outcome = crate::worker::run(config, &batch, plan, &AtomicBool::new(false), Ok(io));
         let s = outcome.main;
         assert_eq!(
@@ -283,7 +302,8 @@ mod tests {
             s.completed() + s.errors.total() + s.in_flight,
             "accounting"
         );
-        (s, connects.load(Ordering::Relaxed))
+        let took = Duration::from_nanos(elapsed.load(Ordering::Relaxed));
+        (s, connects.load(Ordering::Relaxed), took)
     }
 
     /// An HTTP/2 frame.
@@ -619,13 +639,10 @@ mod tests {
             },
         ];
         for case in cases {
-            let started = Instant::now();
-            let (s, connects) = run(&case.config, FakeIo::new(case.sockets));
+            let (s, connects, took) = run(&case.config, FakeIo::new(case.sockets));
             let name = case.name;
-            assert!(
-                started.elapsed() < Duration::from_secs(5),
-                "{name}: ran too long"
-            );
+            // Every row ends by its count, before its 5 s duration on the fake clock.
+            assert!(took < Duration::from_secs(5), "{name}: ran {took:?}");
             assert_eq!(s.completed(), case.completed, "{name}: completed");
             for &(kind, n) in case.errors {
                 assert_eq!(s.errors.count(kind), n, "{name}: {kind:?}");
@@ -659,8 +676,42 @@ mod tests {
         ];
         c.stages = Some(crate::Stages::new(crate::Ramped::Connections, 0.0, stages).unwrap());
         c.duration = Some(Duration::from_millis(250));
-        let (s, connects) = run(&c, FakeIo::new((0..3).map(|_| answers(OK)).collect()));
+        let (s, connects, took) = run(&c, FakeIo::new((0..3).map(|_| answers(OK)).collect()));
         assert_eq!(connects, 3);
         assert!(s.completed() > 0 && s.errors.total() == 0, "{s:?}");
+        // It ran its whole duration on the fake clock (and no more than a deadline scan past).
+        assert!(took >= c.duration.unwrap(), "{took:?}");
+        assert!(took <= c.duration.unwrap() + DEADLINE_SCAN, "{took:?}");
+    }
+
+    /// The deadlines run on the fake clock, exactly: three refused connects are two back-offs
+    /// apart; an unanswered request times out at --timeout, found at the next deadline scan;
+    /// a TLS handshake that never ends fails at --connect-timeout.
+    #[test]
+    fn deadlines_run_on_the_fake_clock() {
+        let (s, _, took) = run(&config(3), FakeIo::new(vec![]));
+        assert_eq!(s.errors.count(ErrorKind::Refused), 3);
+        let backoffs = crate::RECONNECT_BACKOFF * 2;
+        assert!(
+            took >= backoffs && took <= backoffs + DEADLINE_SCAN * 2,
+            "{took:?}"
+        );
+
+        let mut c = config(1);
+        c.timeout = Duration::from_millis(50);
+        let (s, _, took) = run(&c, FakeIo::new(vec![Socket::Accept(Box::new(|_| vec![]))]));
+        assert_eq!(s.errors.count(ErrorKind::Timeout), 1);
+        assert!(
+            took >= c.timeout && took <= c.timeout + DEADLINE_SCAN,
+            "{took:?}"
+        );
+
+        let (_, silent) = tls_server(true);
+        let mut c = tls_config(silent);
+        c.connect_timeout = Duration::from_millis(30);
+        let (s, _, took) = run(&c, FakeIo::new(vec![Socket::Accept(Box::new(|_| vec![]))]));
+        assert_eq!(s.errors.count(ErrorKind::Tls), 1);
+        let t = c.connect_timeout;
+        assert!(took >= t && took <= t + DEADLINE_SCAN, "{took:?}");
     }
 }

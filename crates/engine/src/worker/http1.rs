@@ -27,35 +27,32 @@ pub(super) struct H1Conn {
     scratch: Vec<u8>,
 }
 
+impl Default for H1Conn {
+    fn default() -> H1Conn {
+        H1Conn {
+            parser: ResponseParser::new(ParserOptions::default()),
+            write_pos: 0,
+            write_end: 0,
+            scratch: Vec::new(),
+        }
+    }
+}
+
 impl Protocol for Http1 {
     type Stream = ();
     type Conn = H1Conn;
     const MULTIPLEXED: bool = false;
 
-    fn depth(config: &Config) -> usize {
-        config.pipeline.max(1)
-    }
-
-    fn new_conn(config: &Config) -> H1Conn {
-        let mut parser = ResponseParser::new(ParserOptions::default());
-        parser.set_head_request(config.head_request);
-        let scratch = match &config.targets {
-            Some(set) if config.pipeline > 1 => Vec::with_capacity(set.max_len() * config.pipeline),
-            _ => Vec::new(),
-        };
-        H1Conn {
-            parser,
-            write_pos: 0,
-            write_end: 0,
-            scratch,
-        }
-    }
-
-    fn reset(conn: &mut H1Conn) {
+    fn reset(conn: &mut H1Conn, config: &Config) {
         conn.parser.reset();
+        conn.parser.set_head_request(config.head_request);
         conn.write_pos = 0;
         conn.write_end = 0;
         conn.scratch.clear();
+        if let Some(set) = config.targets.as_ref().filter(|_| config.pipeline > 1) {
+            // Room for one write of the longest entries (kept across sockets).
+            conn.scratch.reserve(set.max_len() * config.pipeline);
+        }
     }
 
     #[inline]
@@ -68,94 +65,26 @@ impl Protocol for Http1 {
         w.conns[i].slots.free()
     }
 
-    fn start<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
-        if w.conns[i].unwritten > 0 {
-            Self::start_write(w, i, now);
-        } else {
-            w.refill(i, now);
-        }
-    }
-
-    fn established(
-        conn: &mut Conn<Self>,
+    /// Open at once.
+    fn start(
+        _conn: &mut Conn<Self>,
         _alpn: Option<&[u8]>,
         _config: &Config,
         _now: Instant,
     ) -> Result<(), AfterRead> {
-        // Open at once; the requests that waited are written after the read (`after_read`).
-        conn.phase = Phase::Open;
         Ok(())
     }
 
-    /// Writes the requests not written yet, together: the first k of the repeated request, or
-    /// with many requests the one entry (from the set itself) or the entries copied together.
-    #[inline]
-    fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
-        let conn = &mut w.conns[i];
-        let n = conn.unwritten;
-        conn.slots.mark_sent(n, now);
-        conn.unwritten = 0;
-        let (start, end) = match &w.config.targets {
-            None => (0, n * w.config.request.len()),
-            Some(set) if set.has_templates() => {
-                for k in conn.slots.len - n..conn.slots.len {
-                    let slot = *conn.slots.get_mut(k);
-                    let t = slot.target as usize;
-                    match set.template(t) {
-                        Some(template) => template.render(
-                            &mut conn.proto.scratch,
-                            &mut w.proto.body,
-                            &mut Render {
-                                seq: slot.seq,
-                                rng: &mut w.values,
-                                lines: set.lines(),
-                            },
-                        ),
-                        None => conn.proto.scratch.extend_from_slice(&w.batch[set.range(t)]),
-                    }
-                }
-                (0, 0)
-            }
-            Some(set) if n == 1 => {
-                let last = conn.slots.len - 1;
-                let r = set.range(conn.slots.get_mut(last).target as usize);
-                (r.start, r.end)
-            }
-            Some(set) => {
-                for k in conn.slots.len - n..conn.slots.len {
-                    let r = set.range(conn.slots.get_mut(k).target as usize);
-                    conn.proto.scratch.extend_from_slice(&w.batch[r]);
-                }
-                (0, 0)
-            }
-        };
-        conn.proto.write_pos = start;
-        conn.proto.write_end = end;
-        Self::write(w, i, now);
-    }
-
-    /// Hands what is left of the write under way to the transport.
+    /// The rest of the write under way, or (none under way, the connection open) the
+    /// requests taken since: over TLS, those taken during the handshake go after the read
+    /// that ended it.
     #[inline]
     fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
-        let h1 = &mut w.conns[i].proto;
-        let sent = if h1.scratch.is_empty() {
-            let bytes = &w.batch[h1.write_pos..h1.write_end];
-            w.transport.send(&mut w.io, &mut w.ledger, i, bytes)
-        } else {
-            let scratch = &mut h1.scratch;
-            w.transport
-                .send_buf(&mut w.io, &mut w.ledger, i, scratch)
-                .map(|()| 0)
-        };
-        match sent {
-            Ok(n) => {
-                h1.write_pos += n;
-                if !w.writing(i) && w.model.is_open() {
-                    // Slots left free while the write was under way may take due requests.
-                    w.refill(i, now);
-                }
-            }
-            Err(e) => w.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
+        let conn = &w.conns[i];
+        if Self::writing(&conn.proto) {
+            send(w, i, now);
+        } else if conn.unwritten > 0 && matches!(conn.phase, Phase::Open) {
+            start_write(w, i, now);
         }
     }
 
@@ -168,7 +97,7 @@ impl Protocol for Http1 {
         config: &Config,
         data: &[u8],
         arrived: Option<Instant>,
-        now: &mut Instant,
+        now: Instant,
         sending: bool,
     ) -> AfterRead {
         let mut pos = 0;
@@ -197,13 +126,10 @@ impl Protocol for Http1 {
                 Ok((_, Parsed::Partial)) => return AfterRead::Keep,
                 Ok((n, Parsed::Complete(response))) => {
                     pos += n;
-                    if !completed {
-                        *now = Instant::now();
-                        completed = true;
-                    }
+                    completed = true;
                     let slot = conn.slots.pop().expect("a request is in flight");
                     let (status, due, sent) = (response.status, slot.due, slot.sent);
-                    let at = arrived.unwrap_or(*now);
+                    let at = arrived.unwrap_or(now);
                     ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, at);
                     if !(response.keep_alive && config.keep_alive) {
                         return AfterRead::Close;
@@ -217,16 +143,6 @@ impl Protocol for Http1 {
             return AfterRead::Close;
         }
         AfterRead::Keep
-    }
-
-    /// Over TLS, requests taken during the handshake waited for its end, which this read
-    /// brought: they go now. (An open plain connection writes its requests as it takes them.)
-    #[inline]
-    fn after_read<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
-        let conn = &w.conns[i];
-        if matches!(conn.phase, Phase::Open) && conn.unwritten > 0 {
-            Self::start_write(w, i, now);
-        }
     }
 
     fn on_eof<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
@@ -272,8 +188,78 @@ impl Protocol for Http1 {
     /// HTTP/1.1 response cannot be skipped), and the connection is dropped.
     fn expire<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
         let t = w.config.timeout;
+        let front = w.conns[i].slots.front();
+        if front.is_none_or(|s| now < s.sent + t) {
+            return;
+        }
         w.fail(i, ErrorKind::Timeout, now, || {
             format!("no complete response within {t:?}")
         })
+    }
+}
+
+/// Writes the requests not written yet, together: the first k of the repeated request, or
+/// with many requests the one entry (from the set itself) or the entries copied together.
+#[inline]
+fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, now: Instant) {
+    let conn = &mut w.conns[i];
+    let n = conn.unwritten;
+    conn.slots.mark_sent(n, now);
+    conn.unwritten = 0;
+    let (start, end) = match &w.config.targets {
+        None => (0, n * w.config.request.len()),
+        Some(set) if set.has_templates() => {
+            for k in conn.slots.len - n..conn.slots.len {
+                let slot = *conn.slots.get_mut(k);
+                let t = slot.target as usize;
+                match set.template(t) {
+                    Some(template) => template.render(
+                        &mut conn.proto.scratch,
+                        &mut w.proto.body,
+                        &mut Render {
+                            seq: slot.seq,
+                            rng: &mut w.values,
+                            lines: set.lines(),
+                        },
+                    ),
+                    None => conn.proto.scratch.extend_from_slice(&w.batch[set.range(t)]),
+                }
+            }
+            (0, 0)
+        }
+        Some(set) if n == 1 => {
+            let last = conn.slots.len - 1;
+            let r = set.range(conn.slots.get_mut(last).target as usize);
+            (r.start, r.end)
+        }
+        Some(set) => {
+            for k in conn.slots.len - n..conn.slots.len {
+                let r = set.range(conn.slots.get_mut(k).target as usize);
+                conn.proto.scratch.extend_from_slice(&w.batch[r]);
+            }
+            (0, 0)
+        }
+    };
+    conn.proto.write_pos = start;
+    conn.proto.write_end = end;
+    send(w, i, now);
+}
+
+/// Hands what is left of the write under way to the transport.
+#[inline]
+fn send<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, now: Instant) {
+    let h1 = &mut w.conns[i].proto;
+    let sent = if h1.scratch.is_empty() {
+        let bytes = &w.batch[h1.write_pos..h1.write_end];
+        w.transport.send(&mut w.io, &mut w.ledger, i, bytes)
+    } else {
+        let scratch = &mut h1.scratch;
+        w.transport
+            .send_buf(&mut w.io, &mut w.ledger, i, scratch)
+            .map(|()| 0)
+    };
+    match sent {
+        Ok(n) => h1.write_pos += n,
+        Err(e) => w.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
     }
 }

@@ -9,9 +9,7 @@ use pelt_codec::h2::{self as h2, Session};
 /// The HTTP/2 protocol: the request, and the batching of each connection's frames.
 pub(super) struct Http2<'a> {
     request: &'a Request,
-    /// A batch of events is being handled; flushes wait for its end.
-    defer: bool,
-    /// The connections with frames waiting for the batch's end.
+    /// The connections with frames waiting for the turn's `flush`.
     deferred: Vec<usize>,
 }
 
@@ -28,7 +26,6 @@ impl<'a> Http2<'a> {
     pub(super) fn new(request: &'a Request) -> Http2<'a> {
         Http2 {
             request,
-            defer: false,
             deferred: Vec::new(),
         }
     }
@@ -39,8 +36,12 @@ pub(super) struct H2 {
     session: Session,
     /// Frames not handed to the transport yet.
     out: Vec<u8>,
-    /// In the list of connections to flush after this batch of events.
+    /// In the list of connections to flush before the worker waits.
     deferred: bool,
+    /// Until the server's SETTINGS come, no stream opens; they must come by this time.
+    settle_by: Instant,
+    /// A request body waits for a window (its DATA goes when a WINDOW_UPDATE opens it).
+    blocked: bool,
 }
 
 /// One request's stream.
@@ -72,15 +73,7 @@ impl<'a> Protocol for Http2<'a> {
     type Conn = Option<Box<H2>>;
     const MULTIPLEXED: bool = true;
 
-    fn depth(config: &Config) -> usize {
-        config.http2.as_ref().map_or(1, |h| h.streams.max(1))
-    }
-
-    fn new_conn(_config: &Config) -> Option<Box<H2>> {
-        None
-    }
-
-    fn reset(conn: &mut Option<Box<H2>>) {
+    fn reset(conn: &mut Option<Box<H2>>, _config: &Config) {
         *conn = None;
     }
 
@@ -109,23 +102,16 @@ impl<'a> Protocol for Http2<'a> {
         limit.saturating_sub(c.slots.len)
     }
 
-    /// With prior knowledge (h2c): sends the preface on a fresh connection; the requests
+    /// Starts the session with the preface queued (over TLS: if the server chose `h2` by
+    /// ALPN), so the frames that follow in the same read are read as HTTP/2; the requests
     /// wait for the server's SETTINGS.
-    fn start<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
-        start_session(&mut w.conns[i], now + w.config.connect_timeout);
-        flush(w, i, now);
-    }
-
-    /// Over TLS: needs ALPN `h2`, and starts the session with the preface queued, so the
-    /// frames that follow in the same read are read as HTTP/2 (the preface goes out after
-    /// the read, and the connection opens when the server's SETTINGS are in).
-    fn established(
+    fn start(
         conn: &mut Conn<Self>,
         alpn: Option<&[u8]>,
         config: &Config,
         now: Instant,
     ) -> Result<(), AfterRead> {
-        if alpn != Some(b"h2") {
+        if config.tls.is_some() && alpn != Some(b"h2") {
             return Err(AfterRead::Fail(
                 ErrorKind::Protocol,
                 "the server did not choose HTTP/2 (h2) in the TLS handshake's ALPN; \
@@ -133,19 +119,31 @@ impl<'a> Protocol for Http2<'a> {
                     .to_string(),
             ));
         }
-        start_session(conn, now + config.connect_timeout);
+        let mut out = Vec::with_capacity(4096);
+        h2::client_preface(&mut out);
+        conn.proto = Some(Box::new(H2 {
+            session: Session::new(),
+            out,
+            deferred: false,
+            settle_by: now + config.connect_timeout,
+            blocked: false,
+        }));
         Ok(())
     }
 
-    fn start_write<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
-        open_streams(w, i, now);
-    }
-
+    /// Once the server's SETTINGS are in: opens streams for the requests not written yet,
+    /// sends the request bodies the windows now let through, and acts on a GOAWAY; then
+    /// queues the frames for the turn's flush.
     fn write<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
-        flush(w, i, now);
-        if !w.writing(i) && w.model.is_open() {
-            w.refill(i, now);
+        let settled = w.conns[i]
+            .proto
+            .as_ref()
+            .is_some_and(|h| h.session.settled());
+        if settled && !goaway(w, i, now) {
+            open_streams(w, i, now);
+            send_bodies(w, i);
         }
+        flush(w, i);
     }
 
     #[inline]
@@ -155,56 +153,72 @@ impl<'a> Protocol for Http2<'a> {
         _config: &Config,
         data: &[u8],
         arrived: Option<Instant>,
-        now: &mut Instant,
+        now: Instant,
         _sending: bool,
     ) -> AfterRead {
         receive(conn, ledger, data, arrived, now)
-    }
-
-    fn after_read<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
-        after_read(w, i, now);
     }
 
     fn on_eof<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
         on_eof(w, i, now);
     }
 
+    /// No SETTINGS from the server in time: the connection fails. Streams older than
+    /// --timeout end as timeouts (each reset with CANCEL); the connection and its other
+    /// streams go on.
     fn expire<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
-        expire_streams(w, i, now);
+        let Some(h2) = w.conns[i].proto.as_ref() else {
+            return;
+        };
+        if !h2.session.settled() {
+            if now >= h2.settle_by {
+                let t = w.config.connect_timeout;
+                w.fail(i, ErrorKind::Timeout, now, || {
+                    format!("no HTTP/2 SETTINGS from the server within {t:?}")
+                });
+            }
+            return;
+        }
+        let timeout = w.config.timeout;
+        if w.conns[i]
+            .slots
+            .front()
+            .is_some_and(|s| now >= s.sent + timeout)
+        {
+            expire_streams(w, i, now);
+        }
     }
 
-    fn begin_batch<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>) {
-        w.proto.defer = true;
-    }
-
-    /// Flushes the connections whose frames waited for the end of the batch: every stream a
-    /// batch's reads completed restarts in one write.
-    fn end_batch<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, now: Instant) {
-        w.proto.defer = false;
+    /// Hands every connection's queued frames to the transport: every stream a turn's reads
+    /// completed restarts in one write.
+    fn flush<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, now: Instant) {
+        if w.proto.deferred.is_empty() {
+            return;
+        }
         let mut list = std::mem::take(&mut w.proto.deferred);
         for &i in &list {
-            // A connection closed (and maybe reopened) since has nothing of the batch's left.
+            // A connection closed (and maybe reopened) since has nothing of the turn's left.
             if let Some(h2) = w.conns[i].proto.as_mut().filter(|h| h.deferred) {
                 h2.deferred = false;
                 flush_now(w, i, now);
             }
         }
         list.clear();
+        // Queued meanwhile (a connection that failed in the flush and connected again): next turn.
+        list.append(&mut w.proto.deferred);
         w.proto.deferred = list;
     }
 }
 
-/// Hands the frames queued on connection `i` to the transport, or while a batch of events is
-/// handled, once at its end.
-fn flush<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
-    if w.proto.defer {
-        if let Some(h2) = w.conns[i].proto.as_mut().filter(|h| !h.deferred) {
+/// Queues connection `i`'s frames for the turn's flush (`Protocol::flush`).
+#[inline]
+fn flush<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize) {
+    if let Some(h2) = w.conns[i].proto.as_mut() {
+        if !h2.out.is_empty() && !h2.deferred {
             h2.deferred = true;
             w.proto.deferred.push(i);
         }
-        return;
     }
-    flush_now(w, i, now);
 }
 
 /// Hands the frames queued on connection `i` to the transport (what the socket does not take
@@ -256,69 +270,67 @@ fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Ins
             let s = &mut slot.stream;
             h2.session
                 .data(&mut h2.out, id, body, &mut s.body_sent, &mut s.send_window);
+            h2.blocked |= s.body_sent < body.len();
         }
     }
     conn.unwritten -= n;
-    flush(w, i, now);
 }
 
-/// After a read: opens the connection when the server's SETTINGS arrived, sends the request
-/// bodies the windows now let through, acts on a GOAWAY, and sends the frames owed to the
-/// server.
-fn after_read<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+/// Sends the request bodies the windows now let through (only while one waits for a
+/// window).
+fn send_bodies<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize) {
     let request = w.proto.request;
     let conn = &mut w.conns[i];
-    let Some(h2) = conn.proto.as_mut() else {
+    let Some(h2) = conn.proto.as_mut().filter(|h| h.blocked) else {
         return;
     };
-    if matches!(conn.phase, Phase::Handshaking { .. }) {
-        if !h2.session.settled() {
-            return flush(w, i, now);
-        }
-        conn.phase = Phase::Open;
-        return open_streams(w, i, now);
-    }
-    let written = conn.slots.len - conn.unwritten;
-    if request.has_body() {
-        for k in 0..written {
-            let slot = conn.slots.get_mut(k);
-            let (_, body) = entry(request, slot.target);
-            let s = &mut slot.stream;
-            if s.body_sent < body.len() {
-                h2.session.data(
-                    &mut h2.out,
-                    s.id,
-                    body,
-                    &mut s.body_sent,
-                    &mut s.send_window,
-                );
-            }
+    h2.blocked = false;
+    for k in 0..conn.slots.len - conn.unwritten {
+        let slot = conn.slots.get_mut(k);
+        let (_, body) = entry(request, slot.target);
+        let s = &mut slot.stream;
+        if s.body_sent < body.len() {
+            h2.session.data(
+                &mut h2.out,
+                s.id,
+                body,
+                &mut s.body_sent,
+                &mut s.send_window,
+            );
+            h2.blocked |= s.body_sent < body.len();
         }
     }
-    if let Some(last) = h2.session.goaway() {
-        // Streams above `last` were never processed: they go again, on a new connection, once
-        // the ones the server will finish have finished. They are at the back of the written
-        // ones (streams are numbered in order).
-        let mut retry = 0;
-        for k in 0..written {
-            let s = &mut conn.slots.get_mut(k).stream;
-            if s.id > last {
-                s.id = 0;
-                retry += 1;
-            }
-        }
-        conn.unwritten += retry;
-        if conn.written() == 0 {
-            flush(w, i, now);
-            w.close(i);
-            return if w.conns[i].unwritten > 0 {
-                w.connect(i, now)
-            } else {
-                w.refill(i, now)
-            };
+}
+
+/// Acts on the server's GOAWAY, if one came: streams above its last id go again, on a new
+/// connection once the ones the server will finish have finished. Returns whether
+/// connection `i` closed for it.
+fn goaway<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) -> bool {
+    let conn = &mut w.conns[i];
+    let Some(last) = conn.proto.as_ref().and_then(|h| h.session.goaway()) else {
+        return false;
+    };
+    // Streams above `last` were never processed. They are at the back of the written ones
+    // (streams are numbered in order).
+    let mut retry = 0;
+    for k in 0..conn.written() {
+        let s = &mut conn.slots.get_mut(k).stream;
+        if s.id > last {
+            s.id = 0;
+            retry += 1;
         }
     }
-    flush(w, i, now);
+    conn.unwritten += retry;
+    if conn.written() > 0 {
+        return false;
+    }
+    w.close(i);
+    if w.conns[i].unwritten > 0 {
+        w.connect(i, now)
+    } else {
+        w.refill(i, now)
+    }
+    true
 }
 
 /// The streams on connection `i` older than --timeout end as timeouts (each reset with
@@ -345,14 +357,15 @@ fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: I
                 format!("no complete response within {timeout:?}")
             });
     }
-    flush(w, i, now);
+    flush(w, i);
     w.refill(i, now);
 }
 
 /// The server closed the connection. The open streams end as `closed`; the requests not
 /// written yet (after a GOAWAY, or over the stream limit) go on a new one.
 fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
-    if matches!(w.conns[i].phase, Phase::Handshaking { .. }) {
+    let settled = w.conns[i].proto.as_ref().map(|h| h.session.settled());
+    if settled == Some(false) {
         return w.fail(i, ErrorKind::Closed, now, || {
             "the server closed the connection before its HTTP/2 SETTINGS (does it speak \
              HTTP/2 with prior knowledge, h2c, on this port?)"
@@ -374,22 +387,6 @@ fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
     }
 }
 
-/// A fresh connection's session (after TLS, if any), with the preface queued; the connection
-/// waits for the server's SETTINGS until `deadline`.
-fn start_session(conn: &mut Conn<Http2<'_>>, deadline: Instant) {
-    let mut out = Vec::with_capacity(4096);
-    h2::client_preface(&mut out);
-    conn.proto = Some(Box::new(H2 {
-        session: Session::new(),
-        out,
-        deferred: false,
-    }));
-    conn.phase = Phase::Handshaking {
-        deadline,
-        awaiting: Awaiting::Settings,
-    };
-}
-
 /// Reads one read's frames, and books each response that completes (at its END_STREAM) or
 /// stream the server reset.
 fn receive(
@@ -397,15 +394,14 @@ fn receive(
     ledger: &mut Ledger,
     data: &[u8],
     arrived: Option<Instant>,
-    now: &mut Instant,
+    now: Instant,
 ) -> AfterRead {
     let Conn { proto, slots, .. } = conn;
     let Some(h2) = proto.as_mut() else {
         return AfterRead::Keep;
     };
     let H2 { session, out, .. } = &mut **h2;
-    let mut stamped = false;
-    let mut finish = |slots: &mut Slots<Stream>, k: usize, ledger: &mut Ledger| {
+    let finish = |slots: &mut Slots<Stream>, k: usize, ledger: &mut Ledger| {
         let slot = slots.remove(k);
         if slot.stream.status == 0 {
             ledger.error(
@@ -417,12 +413,8 @@ fn receive(
             );
             return;
         }
-        if !stamped {
-            *now = Instant::now();
-            stamped = true;
-        }
         let (status, due, sent) = (slot.stream.status, slot.due, slot.sent);
-        let at = arrived.unwrap_or(*now);
+        let at = arrived.unwrap_or(now);
         ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, at);
     };
     let result = session.receive(data, out, &mut |event| match event {

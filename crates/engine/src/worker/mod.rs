@@ -32,7 +32,7 @@ use http1::Http1;
 use http2::Http2;
 use plain::Plain;
 use protocol::{AfterRead, Protocol, Transport};
-use slots::{Awaiting, Conn, Phase, Slot, Slots};
+use slots::{Conn, Phase, Slot, Slots};
 use tls::Tls;
 
 use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock, Wait};
@@ -63,7 +63,7 @@ const STREAM_GROUPS: usize = 10;
 const LAZY_LIMIT_NS: u64 = 1_000_000;
 
 /// How often deadlines (timeouts, backoff) are checked: no timer per request.
-const DEADLINE_SCAN: Duration = Duration::from_millis(10);
+pub(crate) const DEADLINE_SCAN: Duration = Duration::from_millis(10);
 
 struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     config: &'a Config,
@@ -106,6 +106,14 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     events: Vec<Event>,
     proto: P,
     transport: T,
+}
+
+/// Requests one connection may carry at once: `--streams` over HTTP/2, else `--pipeline`.
+fn depth(config: &Config) -> usize {
+    match &config.http2 {
+        Some(h2) => h2.streams.max(1),
+        None => config.pipeline.max(1),
+    }
 }
 
 /// Runs one worker on the I/O backend `io` until its plan or `stop` ends it.
@@ -210,7 +218,7 @@ impl<I: Io> Setup<'_, I> {
         } else {
             plan.connections
         };
-        let depth = P::depth(config);
+        let depth = depth(config);
         let mut w = Worker {
             config,
             io,
@@ -248,7 +256,7 @@ impl<I: Io> Setup<'_, I> {
             let end_ns = w.ledger.elapsed_ns(end);
             w.model.end_at(end_ns);
         }
-        let now = Instant::now();
+        let now = w.io.now();
         for _ in 0..plan.connections {
             w.add_conn(now);
         }
@@ -261,7 +269,7 @@ impl<I: Io> Setup<'_, I> {
         let late_ns = pelt_stats::LATE_THRESHOLD_US * 1000;
         let backlog = w
             .model
-            .backlog(w.ledger.elapsed_ns(Instant::now()).saturating_sub(late_ns));
+            .backlog(w.ledger.elapsed_ns(w.io.now()).saturating_sub(late_ns));
         w.ledger.connections = w.open_connections();
         for c in &w.conns {
             for k in 0..c.slots.len {
@@ -304,7 +312,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     }
 
     fn run(&mut self, plan: &WorkerPlan, stop: &AtomicBool) -> StopReason {
-        let mut now = Instant::now();
+        let mut now = self.io.now();
         self.connect_initial(plan, stop, &mut now);
         let mut next_scan = now + DEADLINE_SCAN;
         let mut drain_until: Option<Instant> = None;
@@ -425,11 +433,12 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         }
     }
 
-    /// One turn of the loop: submit and wait (as `wait` says), handle what happened, flush
-    /// what the batch queued (HTTP/2 frames go out once per batch), and hand the second's
-    /// figures over when a second has passed.
+    /// One turn of the loop: flush what the protocol queued since the last turn (HTTP/2
+    /// frames go out once per turn), submit and wait (as `wait` says), handle what happened,
+    /// and hand the second's figures over when a second has passed.
     #[inline]
     fn turn(&mut self, wait: Wait, now: &mut Instant) {
+        P::flush(self, *now);
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         self.io.wait(wait, &mut events);
@@ -438,12 +447,10 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             let sent = &mut self.ledger.current().bytes_sent;
             *sent = sent.saturating_sub(unsent);
         }
-        *now = Instant::now();
-        P::begin_batch(self);
+        *now = self.io.now();
         for &ev in &events {
             self.on_event(ev, now);
         }
-        P::end_batch(self, *now);
         self.events = events;
         if *now >= self.ledger.next_tick() {
             self.ledger.connections = self.open_connections();
@@ -514,7 +521,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 }
                 Phase::Open | Phase::Handshaking { .. } => {
                     if writable && self.writing(conn) {
-                        P::write(self, conn, *now);
+                        self.on_writable(conn, *now);
                     }
                     // A server may answer (413, say) before it has read the whole request.
                     let phase = self.conns[conn].phase;
@@ -573,7 +580,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         // HTTP/2: requests may wait for a stream the server's limit had no room for.
         if taken > 0 || (P::MULTIPLEXED && self.conns[i].unwritten > 0) {
             match self.conns[i].phase {
-                Phase::Open => P::start_write(self, i, now),
+                Phase::Open => P::write(self, i, now),
                 Phase::Closed => self.connect(i, now),
                 Phase::Connecting { .. } | Phase::Handshaking { .. } | Phase::Backoff { .. } => {}
             }
@@ -621,7 +628,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         match result {
             Ok(()) => {
                 self.ledger.current().connections_opened += 1;
-                T::connected(self, i, now);
+                self.start(i, now);
             }
             Err(e) => {
                 let message = format!("connect to {}: {e}", self.endpoint);
@@ -630,7 +637,41 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         }
     }
 
+    /// Connection `i`'s socket is up: the transport's handshake begins, or the protocol
+    /// starts (and writes the requests that waited for the connect).
+    fn start(&mut self, i: usize, now: Instant) {
+        match self.transport.connected(i, now) {
+            Ok(true) => {
+                self.conns[i].phase = Phase::Handshaking {
+                    deadline: now + self.config.connect_timeout,
+                };
+                T::flush(self, i, now);
+            }
+            Ok(false) => match P::start(&mut self.conns[i], None, self.config, now) {
+                Ok(()) => {
+                    P::write(self, i, now);
+                    self.refill(i, now);
+                }
+                Err(failed) => self.after_read(i, failed, now),
+            },
+            Err(message) => self.fail(i, ErrorKind::Tls, now, || message),
+        }
+    }
+
+    /// The socket takes more: what waits goes on; open loop: a connection whose write is done
+    /// may take due requests.
+    fn on_writable(&mut self, i: usize, now: Instant) {
+        P::write(self, i, now);
+        T::flush(self, i, now);
+        let open = matches!(self.conns[i].phase, Phase::Open);
+        if open && self.model.is_open() && !self.writing(i) {
+            self.refill(i, now);
+        }
+    }
+
     fn on_readable(&mut self, i: usize, token: u64, now: &mut Instant) {
+        // The read's time: its responses complete at it when the kernel gave no stamp.
+        *now = self.io.now();
         let after = match self.io.read(i, token) {
             Read::Again => return,
             Read::Failed(e) => AfterRead::Fail(errno_kind(e, false), format!("read: {e}")),
@@ -645,25 +686,37 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 let conn = &mut self.conns[i];
                 let ledger = &mut self.ledger;
                 self.transport
-                    .receive(i, conn, ledger, self.config, data, arrived, now)
+                    .receive(i, conn, ledger, self.config, data, arrived, *now)
             }
         };
         self.io.release(token);
-        if matches!(after, AfterRead::Keep) {
-            P::after_read(self, i, *now);
-            T::after_read(self, i, *now);
-        }
+        self.after_read(i, after, *now);
+    }
+
+    /// What a read left connection `i` to do. Kept: a handshake the read ended opens it, and
+    /// what the read made due is written.
+    #[inline]
+    fn after_read(&mut self, i: usize, after: AfterRead, now: Instant) {
         match after {
-            AfterRead::Keep => self.refill(i, *now),
+            AfterRead::Keep => {
+                let conn = &mut self.conns[i];
+                if matches!(conn.phase, Phase::Handshaking { .. }) && !self.transport.handshaking(i)
+                {
+                    conn.phase = Phase::Open;
+                }
+                P::write(self, i, now);
+                T::flush(self, i, now);
+                self.refill(i, now)
+            }
             AfterRead::Close => {
                 self.fail_all(i, ErrorKind::Closed, || {
                     "the server closed the connection with pipelined requests unanswered"
                         .to_string()
                 });
                 self.close(i);
-                self.refill(i, *now);
+                self.refill(i, now);
             }
-            AfterRead::Fail(kind, message) => self.fail(i, kind, *now, || message),
+            AfterRead::Fail(kind, message) => self.fail(i, kind, now, || message),
         }
     }
 
@@ -702,7 +755,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         }
         let conn = &mut self.conns[i];
         conn.phase = Phase::Closed;
-        P::reset(&mut conn.proto);
+        P::reset(&mut conn.proto, self.config);
         self.transport.reset(i);
     }
 
@@ -720,25 +773,13 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                         format!("no connection within {t:?}")
                     })
                 }
-                Phase::Handshaking { deadline, awaiting } if now >= deadline => {
+                Phase::Handshaking { deadline } if now >= deadline => {
                     let t = self.config.connect_timeout;
-                    match awaiting {
-                        Awaiting::Tls => self.fail(i, ErrorKind::Tls, now, || {
-                            format!("no TLS handshake within {t:?}")
-                        }),
-                        Awaiting::Settings => self.fail(i, ErrorKind::Timeout, now, || {
-                            format!("no HTTP/2 SETTINGS from the server within {t:?}")
-                        }),
-                    }
+                    self.fail(i, ErrorKind::Tls, now, || {
+                        format!("no TLS handshake within {t:?}")
+                    })
                 }
-                Phase::Open
-                    if conn
-                        .slots
-                        .front()
-                        .is_some_and(|s| now >= s.sent + self.config.timeout) =>
-                {
-                    P::expire(self, i, now)
-                }
+                Phase::Open => P::expire(self, i, now),
                 _ => {}
             }
         }

@@ -22,8 +22,14 @@ impl Transport for Plain {
         true
     }
 
-    fn connected<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant) {
-        P::start(w, i, now);
+    #[inline]
+    fn connected(&mut self, _i: usize, _now: Instant) -> Result<bool, String> {
+        Ok(false)
+    }
+
+    #[inline]
+    fn handshaking(&self, _i: usize) -> bool {
+        false
     }
 
     #[inline]
@@ -35,13 +41,13 @@ impl Transport for Plain {
         config: &Config,
         data: &[u8],
         arrived: Option<Instant>,
-        now: &mut Instant,
+        now: Instant,
     ) -> AfterRead {
         P::receive(conn, ledger, config, data, arrived, now, false)
     }
 
     #[inline]
-    fn after_read<I: Io, P: Protocol>(_w: &mut Worker<'_, I, P, Self>, _i: usize, _now: Instant) {}
+    fn flush<I: Io, P: Protocol>(_w: &mut Worker<'_, I, P, Self>, _i: usize, _now: Instant) {}
 
     #[inline]
     fn send<I: Io>(

@@ -20,61 +20,59 @@ pub(super) enum AfterRead {
 }
 
 /// What HTTP/1.1 (`http1.rs`) and HTTP/2 (`http2.rs`) each do on a connection. The worker
-/// calls these at fixed points of the loop; nothing else in it knows the protocol.
+/// calls these at fixed points of the loop; nothing else in it knows the protocol, and the
+/// protocol never writes the connection's phase (the worker does, in `mod.rs`). Like h2load's
+/// session interface: `start` (its `on_connect`), `write` (`submit_request`, `on_write`),
+/// `receive` (`on_read`), `on_eof` and `expire` (`terminate`), `room`
+/// (`max_concurrent_streams`), and three for the bookkeeping a batched, zero-copy loop needs.
 pub(super) trait Protocol: Sized {
     /// What the protocol keeps per request, in its slot.
     type Stream: Copy + Default;
-    /// What the protocol keeps per connection (reset when its socket closes).
-    type Conn;
+    /// What the protocol keeps per connection: made once, `reset` for every socket.
+    type Conn: Default;
     /// Streams (HTTP/2): a connection takes requests while a write is under way (their frames
     /// queue behind it), requests may wait for a stream, and streams restart one by one.
     /// Without: a connection takes requests when its write is done, D at a time.
     const MULTIPLEXED: bool;
 
-    /// Requests one connection may carry at once: `--pipeline` or `--streams`.
-    fn depth(config: &Config) -> usize;
-    fn new_conn(config: &Config) -> Self::Conn;
-    /// The socket closed: forget what belonged to it.
-    fn reset(conn: &mut Self::Conn);
+    /// Makes `conn` ready for a fresh socket: forgets what belonged to the last one.
+    fn reset(conn: &mut Self::Conn, config: &Config);
     /// Output the protocol has not handed to the transport yet.
     fn writing(conn: &Self::Conn) -> bool;
     /// How many more requests connection `i` may take now.
     fn room<I: Io, T: Transport>(w: &Worker<'_, I, Self, T>, i: usize) -> usize;
-    /// A plain connection is up: start the protocol.
-    fn start<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// The TLS handshake on `conn` ended, inside a read: the bytes after it in the same read
-    /// are this protocol's (`alpn`: what the server chose).
-    fn established(
+    /// The connection is up (over TLS: the handshake ended inside a read, and the bytes after
+    /// it in that read are this protocol's; `alpn`: what the server chose). Starts the
+    /// protocol; the worker then calls `write`.
+    fn start(
         conn: &mut Conn<Self>,
         alpn: Option<&[u8]>,
         config: &Config,
         now: Instant,
     ) -> Result<(), AfterRead>;
-    /// Writes the requests not written yet.
-    fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// The socket is writable again: goes on with what waits.
+    /// Hands what waits to the transport: the rest of a write under way, the requests not
+    /// written yet (on an open connection), and what a read left to say.
     fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
     /// Reads one read's (plain) bytes; `sending`: the transport still holds output.
     /// Responses complete at `arrived` (the kernel's stamp of the read) or, without one, at
-    /// the time the first completes (`now` is set to it).
+    /// `now` (the read's time).
     fn receive(
         conn: &mut Conn<Self>,
         ledger: &mut Ledger,
         config: &Config,
         data: &[u8],
         arrived: Option<Instant>,
-        now: &mut Instant,
+        now: Instant,
         sending: bool,
     ) -> AfterRead;
-    /// After a read the connection keeps: what the read made due.
-    fn after_read<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
     /// The peer closed the connection.
     fn on_eof<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// The oldest request on connection `i` is past `--timeout`.
+    /// Open connection `i` at a deadline scan: what is past its time (`--timeout`, the
+    /// protocol's own handshake) ends.
     fn expire<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// A batch of events begins / has been handled.
-    fn begin_batch<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>) {}
-    fn end_batch<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}
+    /// Before the worker waits: what the turn queued goes out (HTTP/2 sends each
+    /// connection's frames once per turn).
+    fn flush<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}
 }
 
 /// What plain TCP (`plain.rs`) and TLS (`tls.rs`) each do between the protocol and the
@@ -88,9 +86,12 @@ pub(super) trait Transport: Sized {
     fn writing(&self, i: usize) -> bool;
     /// A close by the peer cuts nothing short (TLS: close_notify came first).
     fn clean_close(&self, i: usize) -> bool;
-    /// Connection `i`'s socket connected.
-    fn connected<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
-    /// One read's bytes, through to the protocol (`arrived`: see `Protocol::receive`).
+    /// Connection `i`'s socket connected: `Ok(true)` when a handshake began (the protocol
+    /// starts at its end, inside `receive`), `Ok(false)` when the protocol may start now.
+    fn connected(&mut self, i: usize, now: Instant) -> Result<bool, String>;
+    /// Connection `i`'s handshake is under way.
+    fn handshaking(&self, i: usize) -> bool;
+    /// One read's bytes, through to the protocol (`arrived`, `now`: see `Protocol::receive`).
     #[allow(clippy::too_many_arguments)]
     fn receive<P: Protocol>(
         &mut self,
@@ -100,10 +101,11 @@ pub(super) trait Transport: Sized {
         config: &Config,
         data: &[u8],
         arrived: Option<Instant>,
-        now: &mut Instant,
+        now: Instant,
     ) -> AfterRead;
-    /// After a read the connection keeps: sends what the transport has to say.
-    fn after_read<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
+    /// Sends what the transport has to say (its handshake's flights, alerts, what the socket
+    /// did not take yet).
+    fn flush<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
     /// Hands `bytes` (which stay valid until the worker ends: the request batch) towards the
     /// socket; returns how many were taken.
     fn send<I: Io>(

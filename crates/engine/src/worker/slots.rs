@@ -12,23 +12,11 @@ pub(super) enum Phase {
     Backoff { until: Instant },
     /// The connect is under way; requests in `slots` wait to be written.
     Connecting { deadline: Instant },
-    /// Connected; the TLS handshake, or HTTP/2's wait for the server's SETTINGS, is under
-    /// way; requests in `slots` wait.
-    Handshaking {
-        deadline: Instant,
-        awaiting: Awaiting,
-    },
-    /// Connected.
+    /// Connected; the transport's handshake (TLS) is under way; requests in `slots` wait.
+    Handshaking { deadline: Instant },
+    /// Connected, and the protocol started (HTTP/2 may still wait for the server's SETTINGS:
+    /// its own state).
     Open,
-}
-
-/// What a handshaking connection waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Awaiting {
-    /// The end of the TLS handshake.
-    Tls,
-    /// The server's HTTP/2 SETTINGS.
-    Settings,
 }
 
 /// One request on a connection.
@@ -137,6 +125,7 @@ impl<S: Copy + Default> Slots<S> {
     }
 }
 
+/// One connection. Only the worker loop (`mod.rs`) writes its phase.
 pub(super) struct Conn<P: Protocol> {
     pub(super) phase: Phase,
     pub(super) slots: Slots<P::Stream>,
@@ -150,12 +139,14 @@ pub(super) struct Conn<P: Protocol> {
 
 impl<P: Protocol> Conn<P> {
     pub(super) fn new(depth: usize, config: &Config, now: Instant) -> Conn<P> {
+        let mut proto = P::Conn::default();
+        P::reset(&mut proto, config);
         Conn {
             phase: Phase::Closed,
             slots: Slots::new(depth, now),
             unwritten: 0,
             queued: false,
-            proto: P::new_conn(config),
+            proto,
         }
     }
 

@@ -21,6 +21,8 @@ struct TlsConn {
     out: Vec<u8>,
     /// The server's close_notify arrived (a close after it cuts nothing short).
     closed: bool,
+    /// The handshake ended and the protocol started.
+    established: bool,
     /// When the handshake began.
     started: Instant,
 }
@@ -36,7 +38,12 @@ impl Tls {
 
     /// Hands the ciphertext the session of connection `i` has ready to the socket (what it
     /// does not take waits for the socket to be writable).
-    fn flush<I: Io>(&mut self, io: &mut I, ledger: &mut Ledger, i: usize) -> Result<(), Errno> {
+    fn send_pending<I: Io>(
+        &mut self,
+        io: &mut I,
+        ledger: &mut Ledger,
+        i: usize,
+    ) -> Result<(), Errno> {
         let c = &mut self.conns[i];
         let Some(session) = c.session.as_mut() else {
             return Ok(());
@@ -61,14 +68,7 @@ impl Tls {
             use std::io::Write as _;
             let _ = session.writer().write_all(bytes);
         }
-        self.flush(io, ledger, i)
-    }
-}
-
-/// Sends what connection `i`'s session has ready; a socket error fails the connection.
-fn flush_or_fail<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Tls>, i: usize, now: Instant) {
-    if let Err(e) = w.transport.flush(&mut w.io, &mut w.ledger, i) {
-        w.fail(i, errno_kind(e, false), now, || format!("write: {e}"));
+        self.send_pending(io, ledger, i)
     }
 }
 
@@ -78,6 +78,7 @@ impl Transport for Tls {
             session: None,
             out: Vec::new(),
             closed: false,
+            established: false,
             started: now,
         });
     }
@@ -87,6 +88,7 @@ impl Transport for Tls {
         c.session = None;
         c.out.clear();
         c.closed = false;
+        c.established = false;
     }
 
     #[inline]
@@ -98,30 +100,30 @@ impl Transport for Tls {
         self.conns[i].closed
     }
 
-    /// Begins the handshake on a fresh connection; the requests wait for its end.
-    fn connected<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant) {
-        let client = &w.transport.client;
-        match rustls::ClientConnection::new(client.config.clone(), client.server_name.clone()) {
-            Ok(mut session) => {
-                // Requests are encrypted as written; never refuse one for buffer space.
-                session.set_buffer_limit(None);
-                let c = &mut w.transport.conns[i];
-                c.session = Some(Box::new(session));
-                c.started = now;
-                w.conns[i].phase = Phase::Handshaking {
-                    deadline: now + w.config.connect_timeout,
-                    awaiting: Awaiting::Tls,
-                };
-                flush_or_fail(w, i, now);
-            }
-            Err(e) => w.fail(i, ErrorKind::Tls, now, || format!("TLS: {e}")),
-        }
+    /// Begins the handshake on a fresh connection (its first flight goes out at the worker's
+    /// `flush`); the requests wait for its end.
+    fn connected(&mut self, i: usize, now: Instant) -> Result<bool, String> {
+        let client = &self.client;
+        let mut session =
+            rustls::ClientConnection::new(client.config.clone(), client.server_name.clone())
+                .map_err(|e| format!("TLS: {e}"))?;
+        // Requests are encrypted as written; never refuse one for buffer space.
+        session.set_buffer_limit(None);
+        let c = &mut self.conns[i];
+        c.session = Some(Box::new(session));
+        c.started = now;
+        Ok(true)
+    }
+
+    #[inline]
+    fn handshaking(&self, i: usize) -> bool {
+        let c = &self.conns[i];
+        c.session.is_some() && !c.established
     }
 
     /// Feeds one read's ciphertext to the session and hands the plaintext to the protocol.
     ///
-    /// When the read ends the handshake, the connection is set up for its protocol before any
-    /// plaintext is read: a server may send application data in the same segment as its last
+    /// When the read ends the handshake, the protocol starts before any plaintext is read: a server may send application data in the same segment as its last
     /// handshake message (nginx on TLS 1.2 writes its HTTP/2 SETTINGS right behind its
     /// Finished; a TLS 1.3 server may send them as 0.5-RTT data), and those bytes must be read
     /// as HTTP/2, not as an HTTP/1.1 response.
@@ -133,7 +135,7 @@ impl Transport for Tls {
         config: &Config,
         data: &[u8],
         arrived: Option<Instant>,
-        now: &mut Instant,
+        now: Instant,
     ) -> AfterRead {
         use std::io::Read as _;
         let Tls { conns, plain, .. } = self;
@@ -150,16 +152,10 @@ impl Transport for Tls {
             if let Err(e) = session.process_new_packets() {
                 return AfterRead::Fail(ErrorKind::Tls, format!("TLS: {e}"));
             }
-            let awaiting_tls = matches!(
-                conn.phase,
-                Phase::Handshaking {
-                    awaiting: Awaiting::Tls,
-                    ..
-                }
-            );
-            if awaiting_tls && !session.is_handshaking() {
-                count_handshake(ledger, session, c.started, arrived.unwrap_or(*now));
-                if let Err(failed) = P::established(conn, session.alpn_protocol(), config, *now) {
+            if !c.established && !session.is_handshaking() {
+                c.established = true;
+                count_handshake(ledger, session, c.started, arrived.unwrap_or(now));
+                if let Err(failed) = P::start(conn, session.alpn_protocol(), config, now) {
                     return failed;
                 }
             }
@@ -184,14 +180,15 @@ impl Transport for Tls {
         AfterRead::Keep
     }
 
-    /// Sends what TLS has to say after a read (its last handshake flight, alerts).
-    fn after_read<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant) {
-        let wants = w.transport.conns[i]
-            .session
-            .as_ref()
-            .is_some_and(|s| s.wants_write());
-        if wants {
-            flush_or_fail(w, i, now);
+    /// Sends what TLS has to say (a handshake flight, alerts, what the socket did not take).
+    fn flush<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant) {
+        let c = &w.transport.conns[i];
+        let wants = !c.out.is_empty() || c.session.as_ref().is_some_and(|s| s.wants_write());
+        if !wants {
+            return;
+        }
+        if let Err(e) = w.transport.send_pending(&mut w.io, &mut w.ledger, i) {
+            w.fail(i, errno_kind(e, false), now, || format!("write: {e}"));
         }
     }
 
