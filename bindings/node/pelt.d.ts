@@ -642,29 +642,107 @@ export interface Server {
   readonly served: number
   /** Stops serving; resolves to the requests served. */
   close(): Promise<number>
+  /** Node's form: calls back with null once stopped. */
+  close(callback: (error: Error | null) => void): void
 }
 
 export declare function startServer(options?: ServerOptions): Promise<Server>
 
 /** loadtest 8's options (see docs/NODE.md for where pelt differs). */
 export interface LoadtestOptions {
+  /** http:// or https:// (ws:// and wss:// are refused until pelt's WebSocket load lands). */
   url: string
   maxRequests?: number
+  /** Default 10 when maxRequests is not given either. */
   maxSeconds?: number
+  /** Default 10. */
   concurrency?: number
   requestsPerSecond?: number
-  method?: string
-  body?: string | object
+  /** loadtest's command-line spelling of requestsPerSecond. */
+  rps?: number | string
+  method?: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | Lowercase<'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH'>
+  /** A text, an object (sent as JSON, or as a form with that contentType), or a function of
+   * the request's index (called ahead of the run: see requestGeneratorCount). */
+  body?: string | object | ((index: number) => unknown)
+  data?: string | object
+  /** A POST body; postFile: a file's text, or a .js module's default export. */
+  postBody?: string | object
+  postFile?: string
+  putFile?: string
+  patchBody?: string | object
+  patchFile?: string
   contentType?: string
-  headers?: Record<string, string | number>
-  cookies?: string[]
-  indexParam?: string
+  /** An object, a 'key:value' text, or an array of them. */
+  headers?: Record<string, string | number> | string | string[]
+  cookies?: string[] | string
+  indexParam?: string | RegExp
+  /** loadtest's command-line spelling of indexParam. */
+  index?: string
   indexParamLiteral?: string
+  /** The index that replaces indexParam, per request (called ahead of the run). */
+  indexParamCallback?: () => string | number
   insecure?: boolean
   agentKeepAlive?: boolean
+  keepalive?: boolean
+  agent?: boolean
   /** Milliseconds; 0 (the default): none. */
   timeout?: number
+  /** Client certificate and key files. */
+  cert?: string
+  key?: string
+  /** https: an OpenSSL method name, as pelt's TLS version (TLSv1_2_method, TLSv1_3_method,
+   * TLS_method for either). */
+  secureProtocol?: string
   quiet?: boolean
+  /** Accepted, changes nothing: pelt always writes to raw sockets. */
+  tcp?: boolean
+  recover?: boolean
+  /** Sampled requests (every statusSampleEvery-th, at most 4096 per thread and second), once a
+   * second, never on the engine's path. */
+  statusCallback?: (error: Error | null, result: LoadtestStatus) => void
+  /** loadtest's requestGenerator(options, params, client, callback), or a module exporting it:
+   * called ahead of the run, recording the requests it would send. */
+  requestGenerator?: string | ((options: object, params: LoadtestParams, client: (params: LoadtestParams, callback?: unknown) => LoadtestRequest, callback: unknown) => unknown)
+  /** pelt's own: how many requests per-request JavaScript builds ahead (default: maxRequests, at
+   * most 1000); request i sends the (i mod count)-th. */
+  requestGeneratorCount?: number
+  /** pelt's own: statusCallback sees every N-th request (default 1). */
+  statusSampleEvery?: number
+  /** pelt's own: threads (the command line's --cores). */
+  cores?: number
+}
+
+/** What statusCallback gets for a sampled request. */
+export interface LoadtestStatus {
+  host: string
+  path: string
+  method: string
+  statusCode?: number
+  requestElapsed: number
+  requestIndex: number
+  instanceIndex: number
+}
+
+/** The request parameters requestGenerator gets and hands to its client. */
+export interface LoadtestParams {
+  protocol: string
+  hostname: string
+  host: string
+  port: string
+  path: string
+  method: string
+  headers: Record<string, string | number>
+  [key: string]: unknown
+}
+
+/** What requestGenerator's client returns: the request it records. */
+export interface LoadtestRequest {
+  write(chunk?: unknown): void
+  end(chunk?: unknown): void
+  setHeader(name: string, value: string | number): void
+  on(...args: unknown[]): LoadtestRequest
+  once(...args: unknown[]): LoadtestRequest
+  setTimeout(...args: unknown[]): LoadtestRequest
 }
 
 /** loadtest 8's result fields. */
@@ -683,6 +761,7 @@ export declare class LoadtestResult {
   effectiveRps: number
   rps: number
   meanLatencyMs: number
+  minLatencyMs: number
   maxLatencyMs: number
   percentiles: { 50: number; 90: number; 95: number; 99: number }
   errorCodes: Record<string, number>

@@ -103,7 +103,9 @@ test('errors: statuses of 400 and more, and failed connections, by code', async 
   // Nothing listens there any more: every request is a connection error.
   const refused = await loadTest({ url: server.url, maxRequests: 20, concurrency: 2 })
   assert.equal(refused.totalErrors, 20)
-  assert.deepEqual(Object.keys(refused.errorCodes), ['refused'])
+  // loadtest keys every failure without a response as -1; pelt's kind is beside it.
+  assert.deepEqual(refused.errorCodes, { '-1': 20 })
+  assert.deepEqual(refused.pelt.errors, { refused: 20 })
 })
 
 test('indexParam, body objects, contentType, headers and cookies reach the server', async () => {
@@ -211,9 +213,81 @@ test('statusCallback gets sampled requests, once a second, before the result', a
   await server.close()
 })
 
-test('options pelt does not take throw a TypeError', async () => {
-  await assert.rejects(loadTest({ url: 'http://127.0.0.1:1/', bogus: 1 }), TypeError)
-  await assert.rejects(loadTest({ url: 'http://127.0.0.1:1/', statusCallback: 5 }), TypeError)
-  await assert.rejects(loadTest({ maxRequests: 1 }), TypeError)
-  await assert.rejects(loadTest({ url: 'http://127.0.0.1:1/', requestGenerator: 'x' }), TypeError)
+test('options pelt cannot honour throw a TypeError naming them and why', async () => {
+  const refused = (options, why) => assert.rejects(loadTest({ url: 'http://127.0.0.1:1/', ...options }), e => {
+    assert.ok(e instanceof TypeError, String(e))
+    assert.match(e.message, why)
+    return true
+  })
+  await refused({ proxy: 'http://127.0.0.1:3128' }, /option 'proxy' is not supported: .*proxy/)
+  await refused({ contentInspector: () => {} }, /option 'contentInspector' is not supported: .*bodies/)
+  await refused({ url: 'https://127.0.0.1:1/', secureProtocol: 'TLSv1_method' }, /TLSv1_method is not supported: .*TLS 1.2 and 1.3 only/)
+  await refused({ statusCallback: 5 }, /option 'statusCallback' must be a function/)
+  await refused({ requestGenerator: 5 }, /option 'requestGenerator' must be a function or a module path/)
+  await refused({ url: 'ws://127.0.0.1:1/' }, /WebSocket URLs .* not supported yet/)
+  await refused({ url: 'ftp://127.0.0.1:1/' }, /must be http:\/\/, https:\/\/, ws:\/\/, or wss:\/\//)
+  await assert.rejects(loadTest({ maxRequests: 1 }), /Missing URL/)
+})
+
+test('a name loadtest does not know is ignored, as loadtest ignores it, with a warning', async () => {
+  const warnings = []
+  const warn = w => warnings.push(w.message)
+  process.on('warning', warn)
+  const server = await startServer({ port: 0 })
+  const result = await loadTest({ url: server.url, maxRequests: 5, bogus: 1 })
+  await new Promise(resolve => setImmediate(resolve))
+  process.off('warning', warn)
+  await server.close()
+  assert.equal(result.totalRequests, 5)
+  assert.deepEqual(warnings, ["option 'bogus' is not a loadtest option; ignored, as loadtest ignores it"])
+})
+
+test("loadtest's header forms, cookies as a text, and its default accept and user-agent headers", async () => {
+  const { url, seen: requests, close } = await recordingServer()
+  const texts = { url, maxRequests: 2, concurrency: 1, headers: ['X-A:1', 'x-b: two'], cookies: 'a=1; b=2' }
+  await loadTest(texts)
+  await loadTest({ url, maxRequests: 1, concurrency: 1, headers: 'X-C:3' })
+  await close()
+  const [first, , third] = requests
+  assert.equal(first.headers['x-a'], '1')
+  assert.equal(first.headers['x-b'], 'two')
+  assert.equal(first.headers.cookie, 'a=1; b=2')
+  assert.equal(first.headers.accept, '*/*')
+  assert.match(first.headers['user-agent'], /^pelt\/[\d.]+ \(loadtest\)$/)
+  assert.equal(third.headers['x-c'], '3')
+  assert.ok(!('0' in first.headers), 'no header named after an index')
+})
+
+test('server.close(callback) calls back once the server has stopped', async () => {
+  const server = await startServer({ port: 0 })
+  const closed = await new Promise(resolve => server.close(resolve))
+  assert.equal(closed, null)
+  // It has stopped: nothing listens there now.
+  const refused = await loadTest({ url: server.url, maxRequests: 1 })
+  assert.deepEqual(refused.errorCodes, { '-1': 1 })
+})
+
+test("startServer's logger and shouldErrorCustom see each request with its body (a Node.js server)", async () => {
+  const seen = []
+  const server = await startServer({
+    port: 0,
+    quiet: true,
+    logger: request => seen.push(request.body),
+    shouldErrorCustom: request => request.body.includes('bad'),
+  })
+  const ok = await loadTest({ url: server.url, maxRequests: 3, concurrency: 1, postBody: 'good' })
+  const bad = await loadTest({ url: server.url, maxRequests: 2, concurrency: 1, postBody: 'bad' })
+  await new Promise(resolve => server.close(resolve))
+  assert.deepEqual(seen, ['good', 'good', 'good', 'bad', 'bad'])
+  assert.equal(ok.totalErrors, 0)
+  assert.deepEqual(bad.errorCodes, { 500: 2 })
+  assert.ok(ok.minLatencyMs > 0 && ok.minLatencyMs <= ok.meanLatencyMs)
+})
+
+test("ES modules: loadtest's documented import line works for pelt/loadtest, and pelt's for pelt", async () => {
+  const { execFileSync } = require('node:child_process')
+  const code = "import { loadTest, startServer } from 'pelt/loadtest'; import { run } from 'pelt'; " +
+    'console.log(typeof loadTest, typeof startServer, typeof run)'
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], { cwd: __dirname, encoding: 'utf8' })
+  assert.equal(out.trim(), 'function function function')
 })
