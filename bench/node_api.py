@@ -10,6 +10,9 @@ run, the same request count and connections for all:
   pelt-loadtest  pelt's loadTest() (loadtest's API on pelt's engine, agentKeepAlive)
   loadtest       loadtest 8's own loadTest() (agentKeepAlive)
   autocannon     autocannon's API
+  pelt-loadtest-status, loadtest-status
+                 the same with a statusCallback (loadtest calls it per request; pelt once a
+                 second with that second's requests, each with its response)
 
 For each it prints requests/s (the load's own count over its own clock) and CPU-microseconds
 per request: of the whole process from its rusage (Node's start-up included), and during the
@@ -37,6 +40,7 @@ sys.path.insert(0, HERE)
 import peers  # noqa: E402  (the nginx configuration and the measuring helpers)
 
 MODES = ["cli", "run", "pelt-loadtest", "loadtest", "autocannon"]
+OTHER_MODES = ["pelt-loadtest-status", "loadtest-status"]
 
 
 def command(mode, args, url):
@@ -64,7 +68,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help=f"any of {','.join(MODES + OTHER_MODES)}")
     args = ap.parse_args()
     if args.install:
         subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=os.path.join(HERE, "node"),

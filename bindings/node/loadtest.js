@@ -209,7 +209,7 @@ function perRequest(o) {
  * requestGenerator(options, params, client, callback) called with a client that records the
  * request instead of sending it. Returns pelt targets.
  */
-function generated(o, count) {
+function generated(o, count, labels) {
   const base = new URL(o.url)
   const find = finder(o)
   const targets = []
@@ -243,7 +243,9 @@ function generated(o, count) {
         }
         return request
       }
-      o.requestGenerator(o, params, client, () => {})
+      const request = o.requestGenerator(o, params, client, () => {})
+      // loadtest hands a request's `labels` to statusCallback.
+      if (request && request.labels !== undefined) labels[i] = request.labels
     }
     const p = sent
     const target = new URL(p.path || '/', `${p.protocol || base.protocol}//${p.host || base.host}`)
@@ -287,7 +289,9 @@ function toPelt(o) {
     if (!Number.isInteger(count) || count < 1 || count > 1000000) {
       throw new RangeError("option 'requestGeneratorCount' must be a whole number from 1 to 1000000")
     }
-    run.targets = generated(o, count)
+    // The generated requests' labels ride beside the options, not in them.
+    Object.defineProperty(run, 'labels', { value: [], enumerable: false })
+    run.targets = generated(o, count, run.labels)
     delete run.url
     delete run.method
     delete run.body
@@ -295,7 +299,10 @@ function toPelt(o) {
   }
   // statusCallback: every N-th request that ends (per thread; 1, the default: every one up
   // to 4096 per thread and second), handed over once a second.
-  if (o.statusCallback) run.sampleEvery = o.statusSampleEvery || 1
+  if (o.statusCallback) {
+    run.sampleEvery = o.statusSampleEvery || 1
+    run.sampleResponses = true
+  }
   if (o.maxRequests) run.requests = o.maxRequests
   if (o.maxSeconds) run.duration = o.maxSeconds
   if (o.requestsPerSecond) run.rate = o.requestsPerSecond
@@ -329,12 +336,14 @@ class LoadtestResult {
     this.agent = o.agentKeepAlive ? 'keepalive' : 'none'
     this.requestsPerSecond = o.requestsPerSecond
     this.clients = r.connections
+    if (o.cores) this.cores = o.cores
     /** Requests that ended: responses and errors (pelt never sends more than maxRequests). */
     this.totalRequests = q.completed + q.errors
     /** Transport errors plus responses with a status of 400 or more (as loadtest counts). */
     this.totalErrors = q.errors + failed.reduce((sum, [, n]) => sum + n, 0)
-    this.elapsedSeconds = r.duration_s
-    this.totalTimeSeconds = r.duration_s
+    // Milliseconds, as loadtest measures it.
+    this.elapsedSeconds = Math.round(r.duration_s * 1000) / 1000
+    this.totalTimeSeconds = this.elapsedSeconds
     this.effectiveRps = Math.round(this.totalRequests / Math.max(r.duration_s, 1e-9))
     this.rps = this.effectiveRps
     this.meanLatencyMs = round2(latency.mean / 1000)
@@ -360,6 +369,7 @@ class LoadtestResult {
     else if (this.maxSeconds) log('Max time (s):        %s', this.maxSeconds)
     if (this.requestsPerSecond) log('Target rps:          %s', this.requestsPerSecond)
     log('Concurrent clients:  %s', this.clients)
+    if (this.cores) log('Running on cores:    %s', this.cores)
     log('Agent:               %s', this.agent)
     log('')
     log('Completed requests:  %s', this.totalRequests)
@@ -373,9 +383,37 @@ class LoadtestResult {
     log(' 100%      %s ms (longest request)', this.maxLatencyMs)
     if (this.totalErrors) {
       log('')
-      for (const [code, n] of Object.entries(this.errorCodes)) log('   %s:   %s errors', code, n)
+      for (const [code, n] of Object.entries(this.errorCodes)) {
+        const padding = ' '.repeat(code.length < 4 ? 4 - code.length : 1)
+        log(' %s%s:   %s errors', padding, code, n)
+      }
     }
   }
+}
+
+/** A response as it came (HTTP/1.1 text) as loadtest's statusCallback has it: its headers
+ * (names lower-cased, as Node's) and its body (chunked framing removed). */
+function parseResponse(text) {
+  const end = text.indexOf('\r\n\r\n')
+  const head = end < 0 ? text : text.slice(0, end)
+  let body = end < 0 ? '' : text.slice(end + 4)
+  const headers = {}
+  for (const line of head.split('\r\n').slice(1)) {
+    const at = line.indexOf(':')
+    if (at > 0) headers[line.slice(0, at).trim().toLowerCase()] = line.slice(at + 1).trim()
+  }
+  if (/chunked/i.test(headers['transfer-encoding'] || '')) {
+    let rest = body
+    body = ''
+    for (;;) {
+      const line = rest.indexOf('\r\n')
+      const size = parseInt(rest.slice(0, line), 16)
+      if (line < 0 || !(size > 0)) break
+      body += rest.slice(line + 2, line + 2 + size)
+      rest = rest.slice(line + 2 + size + 2)
+    }
+  }
+  return { body, headers }
 }
 
 /** Each loadTest() call's index (loadtest's `instanceIndex`). */
@@ -421,10 +459,12 @@ function loadTest(options, callback) {
           const result = {
             ...describe(s.index, s.target),
             statusCode: s.error ? undefined : s.status,
+            ...(s.response === undefined ? {} : parseResponse(s.response)),
             requestElapsed: s.latencyUs / 1000,
             requestIndex: s.index,
             instanceIndex,
           }
+          if (run.labels && run.labels[s.target] !== undefined) result.labels = run.labels[s.target]
           let error = null
           if (s.error) error = Object.assign(new Error(s.error), { code: s.error })
           else if (s.status >= 400) error = new Error(`Status code ${s.status}`)

@@ -213,6 +213,11 @@ export interface RunOptions {
    * thread and second; the rest counted in samples_dropped).
    */
   sampleEvery?: Count
+  /**
+   * Sampled requests (sampleEvery) carry their responses as they came, head and body (HTTP/1.1;
+   * at most 64 KiB each): the sample's `response`.
+   */
+  sampleResponses?: boolean
 }
 // END RunOptions
 
@@ -349,6 +354,8 @@ export interface Sample {
   /** The error kind ('timeout', 'refused', ...) or null. */
   error: string | null
   latencyUs: number
+  /** With `sampleResponses`: the response as it came, head and body (at most 64 KiB). */
+  response?: string
 }
 
 /** A run under way: awaitable (resolves to the result), with a 'tick' each second and, with

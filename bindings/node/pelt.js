@@ -33,9 +33,12 @@ function optionsJson(options) {
   return JSON.stringify(out)
 }
 
-/** One sampled request (option `sampleEvery`), from the engine's row. */
-function sampleOf([index, target, status, error, latencyUs]) {
-  return { index, target, status, error, latencyUs }
+/** One sampled request (option `sampleEvery`), from the engine's row; with
+ * `sampleResponses`, its response as it came (`response`, text). */
+function sampleOf([index, target, status, error, latencyUs, response]) {
+  const sample = { index, target, status, error, latencyUs }
+  if (response !== null && response !== undefined) sample.response = response
+  return sample
 }
 
 /**

@@ -108,7 +108,8 @@ pub fn start_run(
                     .iter()
                     .map(|s| {
                         let error = s.error.map(|k| k.name());
-                        serde_json::json!([s.index, s.target, s.status, error, s.latency_us])
+                        let response = s.response.as_ref().map(|r| String::from_utf8_lossy(r));
+                        serde_json::json!([s.index, s.target, s.status, error, s.latency_us, response])
                     })
                     .collect();
                 event('s', Value::Array(rows).to_string());

@@ -291,3 +291,28 @@ test("ES modules: loadtest's documented import line works for pelt/loadtest, and
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], { cwd: __dirname, encoding: 'utf8' })
   assert.equal(out.trim(), 'function function function')
 })
+
+test('statusCallback results carry the response body and headers, and the labels a requestGenerator set', async () => {
+  const server = await startServer({ port: 0, quiet: true, body: 'hello there' })
+  const seen = []
+  await loadTest({
+    url: server.url,
+    maxRequests: 4,
+    concurrency: 1,
+    statusCallback: (error, result) => seen.push(result),
+    requestGenerator: (options, params, client, callback) => {
+      const request = client(params, callback)
+      request.labels = `label-${params.path}`
+      request.end()
+      return request
+    },
+  })
+  await server.close()
+  assert.equal(seen.length, 4)
+  for (const r of seen) {
+    assert.equal(r.statusCode, 200)
+    assert.equal(r.body, 'hello there')
+    assert.equal(r.headers['content-length'], '11')
+    assert.equal(r.labels, 'label-/')
+  }
+})

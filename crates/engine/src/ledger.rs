@@ -6,7 +6,7 @@
 
 use pelt_stats::{
     Detail, ErrorCounts, ErrorKind, Interval, LatencyHistogram, Sample, StatusCounts, TargetCounts,
-    TargetStats, WorkerStats,
+    TargetStats, WorkerStats, SAMPLED_RESPONSE_MAX,
 };
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
@@ -40,6 +40,8 @@ pub(crate) struct Ledger {
     pub connections: u64,
     /// Sample every this many measured requests that end (0: none).
     sample_every: u64,
+    /// The response being booked, for its sample (`keep_response`); empty otherwise.
+    response: Vec<u8>,
     /// Requests to end before the next sample.
     sample_in: u64,
     /// The totals at the last hand-over, for each second's [`Detail`].
@@ -164,6 +166,7 @@ impl Ledger {
         Ledger {
             connections: 0,
             sample_every: 0,
+            response: Vec::new(),
             sample_in: 0,
             name_of,
             main,
@@ -274,14 +277,27 @@ impl Ledger {
         }
         self.interval.record_response(status, latency);
         if self.sampling(warm) {
+            let response = (!self.response.is_empty()).then(|| self.response.as_slice().into());
             self.interval.sample(Sample {
                 index: seq,
                 target,
                 status,
                 error: None,
                 latency_us: latency,
+                response,
             });
         }
+        if !self.response.is_empty() {
+            self.response.clear();
+        }
+    }
+
+    /// The bytes of the response about to be booked (`Config::sample_responses`): a sampled
+    /// one keeps them (at most `SAMPLED_RESPONSE_MAX`).
+    pub fn keep_response(&mut self, bytes: &[u8]) {
+        let room = SAMPLED_RESPONSE_MAX.saturating_sub(self.response.len());
+        self.response
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
     /// Request `seq` ended in an error.
@@ -306,6 +322,7 @@ impl Ledger {
                 status: 0,
                 error: Some(kind),
                 latency_us: 0,
+                response: None,
             });
         }
     }

@@ -153,6 +153,9 @@ pub struct Config {
     /// second's point then carries them to `on_second` ([`pelt_stats::Sample`], at most
     /// [`pelt_stats::SAMPLES_PER_SECOND`] per worker, the rest counted as dropped).
     pub sample_every: Option<u64>,
+    /// Sampled requests keep their responses' bytes, head and body (HTTP/1.1; Node.js's
+    /// loadtest `statusCallback`). Off: no response byte is copied.
+    pub sample_responses: bool,
     /// Open loop: requests due within one window of this length start together at its end
     /// (one wake-up for them all), and responses that arrive meanwhile are read then, booked
     /// at the kernel's arrival time (the socket's receive timestamp). Their wait shows in the lag.
@@ -275,6 +278,7 @@ impl Config {
             unix_socket: None,
             http2: None,
             sample_every: None,
+            sample_responses: false,
             batch_window: DEFAULT_BATCH_WINDOW,
             slice: None,
         }

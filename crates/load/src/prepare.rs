@@ -378,6 +378,7 @@ fn config(
     config.targets = encoded.set;
     config.unix_socket = spec.unix_socket.clone();
     config.sample_every = spec.sample_every;
+    config.sample_responses = spec.sample_responses;
     config.stages = shape.stages;
     config.http2 = encoded.http2;
     config

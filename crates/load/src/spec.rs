@@ -48,6 +48,8 @@ pub struct LoadSpec {
     /// (`TimelinePoint::samples`); `None`: none. For per-request views without a callback per
     /// request (the Node.js package's `statusCallback`).
     pub sample_every: Option<u64>,
+    /// Sampled requests keep their responses (HTTP/1.1): Node.js's `sampleResponses`.
+    pub sample_responses: bool,
     pub arrival: Arrival,
     /// Open loop: the most connections pelt may open (`None`: `connections`).
     pub max_connections: Option<usize>,
@@ -95,6 +97,7 @@ impl LoadSpec {
             rate: None,
             stages: Vec::new(),
             sample_every: None,
+            sample_responses: false,
             arrival: Arrival::Constant,
             max_connections: None,
             batch_window: pelt_engine::DEFAULT_BATCH_WINDOW,

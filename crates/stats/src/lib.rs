@@ -41,7 +41,8 @@ pub use report::{
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{
-    Detail, Interval, PointLatency, Sample, TargetCounts, TimelinePoint, SAMPLES_PER_SECOND,
+    Detail, Interval, PointLatency, Sample, TargetCounts, TimelinePoint, SAMPLED_RESPONSE_MAX,
+    SAMPLES_PER_SECOND,
 };
 
 /// A request that started this much after its due time counts as late (open loop).

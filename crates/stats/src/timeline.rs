@@ -114,7 +114,7 @@ pub const SAMPLES_PER_SECOND: usize = 4096;
 
 /// One sampled request, for a per-request view (the Node.js package's `statusCallback`)
 /// without a callback per request: sampled requests ride with the second they ended in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample {
     /// The request's index in the run (`{{seq}}`).
     pub index: u64,
@@ -126,7 +126,13 @@ pub struct Sample {
     pub error: Option<ErrorKind>,
     /// Its latency, microseconds (0 for an error).
     pub latency_us: u64,
+    /// The response as it came, head and body (`Config::sample_responses`, HTTP/1.1; at most
+    /// [`SAMPLED_RESPONSE_MAX`] bytes).
+    pub response: Option<Box<[u8]>>,
 }
+
+/// The most bytes of a sampled response kept.
+pub const SAMPLED_RESPONSE_MAX: usize = 64 * 1024;
 
 impl Interval {
     pub fn new(index: u64) -> Interval {

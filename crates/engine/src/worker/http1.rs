@@ -25,6 +25,8 @@ pub(super) struct H1Conn {
     /// Many requests, pipelined: the entries of one write copied together (they are not
     /// contiguous in the set), handed over with `send_buf`; empty when nothing waits.
     scratch: Vec<u8>,
+    /// `Config::sample_responses`: the bytes of the response being parsed, so far.
+    capture: Vec<u8>,
 }
 
 impl Default for H1Conn {
@@ -34,6 +36,7 @@ impl Default for H1Conn {
             write_pos: 0,
             write_end: 0,
             scratch: Vec::new(),
+            capture: Vec::new(),
         }
     }
 }
@@ -49,6 +52,7 @@ impl Protocol for Http1 {
         conn.write_pos = 0;
         conn.write_end = 0;
         conn.scratch.clear();
+        conn.capture.clear();
         if let Some(set) = config.targets.as_ref().filter(|_| config.pipeline > 1) {
             // Room for one write of the longest entries (kept across sockets).
             conn.scratch.reserve(set.max_len() * config.pipeline);
@@ -123,8 +127,18 @@ impl Protocol for Http1 {
                 }
             }
             match conn.proto.parser.parse(&data[pos..]) {
-                Ok((_, Parsed::Partial)) => return AfterRead::Keep,
+                Ok((_, Parsed::Partial)) => {
+                    if config.sample_responses {
+                        capture(&mut conn.proto.capture, &data[pos..]);
+                    }
+                    return AfterRead::Keep;
+                }
                 Ok((n, Parsed::Complete(response))) => {
+                    if config.sample_responses {
+                        capture(&mut conn.proto.capture, &data[pos..pos + n]);
+                        ledger.keep_response(&conn.proto.capture);
+                        conn.proto.capture.clear();
+                    }
                     pos += n;
                     completed = true;
                     let slot = conn.slots.pop().expect("a request is in flight");
@@ -164,6 +178,7 @@ impl Protocol for Http1 {
         match read_eof(&mut w.conns[i].proto.parser) {
             Ok(response) => {
                 let slot = w.conns[i].slots.pop().expect("a request is in flight");
+                w.ledger.keep_response(&w.conns[i].proto.capture);
                 w.ledger.response(
                     slot.warm,
                     slot.target,
@@ -262,4 +277,10 @@ fn send<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, now: Ins
         Ok(n) => h1.write_pos += n,
         Err(e) => w.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
     }
+}
+
+/// Keeps `bytes` of the response being parsed, up to what a sample keeps.
+fn capture(kept: &mut Vec<u8>, bytes: &[u8]) {
+    let room = pelt_stats::SAMPLED_RESPONSE_MAX.saturating_sub(kept.len());
+    kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
 }

@@ -838,4 +838,20 @@ pub static RUN: &[Row] = &[
         write: |s| Ok(s.sample_every.map(Value::from)),
         ..BASE
     },
+    Row {
+        name: "sampleResponses",
+        value: "BOOL",
+        form: Form::Library,
+        help: "Sampled requests (sampleEvery) carry their responses as they came, head and body \
+               (HTTP/1.1; at most 64 KiB each): the sample's `response`.",
+        ts: "boolean",
+        example: "true",
+        rules: &[Rule::Requires("sampleEvery"), Rule::Conflicts("http2")],
+        read: |s, g| {
+            s.sample_responses = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.sample_responses),
+        ..BASE
+    },
 ];
