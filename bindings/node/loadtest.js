@@ -488,7 +488,7 @@ function loadTest(options, callback) {
 }
 
 /** The server options loadtest's startServer() reads. */
-const SERVER_OPTIONS = new Set(['port', 'delay', 'error', 'percent', 'quiet', 'logger', 'shouldErrorCustom', 'body', 'file', 'tcp'])
+const SERVER_OPTIONS = new Set(['port', 'delay', 'error', 'percent', 'quiet', 'logger', 'shouldErrorCustom', 'body', 'file'])
 
 /** loadtest's server options as `pelt serve`'s. */
 function serveOptions(options) {
@@ -599,4 +599,4 @@ function startServer(options = {}, callback) {
   }
 }
 
-module.exports = { loadTest, startServer, LoadtestResult, readOptions, toPelt }
+module.exports = { loadTest, startServer, LoadtestResult, LOADTEST_OPTIONS, SERVER_OPTIONS }

@@ -11,12 +11,12 @@ const { check, startServer } = require('../pelt')
 const dts = fs.readFileSync(path.join(__dirname, '..', 'pelt.d.ts'), 'utf8')
 const js = fs.readFileSync(path.join(__dirname, '..', 'pelt.js'), 'utf8')
 
-/** The names an interface of pelt.d.ts declares. */
-function declared(name) {
-  const start = dts.indexOf(`export interface ${name} {`)
+/** The names an interface of pelt.d.ts (or `text`) declares. */
+function declared(name, text = dts) {
+  const start = text.indexOf(`export interface ${name} {`)
   assert.ok(start >= 0, `pelt.d.ts declares ${name}`)
-  const body = dts.slice(start, dts.indexOf('\n}\n', start))
-  return [...body.matchAll(/^ {2}(\w+)\?:/gm)].map(m => m[1])
+  const body = text.slice(start, text.indexOf('\n}\n', start))
+  return [...body.matchAll(/^ {2}(\w+)\??:/gm)].map(m => m[1])
 }
 
 test('every declared run option is one pelt takes, and no other name is', () => {
@@ -64,4 +64,11 @@ test('every event pelt.js emits has a typed listener', () => {
   for (const event of emitted) {
     assert.ok(dts.includes(`on(event: '${event}'`), `pelt.d.ts types the '${event}' event`)
   }
+})
+
+test("pelt/loadtest's types declare the options its code reads, and no others", () => {
+  const { LOADTEST_OPTIONS, SERVER_OPTIONS } = require('../loadtest.js')
+  assert.deepStrictEqual(declared('LoadtestOptions').sort(), [...LOADTEST_OPTIONS].sort())
+  const loadtestDts = fs.readFileSync(path.join(__dirname, '..', 'loadtest.d.ts'), 'utf8')
+  assert.deepStrictEqual(declared('LoadtestServerOptions', loadtestDts).sort(), [...SERVER_OPTIONS].sort())
 })
