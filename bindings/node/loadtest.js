@@ -105,9 +105,68 @@ async function importGenerator(file) {
   throw new TypeError(`requestGenerator module '${file}' exports no function`)
 }
 
-/** loadtest's options, read as loadtest's Options class reads them. */
-async function readOptions(options) {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object')
+/** What loadtest's configuration file may say (its `loadConfig`), by name. */
+const CONFIG_OPTIONS = new Set([
+  'maxRequests', 'concurrency', 'maxSeconds', 'timeout', 'method', 'contentType', 'body', 'file',
+  'cookies', 'headers', 'secureProtocol', 'insecure', 'cert', 'key', 'requestGenerator',
+  'recover', 'agentKeepAlive', 'proxy', 'requestsPerSecond', 'indexParam',
+  // The test server's; loadTest() leaves them.
+  'delay', 'error', 'percent',
+])
+
+/**
+ * loadtest's configuration file, as its README describes it: `.loadtestrc` in the working
+ * directory, or the file the `loadtest` entry of its `package.json` names; JSON. Returns the
+ * options it gives (only those it names; cookies as an object become `name=value` texts) and
+ * its body `file`, or nothing without one.
+ */
+function loadConfig(dir = process.cwd()) {
+  let file = path.join(dir, '.loadtestrc')
+  if (!fs.existsSync(file)) {
+    const pkg = path.join(dir, 'package.json')
+    let named
+    try {
+      named = JSON.parse(fs.readFileSync(pkg, 'utf8')).loadtest
+    } catch {
+      // No package.json here, or not one to read: no configuration.
+    }
+    if (typeof named !== 'string') return { options: {} }
+    file = path.resolve(dir, named)
+  }
+  let config
+  try {
+    config = JSON.parse(fs.readFileSync(file, 'utf8'))
+  } catch (e) {
+    throw new TypeError(`loadtest configuration ${file}: ${e.message} (pelt reads it as JSON)`)
+  }
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    throw new TypeError(`loadtest configuration ${file} must hold a JSON object`)
+  }
+  const options = {}
+  let bodyFile
+  for (const [name, value] of Object.entries(config)) {
+    if (!CONFIG_OPTIONS.has(name)) throw new TypeError(`loadtest configuration ${file}: unknown option '${name}'`)
+    if (['delay', 'error', 'percent'].includes(name)) continue
+    if (name === 'cookies' && value && typeof value === 'object' && !Array.isArray(value)) {
+      options.cookies = Object.entries(value).map(([k, v]) => `${k}=${v}`)
+    } else if (name === 'file') {
+      bodyFile = value
+    } else {
+      options[name] = value
+    }
+  }
+  return { options, bodyFile }
+}
+
+/** loadtest's options, read as loadtest's Options class reads them: what `options` leaves out
+ * comes from the configuration file, if there is one. */
+async function readOptions(given) {
+  if (given === null || typeof given !== 'object') throw new TypeError('options must be an object')
+  const config = loadConfig()
+  const options = config.options
+  for (const [name, value] of Object.entries(given)) {
+    if (value !== undefined) options[name] = value
+  }
   for (const name of Object.keys(options)) {
     if (REFUSED[name] && options[name] !== undefined) throw new TypeError(`option '${name}' is not supported: ${REFUSED[name]}`)
     if (!LOADTEST_OPTIONS.has(name) && !REFUSED[name] && !warned.has(name)) {
@@ -150,7 +209,8 @@ async function readOptions(options) {
     requestGeneratorCount: options.requestGeneratorCount,
     cores: options.cores,
   }
-  let bodyFile
+  // The configuration's body file, unless a body is given (the method stays).
+  let bodyFile = options.body ? undefined : config.bodyFile
   if (options.data) o.body = options.data
   if (options.body) o.body = options.body
   if (options.postBody) [o.method, o.body] = ['POST', options.postBody]

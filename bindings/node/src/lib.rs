@@ -109,7 +109,14 @@ pub fn start_run(
                     .map(|s| {
                         let error = s.error.map(|k| k.name());
                         let response = s.response.as_ref().map(|r| String::from_utf8_lossy(r));
-                        serde_json::json!([s.index, s.target, s.status, error, s.latency_us, response])
+                        serde_json::json!([
+                            s.index,
+                            s.target,
+                            s.status,
+                            error,
+                            s.latency_us,
+                            response
+                        ])
                     })
                     .collect();
                 event('s', Value::Array(rows).to_string());

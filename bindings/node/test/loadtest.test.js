@@ -316,3 +316,36 @@ test('statusCallback results carry the response body and headers, and the labels
     assert.equal(r.labels, 'label-/')
   }
 })
+
+test("loadtest's configuration file: .loadtestrc, or the file package.json's loadtest entry names", async () => {
+  const fs = require('node:fs')
+  const os = require('node:os')
+  const path = require('node:path')
+  // Not execFileSync: the server answers from this process's event loop.
+  const execFile = require('node:util').promisify(require('node:child_process').execFile)
+  const { url, seen, close } = await recordingServer()
+  const cli = path.join(__dirname, '..', 'bin', 'pelt-loadtest.js')
+  const rc = fs.mkdtempSync(path.join(os.tmpdir(), 'pelt-loadtestrc-'))
+  fs.writeFileSync(path.join(rc, '.loadtestrc'), JSON.stringify({
+    maxRequests: 3, concurrency: 1, method: 'POST', body: { hi: 'there' }, headers: { 'x-rc': 'yes' }, cookies: { a: '1' },
+  }))
+  await execFile(process.execPath, [cli, url, '--quiet'], { cwd: rc })
+  // The command line wins over the file.
+  await execFile(process.execPath, [cli, url, '-n', '1', '-m', 'PUT'], { cwd: rc })
+  const named = fs.mkdtempSync(path.join(os.tmpdir(), 'pelt-loadtest-pkg-'))
+  fs.writeFileSync(path.join(named, 'package.json'), JSON.stringify({ loadtest: 'load.json' }))
+  fs.writeFileSync(path.join(named, 'load.json'), JSON.stringify({ maxRequests: 2, concurrency: 1 }))
+  await execFile(process.execPath, [cli, url], { cwd: named })
+  await close()
+  fs.rmSync(rc, { recursive: true })
+  fs.rmSync(named, { recursive: true })
+  assert.equal(seen.length, 3 + 1 + 2)
+  for (const r of seen.slice(0, 3)) {
+    assert.equal(r.method, 'POST')
+    assert.equal(r.body, '{"hi":"there"}')
+    assert.equal(r.headers['x-rc'], 'yes')
+    assert.equal(r.headers.cookie, 'a=1')
+  }
+  assert.equal(seen[3].method, 'PUT')
+  assert.deepEqual(seen.slice(4).map(r => r.method), ['GET', 'GET'])
+})
