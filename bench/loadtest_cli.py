@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One row of the loadtest 7 -> 8 story's krps table, with pelt-loadtest beside loadtest.
+"""One row of the loadtest 7 -> 8 story's krps table, with pelt-loadtest and pelt-autocannon.
 
 The story measured load testers with one core against loadtest's test server, keep-alive:
 `node bin/loadtest.js http://localhost:7357 --cores 1 -k` (and `--tcp`), autocannon and
@@ -11,10 +11,12 @@ own clock) as medians with min-max.
 
 Tools: loadtest and loadtest --tcp (loadtest 8.2.1, the Node.js package's pinned dev
 dependency), pelt-loadtest (the Node.js package's command: loadtest's flags on pelt's engine)
-and its --tcp (which changes nothing), wrk -t1 -c10, and autocannon -c10 when bench/node has
-it installed (bench/node_api.py --install).
+and its --tcp (which changes nothing), wrk -t1 -c10, autocannon -c10 (autocannon 9.0.0, the
+Node.js package's pinned dev dependency) and pelt-autocannon (autocannon's flags on pelt's
+engine). --connections sets -c for all of them: the study of server architectures in the
+seeds measured with `autocannon -c 100 -d 20 URL` (`--connections 100 --seconds 20`).
 
-Usage: bench/loadtest_cli.py [--seconds 5] [--runs 5] [--server loadtest|pelt]
+Usage: bench/loadtest_cli.py [--seconds 5] [--runs 5] [--server loadtest|pelt] [--connections 10]
                              [--pelt target/release/pelt] [--tools loadtest,pelt-loadtest,...]
 Needs: node, wrk, taskset, and `npm install` done in bindings/node. Traffic stays on 127.0.0.1.
 """
@@ -32,21 +34,23 @@ import peers  # noqa: E402  (free ports, waiting for a listener, medians)
 
 NODE = os.path.join(ROOT, "bindings", "node")
 LOADTEST = os.path.join(NODE, "node_modules", "loadtest", "bin")
-AUTOCANNON = os.path.join(HERE, "node", "node_modules", "autocannon", "autocannon.js")
-TOOLS = ["loadtest", "loadtest-tcp", "pelt-loadtest", "pelt-loadtest-tcp", "wrk", "autocannon"]
+AUTOCANNON = os.path.join(NODE, "node_modules", "autocannon", "autocannon.js")
+TOOLS = ["loadtest", "loadtest-tcp", "pelt-loadtest", "pelt-loadtest-tcp", "wrk", "autocannon",
+         "pelt-autocannon"]
 
 
-def command(tool, url, seconds):
+def command(tool, url, seconds, connections):
     """The tool's command line, and how to read requests/s from what it prints."""
-    loadtest_like = ["-k", "--cores", "1", "-t", str(seconds), url]
+    loadtest_like = ["-k", "--cores", "1", "-c", str(connections), "-t", str(seconds), url]
     if tool.startswith("loadtest"):
         cmd = ["node", os.path.join(LOADTEST, "loadtest.js")] + loadtest_like
     elif tool.startswith("pelt-loadtest"):
         cmd = ["node", os.path.join(NODE, "bin", "pelt-loadtest.js")] + loadtest_like
     elif tool == "wrk":
-        return ["wrk", "-t1", "-c10", f"-d{seconds}s", url], r"Requests/sec:\s+([\d.]+)"
+        return ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", url], r"Requests/sec:\s+([\d.]+)"
     else:
-        return (["node", AUTOCANNON, "-c", "10", "-d", str(seconds), url],
+        bin = AUTOCANNON if tool == "autocannon" else os.path.join(NODE, "bin", "pelt-autocannon.js")
+        return (["node", bin, "-c", str(connections), "-d", str(seconds), url],
                 r"([\d.]+)k requests in ([\d.]+)s")
     if tool.endswith("-tcp"):
         cmd.append("--tcp")
@@ -67,6 +71,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--server", choices=["loadtest", "pelt"], default="loadtest")
+    ap.add_argument("--connections", type=int, default=10)
     ap.add_argument("--pelt", default=os.path.join(ROOT, "target", "release", "pelt"))
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--server-cpu", default="0")
@@ -89,7 +94,7 @@ def main():
         results = {t: [] for t in tools}
         for run in range(args.runs):
             for tool in tools:
-                cmd, pattern = command(tool, url, args.seconds)
+                cmd, pattern = command(tool, url, args.seconds, args.connections)
                 out = subprocess.run(["taskset", "-c", args.client_cpu] + cmd, capture_output=True,
                                      text=True, timeout=args.seconds * 10 + 60)
                 rps = rate(pattern, out.stdout + out.stderr)
@@ -97,7 +102,7 @@ def main():
                     sys.exit(f"{tool}: no rate in its output:\n{out.stdout}{out.stderr}")
                 results[tool].append(rps / 1000)
                 print(f"  run {run + 1} {tool:<18} {rps / 1000:>7.1f} krps", file=sys.stderr)
-        print(f"\nkeep-alive, one-core load tester against {args.server}'s test server "
+        print(f"\nkeep-alive, {args.connections} connections, one-core load tester against {args.server}'s test server "
               f"(server on CPU {args.server_cpu}, load on CPU {args.client_cpu}), {args.seconds} s, "
               f"{args.runs} runs (median, min-max)\n")
         print("|package|krps|")

@@ -31,10 +31,23 @@ export declare class NativeServer {
 export declare function checkOptions(options: string): void
 
 /**
- * Latencies (microseconds) at the quantiles `qs` (0..=1) of a result's embedded histogram
- * (`histograms.latency_us`): percentiles the JSON does not list, such as loadtest's p95.
+ * Merges result histograms (`histograms.latency_us` of one or more results, pelt's encoding
+ * or any HdrHistogram V2 writer's, microseconds) and gives their count, min, max, mean,
+ * standard deviation and the values at quantiles `qs` (0..=1): percentiles the JSON does not
+ * list (loadtest's p95, autocannon's p2_5 ... p99_999), and results merged exactly.
  */
-export declare function quantilesUs(histogram: string, qs: Array<number>): Array<number>
+export declare function latencyStats(histograms: Array<string>, qs: Array<number>): LatencyStats
+
+/** What a set of latency histograms holds, merged: microseconds. */
+export interface LatencyStats {
+  count: number
+  min: number
+  max: number
+  mean: number
+  stdev: number
+  /** The values at the quantiles asked for, in their order. */
+  quantiles: Array<number>
+}
 
 /**
  * `pelt compare`: checks `options` (the runs' without a URL, and the comparison's, by name)
@@ -52,7 +65,8 @@ export declare function startFindMax(options: string, onEvent: ((arg: string) =>
 
 /**
  * Checks `options` (throws before any traffic), then starts the run on its own threads.
- * `onEvent` gets, in order, one string per event: `t` and each second's timeline point,
+ * `onEvent` gets, in order, one string per event: `t` and each second's timeline point (with
+ * its `detail`: codes, error kinds, bytes),
  * `s` and that second's sampled requests (`sampleEvery`) as `[index, target, status,
  * errorKind | null, latencyUs]` rows, and last `d` and the result; each as JSON. One
  * callback, so Node sees them in the order they happened.

@@ -16,6 +16,7 @@ const path = require('node:path')
 const { pathToFileURL } = require('node:url')
 const pelt = require('./pelt.js')
 const native = require('./index.js')
+const { parseResponse } = require('./response.js')
 const { version } = require('./package.json')
 
 /** loadtest's default port for its test server. */
@@ -387,7 +388,7 @@ class LoadtestResult {
     if (q.errors > 0) errorCodes['-1'] = q.errors
     let p95 = latency.p90
     if (r.histograms && r.histograms.latency_us && q.completed > 0) {
-      p95 = native.quantilesUs(r.histograms.latency_us, [0.95])[0]
+      p95 = native.latencyStats([r.histograms.latency_us], [0.95]).quantiles[0]
     }
     this.url = o.url
     this.maxRequests = o.maxRequests
@@ -451,30 +452,6 @@ class LoadtestResult {
   }
 }
 
-/** A response as it came (HTTP/1.1 text) as loadtest's statusCallback has it: its headers
- * (names lower-cased, as Node's) and its body (chunked framing removed). */
-function parseResponse(text) {
-  const end = text.indexOf('\r\n\r\n')
-  const head = end < 0 ? text : text.slice(0, end)
-  let body = end < 0 ? '' : text.slice(end + 4)
-  const headers = {}
-  for (const line of head.split('\r\n').slice(1)) {
-    const at = line.indexOf(':')
-    if (at > 0) headers[line.slice(0, at).trim().toLowerCase()] = line.slice(at + 1).trim()
-  }
-  if (/chunked/i.test(headers['transfer-encoding'] || '')) {
-    let rest = body
-    body = ''
-    for (;;) {
-      const line = rest.indexOf('\r\n')
-      const size = parseInt(rest.slice(0, line), 16)
-      if (line < 0 || !(size > 0)) break
-      body += rest.slice(line + 2, line + 2 + size)
-      rest = rest.slice(line + 2 + size + 2)
-    }
-  }
-  return { body, headers }
-}
 
 /** Each loadTest() call's index (loadtest's `instanceIndex`). */
 let instances = 0

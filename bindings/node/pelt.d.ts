@@ -264,6 +264,9 @@ export interface TimelinePoint {
   connections: number
   /** With `stages`: the rate (requests/s) or connections they asked for in this second. */
   target?: number
+  /** Only in a 'tick' (the result's timeline does not keep it): the second's responses by
+   * status code, errors by kind, and bytes sent and received. */
+  detail?: { codes: Record<string, number>; errors: Record<string, number>; bytes_sent: number; bytes_received: number }
 }
 
 export interface TargetResult {

@@ -83,12 +83,33 @@ fn spawn(
     Ok(NativeRun { stop })
 }
 
+/// A second's timeline point as the `tick` event has it: the point, and `detail`: the
+/// second's responses by status code, errors by kind and bytes sent and received (what the
+/// result's timeline does not keep).
+fn tick(point: &pelt_stats::TimelinePoint) -> String {
+    let mut v = serde_json::to_value(point).expect("pelt's documents serialize");
+    let d = &point.detail;
+    let codes: Map<String, Value> = d
+        .codes
+        .iter()
+        .map(|(c, n)| (c.to_string(), Value::from(*n)))
+        .collect();
+    v["detail"] = serde_json::json!({
+        "codes": codes,
+        "errors": d.errors,
+        "bytes_sent": d.bytes_sent,
+        "bytes_received": d.bytes_received,
+    });
+    v.to_string()
+}
+
 fn json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).expect("pelt's documents serialize")
 }
 
 /// Checks `options` (throws before any traffic), then starts the run on its own threads.
-/// `onEvent` gets, in order, one string per event: `t` and each second's timeline point,
+/// `onEvent` gets, in order, one string per event: `t` and each second's timeline point (with
+/// its `detail`: codes, error kinds, bytes),
 /// `s` and that second's sampled requests (`sampleEvery`) as `[index, target, status,
 /// errorKind | null, latencyUs]` rows, and last `d` and the result; each as JSON. One
 /// callback, so Node sees them in the order they happened.
@@ -101,7 +122,7 @@ pub fn start_run(
     let prepared = pelt_load::prepare(&spec).map_err(range)?;
     spawn("run", on_event, move |stop, event| {
         let report = pelt_load::run(&prepared, stop, &mut |point| {
-            event('t', json(point));
+            event('t', tick(point));
             if !point.samples.is_empty() {
                 let rows: Vec<Value> = point
                     .samples
@@ -264,13 +285,40 @@ pub fn start_server(options: String) -> Result<NativeServer> {
     })
 }
 
-/// Latencies (microseconds) at the quantiles `qs` (0..=1) of a result's embedded histogram
-/// (`histograms.latency_us`): percentiles the JSON does not list, such as loadtest's p95.
+/// What a set of latency histograms holds, merged: microseconds.
+#[napi(object)]
+pub struct LatencyStats {
+    pub count: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub stdev: f64,
+    /// The values at the quantiles asked for, in their order.
+    pub quantiles: Vec<f64>,
+}
+
+/// Merges result histograms (`histograms.latency_us` of one or more results, pelt's encoding
+/// or any HdrHistogram V2 writer's, microseconds) and gives their count, min, max, mean,
+/// standard deviation and the values at quantiles `qs` (0..=1): percentiles the JSON does not
+/// list (loadtest's p95, autocannon's p2_5 ... p99_999), and results merged exactly.
 #[napi]
-pub fn quantiles_us(histogram: String, qs: Vec<f64>) -> Result<Vec<f64>> {
-    let h = pelt_stats::LatencyHistogram::decode(&histogram).map_err(range)?;
-    Ok(qs
-        .iter()
-        .map(|&q| h.quantile_us(q.clamp(0.0, 1.0)) as f64)
-        .collect())
+pub fn latency_stats(histograms: Vec<String>, qs: Vec<f64>) -> Result<LatencyStats> {
+    let mut merged = pelt_stats::LatencyHistogram::new();
+    for text in &histograms {
+        merged.merge(&pelt_stats::LatencyHistogram::decode(text).map_err(range)?);
+    }
+    let h = merged.hdr();
+    let empty = h.is_empty();
+    let of = |v: u64| if empty { 0.0 } else { v as f64 };
+    Ok(LatencyStats {
+        count: h.len() as f64,
+        min: of(h.min()),
+        max: of(h.max()),
+        mean: if empty { 0.0 } else { h.mean() },
+        stdev: if empty { 0.0 } else { h.stdev() },
+        quantiles: qs
+            .iter()
+            .map(|&q| merged.quantile_us(q.clamp(0.0, 1.0)) as f64)
+            .collect(),
+    })
 }

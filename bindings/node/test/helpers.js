@@ -114,4 +114,26 @@ async function recordingServer() {
   }
 }
 
-module.exports = { startNginx, recordingServer, freePort, execFileSync }
+/**
+ * Outcomes of the same programs on the original package (`control`) and on pelt, each
+ * {name: {ok, message}}: prints them side by side (under `title`, the original's name) and
+ * returns the problems: a program that passes on the original and not on pelt, unless listed
+ * in `gaps` (name: why), and a listed gap that passes now.
+ */
+function compareOutcomes(title, control, pelt, gaps) {
+  const mark = r => (r === undefined ? 'missing' : r.ok ? 'pass' : 'FAIL')
+  const names = Object.keys(control).sort()
+  const rows = names.map(n => `${mark(control[n]).padEnd(title.length + 1)} ${mark(pelt[n]).padEnd(7)} ${n}`)
+  const passed = r => Object.values(r).filter(x => x.ok).length
+  console.log(`${title}  pelt    (${title} ${passed(control)}/${names.length}, pelt ${passed(pelt)}/${names.length})\n${rows.join('\n')}`)
+  const problems = []
+  for (const [name, r] of Object.entries(control)) {
+    if (!r.ok) continue
+    const p = pelt[name]
+    if (gaps[name] && p && p.ok) problems.push(`${name}: passes now; take it off the gaps`)
+    if (!gaps[name] && !(p && p.ok)) problems.push(`${name}: ${p ? p.message : 'did not run'}`)
+  }
+  return problems
+}
+
+module.exports = { startNginx, recordingServer, freePort, execFileSync, compareOutcomes }

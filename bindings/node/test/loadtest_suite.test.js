@@ -18,6 +18,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { execFile, execFileSync } = require('node:child_process')
 const { pathToFileURL } = require('node:url')
+const { compareOutcomes } = require('./helpers.js')
 
 const ROOT = path.join(__dirname, '..')
 const LOADTEST = path.dirname(require.resolve('loadtest/package.json'))
@@ -96,20 +97,8 @@ function runAll(name) {
 test("loadtest's own public-API tests pass on pelt/loadtest wherever they pass on loadtest", { timeout: 600_000 }, () => {
   const control = runAll('loadtest')
   const pelt = runAll('pelt')
-  const rows = Object.keys(control).map(name => {
-    const mark = r => (r === undefined ? 'missing' : r.ok ? 'pass' : 'FAIL')
-    return `${mark(control[name]).padEnd(7)} ${mark(pelt[name]).padEnd(7)} ${name}`
-  })
-  const passed = r => Object.values(r).filter(x => x.ok).length
-  console.log(`loadtest  pelt    test (loadtest ${passed(control)}/${rows.length}, pelt ${passed(pelt)}/${rows.length})\n${rows.join('\n')}`)
   assert.ok(Object.keys(control).length >= 20, 'the suite ran')
-  const problems = []
-  for (const [name, r] of Object.entries(control)) {
-    if (!r.ok) continue
-    const p = pelt[name]
-    if (GAPS[name] && p && p.ok) problems.push(`${name}: passes now; take it off the gaps`)
-    if (!GAPS[name] && !(p && p.ok)) problems.push(`${name}: ${p ? p.message : 'did not run'}`)
-  }
+  const problems = compareOutcomes('loadtest', control, pelt, GAPS)
   assert.deepEqual(problems, [])
 })
 
@@ -163,14 +152,8 @@ test("loadtest's documentation examples run on pelt/loadtest wherever they run o
   try {
     const control = await runExamples('loadtest', server.url, await freePort())
     const pelt = await runExamples('pelt', server.url, await freePort())
-    const mark = r => (r === undefined ? 'missing' : r.ok ? 'pass' : 'FAIL')
-    const rows = Object.keys(control).map(name => `${mark(control[name]).padEnd(7)} ${mark(pelt[name]).padEnd(7)} ${name}`)
-    console.log(`loadtest  pelt    example\n${rows.join('\n')}`)
-    assert.ok(rows.length >= 7, 'the examples were found')
-    const problems = Object.entries(control)
-      .filter(([name, r]) => r.ok && !pelt[name].ok)
-      .map(([name]) => `${name}: ${pelt[name].message}`)
-    assert.deepEqual(problems, [])
+    assert.ok(Object.keys(control).length >= 7, 'the examples were found')
+    assert.deepEqual(compareOutcomes('loadtest', control, pelt, {}), [])
   } finally {
     await server.close()
   }

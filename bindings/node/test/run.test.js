@@ -31,8 +31,13 @@ test('each second arrives as a tick, and the ticks add up to the result', async 
   const r = await handle
   assert.ok(ticks.length >= 2, `ticks: ${ticks.length}`)
   assert.deepEqual(ticks.map(p => p.second), ticks.map((_, i) => i))
-  assert.deepEqual(ticks, r.timeline, 'the ticks are the timeline')
+  assert.deepEqual(ticks.map(({ detail, ...point }) => point), r.timeline, 'the ticks are the timeline')
   assert.equal(ticks.reduce((n, p) => n + p.completed, 0), r.requests.completed)
+  // Each tick's detail: codes, bytes; they add up to the result's.
+  const sum = f => ticks.reduce((n, p) => n + f(p.detail), 0)
+  assert.equal(sum(d => d.codes['200'] || 0), r.status['200'])
+  assert.equal(sum(d => d.bytes_received), r.bytes.received)
+  assert.equal(sum(d => d.bytes_sent), r.bytes.sent)
   await server.close()
 })
 

@@ -72,3 +72,13 @@ test("pelt/loadtest's types declare the options its code reads, and no others", 
   const loadtestDts = fs.readFileSync(path.join(__dirname, '..', 'loadtest.d.ts'), 'utf8')
   assert.deepStrictEqual(declared('LoadtestServerOptions', loadtestDts).sort(), [...SERVER_OPTIONS].sort())
 })
+
+test("pelt/autocannon's types declare the options its code reads, and no others", () => {
+  const { AUTOCANNON_OPTIONS } = require('../autocannon.js')
+  const text = fs.readFileSync(path.join(__dirname, '..', 'autocannon.d.ts'), 'utf8')
+  const start = text.indexOf('  interface AutocannonOptions {')
+  assert.ok(start >= 0, 'autocannon.d.ts declares AutocannonOptions')
+  const body = text.slice(start, text.indexOf('\n  }\n', start))
+  const names = [...body.matchAll(/^ {4}(\w+)\??:/gm)].map(m => m[1])
+  assert.deepStrictEqual(names.sort(), [...AUTOCANNON_OPTIONS].sort())
+})
