@@ -10,9 +10,14 @@ run, the same request count and connections for all:
   pelt-loadtest  pelt's loadTest() (loadtest's API on pelt's engine, agentKeepAlive)
   loadtest       loadtest 8's own loadTest() (agentKeepAlive)
   autocannon     autocannon's API
+  pelt-autocannon
+                 autocannon's API on pelt (workers: 1)
   pelt-loadtest-status, loadtest-status
                  the same with a statusCallback (loadtest calls it per request; pelt once a
                  second with that second's requests, each with its response)
+  autocannon-verify, pelt-autocannon-verify
+                 autocannon's with a verifyBody (autocannon calls it per response; pelt once a
+                 second for that second's sampled responses)
 
 For each it prints requests/s (the load's own count over its own clock) and CPU-microseconds
 per request: of the whole process from its rusage (Node's start-up included), and during the
@@ -40,7 +45,8 @@ sys.path.insert(0, HERE)
 import peers  # noqa: E402  (the nginx configuration and the measuring helpers)
 
 MODES = ["cli", "run", "pelt-loadtest", "loadtest", "autocannon"]
-OTHER_MODES = ["pelt-loadtest-status", "loadtest-status"]
+OTHER_MODES = ["pelt-loadtest-status", "loadtest-status", "pelt-autocannon", "autocannon-verify",
+               "pelt-autocannon-verify"]
 
 
 def command(mode, args, url):

@@ -3,8 +3,10 @@
 // "cpu_us": C}.
 //   node drive.js MODE URL REQUESTS CONNECTIONS
 // MODE: run (pelt's run()), pelt-loadtest (pelt's loadTest()), loadtest (loadtest 8's
-// own loadTest()), autocannon (autocannon's API); pelt-loadtest-status and loadtest-status:
-// the same with a statusCallback that counts its calls (what a per-request callback costs).
+// own loadTest()), autocannon (autocannon's API), pelt-autocannon (autocannon's API on pelt);
+// pelt-loadtest-status and loadtest-status: the same with a statusCallback that counts its
+// calls, autocannon-verify and pelt-autocannon-verify with a verifyBody that does (what a
+// per-request callback costs).
 // One thread for pelt, keep-alive for all.
 const path = require('node:path')
 const [mode, url, requests, connections] = process.argv.slice(2)
@@ -37,9 +39,10 @@ async function main() {
     const options = { url, maxRequests: n, concurrency: c, agentKeepAlive: true, quiet: true, ...status(mode) }
     const r = await loadTest(options)
     done = r.totalRequests
-  } else if (mode === 'autocannon') {
-    const autocannon = require(path.join(peers, 'autocannon'))
-    const r = await autocannon({ url, amount: n, connections: c })
+  } else if (['autocannon', 'autocannon-verify', 'pelt-autocannon', 'pelt-autocannon-verify'].includes(mode)) {
+    const autocannon = mode.startsWith('pelt') ? require('../../bindings/node/autocannon.js') : require(path.join(peers, 'autocannon'))
+    const verify = mode.endsWith('-verify') ? { verifyBody: () => { calls++; return true } } : {}
+    const r = await autocannon({ url, amount: n, connections: c, ...(mode.startsWith('pelt') ? { workers: 1 } : {}), ...verify })
     done = r.requests.total
   } else {
     throw new Error(`unknown mode ${mode}`)
