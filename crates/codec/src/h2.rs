@@ -649,7 +649,7 @@ impl Session {
                 if head.flags & flag::ACK != 0 {
                     return need_len(head.len == 0);
                 }
-                need_len(head.len % 6 == 0)?;
+                need_len(head.len.is_multiple_of(6))?;
                 let mut window_delta = 0;
                 for s in payload.chunks_exact(6) {
                     let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);

@@ -34,6 +34,7 @@ mod fake;
 mod ledger;
 mod model;
 mod requests;
+pub mod scenario;
 mod schedule;
 mod stages;
 pub mod template;

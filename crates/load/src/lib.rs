@@ -39,6 +39,7 @@ mod prepare;
 #[cfg(test)]
 mod props;
 mod report;
+pub mod scenario;
 pub mod sources;
 mod spec;
 pub mod study;

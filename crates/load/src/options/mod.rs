@@ -420,9 +420,9 @@ pub fn duration_text(d: std::time::Duration) -> String {
     let us = d.as_micros();
     if us == 0 {
         "0".into()
-    } else if us % 1_000_000 == 0 {
+    } else if us.is_multiple_of(1_000_000) {
         format!("{}s", us / 1_000_000)
-    } else if us % 1_000 == 0 {
+    } else if us.is_multiple_of(1_000) {
         format!("{}ms", us / 1_000)
     } else {
         format!("{us}us")
