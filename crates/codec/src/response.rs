@@ -707,3 +707,57 @@ fn parse_decimal(s: &[u8]) -> Option<u64> {
         acc.checked_mul(10)?.checked_add((d - b'0') as u64)
     })
 }
+
+/// A complete response's final head and body, from its bytes as they came (interim 1xx
+/// responses before it, chunked framing): what a scenario's captures and checks read. The
+/// bytes must be one response the streaming [`ResponseParser`] accepted (or its first part,
+/// when a caller kept only so many bytes: the body is then what there is of it). `headers`
+/// gets the final head's fields, names lower-cased; `body` the body without its framing. Both
+/// are cleared first and keep their capacity. Returns the final status, or `None` when the
+/// bytes hold no complete final head.
+pub fn read_complete(
+    raw: &[u8],
+    headers: &mut Vec<(String, String)>,
+    body: &mut Vec<u8>,
+) -> Option<u16> {
+    headers.clear();
+    body.clear();
+    let mut rest = raw;
+    loop {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut head = httparse::Response::new(&mut fields);
+        let n = match head.parse(rest) {
+            Ok(httparse::Status::Complete(n)) => n,
+            _ => return None,
+        };
+        let status = head.code?;
+        if (100..200).contains(&status) {
+            rest = &rest[n..];
+            continue;
+        }
+        let mut chunked = false;
+        for h in head.headers.iter() {
+            let name = h.name.to_ascii_lowercase();
+            let value = String::from_utf8_lossy(h.value).trim().to_string();
+            if name == "transfer-encoding" && value.to_ascii_lowercase().ends_with("chunked") {
+                chunked = true;
+            }
+            headers.push((name, value));
+        }
+        let mut data = &rest[n..];
+        if !chunked {
+            body.extend_from_slice(data);
+            return Some(status);
+        }
+        while let Ok(httparse::Status::Complete((at, size))) = httparse::parse_chunk_size(data) {
+            if size == 0 {
+                break;
+            }
+            let end = (at as u64).saturating_add(size).min(data.len() as u64) as usize;
+            body.extend_from_slice(&data[at..end]);
+            // Past the chunk and its CRLF (or the end of what was kept).
+            data = &data[(end + 2).min(data.len())..];
+        }
+        return Some(status);
+    }
+}

@@ -18,6 +18,11 @@ pub enum Value {
     Line(u32),
     /// Milliseconds since the Unix epoch, when the request is written.
     NowMs,
+    /// A scenario's variable: its value for the virtual user that sends the request.
+    Var(u16),
+    /// A scenario user's `Cookie` header line, from its jar (nothing when the jar has none
+    /// for the request).
+    Cookie,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -75,6 +80,10 @@ pub(crate) struct Render<'a> {
     pub seq: u64,
     pub rng: &'a mut fastrand::Rng,
     pub lines: &'a [Lines],
+    /// A scenario user's variables (empty outside scenarios).
+    pub vars: &'a [String],
+    /// A scenario user's `Cookie` value (empty: no header).
+    pub cookie: &'a str,
 }
 
 impl Template {
@@ -162,6 +171,13 @@ fn write_value(v: Value, out: &mut Vec<u8>, r: &mut Render<'_>) {
                 .map_or(0, |d| d.as_millis());
             let _ = write!(out, "{ms}");
         }
+        Value::Var(v) => out.extend_from_slice(r.vars[v as usize].as_bytes()),
+        Value::Cookie if r.cookie.is_empty() => {}
+        Value::Cookie => {
+            out.extend_from_slice(b"Cookie: ");
+            out.extend_from_slice(r.cookie.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
     }
 }
 
@@ -179,6 +195,8 @@ mod tests {
                 seq,
                 rng: &mut rng,
                 lines,
+                vars: &[],
+                cookie: "",
             },
         );
         String::from_utf8(out).unwrap()
@@ -206,6 +224,45 @@ mod tests {
         assert!(render(&t, 3, &names).ends_with("\"bo\"}"));
     }
 
+    /// A scenario user's variables and cookie jar fill their values; a user without cookies
+    /// sends no Cookie header at all.
+    #[test]
+    fn scenario_variables_and_cookies_render_per_user() {
+        let mut t = Template::default();
+        t.push_bytes(false, b"POST /cart/");
+        t.push_value(false, Value::Var(1));
+        t.push_bytes(false, b" HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer ");
+        t.push_value(false, Value::Var(0));
+        t.push_bytes(false, b"\r\n");
+        t.push_value(false, Value::Cookie);
+        t.set_has_body(true);
+        t.push_bytes(true, b"{\"id\":");
+        t.push_value(true, Value::Var(1));
+        t.push_bytes(true, b"}");
+        let mut rng = fastrand::Rng::with_seed(1);
+        let vars = ["T1".to_string(), "42".to_string()];
+        let mut out = |cookie: &str| {
+            let (mut out, mut scratch) = (Vec::new(), Vec::new());
+            let mut r = Render {
+                seq: 0,
+                rng: &mut rng,
+                lines: &[],
+                vars: &vars,
+                cookie,
+            };
+            t.render(&mut out, &mut scratch, &mut r);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            out("sid=abc"),
+            "POST /cart/42 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer T1\r\nCookie: sid=abc\r\nContent-Length: 9\r\n\r\n{\"id\":42}"
+        );
+        assert_eq!(
+            out(""),
+            "POST /cart/42 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer T1\r\nContent-Length: 9\r\n\r\n{\"id\":42}"
+        );
+    }
+
     #[test]
     fn values_are_in_range_and_well_formed() {
         let mut t = Template::default();
@@ -224,6 +281,8 @@ mod tests {
                 seq,
                 rng: &mut rng,
                 lines: &[],
+                vars: &[],
+                cookie: "",
             };
             t.render(&mut out, &mut scratch, &mut r);
             let s = String::from_utf8(out.clone()).unwrap();

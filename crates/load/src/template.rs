@@ -42,6 +42,8 @@ impl LineFiles {
 #[derive(Default)]
 pub struct Marked {
     pub values: Vec<Value>,
+    /// A scenario's variables, by index: `{{name}}` of one of them is its [`Value::Var`].
+    pub vars: Vec<String>,
 }
 
 const MARK: &str = "__PELT";
@@ -62,7 +64,11 @@ impl Marked {
             let close = after.find("}}").ok_or_else(|| {
                 format!("{what}: an unclosed {{{{ (templates look like {{{{seq}}}})")
             })?;
-            let value = parse(&after[..close], what, files)?;
+            let inner = after[..close].trim();
+            let value = match self.vars.iter().position(|v| v == inner) {
+                Some(v) => Value::Var(v as u16),
+                None => parse(inner, what, files)?,
+            };
             out.push_str(&format!("{MARK}{}__", self.values.len()));
             self.values.push(value);
             rest = &after[close + 2..];
@@ -166,6 +172,20 @@ mod tests {
             "{debug}"
         );
         assert!(!String::from_utf8_lossy(&encoded).contains("{{"));
+    }
+
+    #[test]
+    fn scenario_variables_mark_as_their_values() {
+        let mut files = LineFiles::default();
+        let mut m = Marked {
+            vars: vec!["token".into(), "id".into()],
+            ..Marked::default()
+        };
+        let url = m.mark("/cart/{{ id }}/{{seq}}", "URL", &mut files).unwrap();
+        assert_eq!(url, "/cart/__PELT0__/__PELT1__");
+        assert_eq!(m.values, [Value::Var(1), Value::Seq]);
+        let e = m.mark("/{{user}}", "URL", &mut files).unwrap_err();
+        assert!(e.contains("unknown template {{user}}"), "{e}");
     }
 
     #[test]

@@ -235,6 +235,8 @@ fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, n
                             seq: slot.seq,
                             rng: &mut w.values,
                             lines: set.lines(),
+                            vars: &[],
+                            cookie: "",
                         },
                     ),
                     None => conn.proto.scratch.extend_from_slice(&w.batch[set.range(t)]),
