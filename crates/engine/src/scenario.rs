@@ -34,8 +34,8 @@ pub struct Program {
     /// The data files, their columns as variables.
     pub data: Vec<Feeder>,
     pub scenarios: Vec<Scenario>,
-    /// Every step's name, in the file's order; a [`Step::id`] is an index here (per-step
-    /// figures are kept under these names).
+    /// Each step's name, by [`Step::id`] (the file's order): per-step figures are kept under
+    /// these names, so two steps of one name (a `home` in two scenarios) count together.
     pub steps: Vec<String>,
     /// Every check's name; a [`Check::id`] is an index here (checks are counted by name).
     pub checks: Vec<String>,
@@ -94,7 +94,8 @@ impl Think {
 /// A request step.
 #[derive(Debug)]
 pub struct Step {
-    /// Its name's index in [`Program::steps`].
+    /// Its index in [`Program::steps`]: every step has its own (its request's entry in the
+    /// run's request set), whatever its name.
     pub id: u32,
     pub method: String,
     /// The path and query (on the program's origin), or a whole URL.

@@ -256,13 +256,8 @@ impl Compiler<'_> {
             .name
             .clone()
             .unwrap_or_else(|| format!("{method} {}", r.url.value));
-        let id = match self.program.steps.iter().position(|s| *s == name) {
-            Some(i) => i as u32,
-            None => {
-                self.program.steps.push(name);
-                (self.program.steps.len() - 1) as u32
-            }
-        };
+        self.program.steps.push(name);
+        let id = (self.program.steps.len() - 1) as u32;
         // Checks first: they read the response as it came, before the step's captures set
         // anything.
         let checks = r

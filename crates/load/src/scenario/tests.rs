@@ -585,3 +585,20 @@ fn each_user_has_its_own_cookie_jar() {
         "expired"
     );
 }
+
+#[test]
+fn every_step_has_its_own_id_and_steps_of_one_name_share_it_in_the_figures() {
+    let dir = Dir::new(&[]);
+    let text = "scenarios:\n  - flow:\n      - get: {url: /a, name: home}\n  - flow:\n      - get: {url: /b, name: home}\n";
+    let p = dir.compile(text).unwrap();
+    assert_eq!(p.steps, ["home", "home"]);
+    let ids: Vec<u32> = p
+        .scenarios
+        .iter()
+        .map(|s| match &s.flow[0] {
+            Op::Request(step) => step.id,
+            Op::Think(_) => unreachable!(),
+        })
+        .collect();
+    assert_eq!(ids, [0, 1]);
+}
