@@ -86,6 +86,14 @@ export interface RunOptions {
    */
   bodies?: string
   /**
+   * --scenario: Run user journeys from a scenario file (YAML or JSON; docs/SCENARIOS.md): each
+   * connection is a virtual user with its own variables and cookie jar, running the file's once
+   * steps, then its flow again and again; per-step figures, checks and iterations in the report.
+   * Closed loop over HTTP/1.1 for now. The URL argument (or the file's config.target) gives the
+   * origin.
+   */
+  scenario?: string
+  /**
    * --order: With --targets or --bodies: the order requests take their entries. [default:
    * sequential]
    */
@@ -269,6 +277,13 @@ export interface TimelinePoint {
   detail?: { codes: Record<string, number>; errors: Record<string, number>; bytes_sent: number; bytes_received: number }
 }
 
+/** What a scenario run's virtual users did. */
+export interface ScenarioResult {
+  file: string
+  iterations: { started: number; completed: number; failed: number }
+  checks: { name: string; passed: number; failed: number }[]
+}
+
 export interface TargetResult {
   name: string
   sent: number
@@ -309,6 +324,8 @@ export interface Result {
   unix_socket: string | null
   stages: { of: 'rate' | 'connections'; start: number; stages: { duration_s: number; target: number }[] } | null
   targets: TargetResult[]
+  /** A scenario run (`scenario`): its users' iterations and checks (its steps are `targets`). */
+  scenario: ScenarioResult | null
   duration_s: number
   stopped_by: 'requests' | 'duration' | 'signal'
   interrupted: boolean

@@ -374,3 +374,13 @@ pub fn ca_and_server_cert() -> (
         .unwrap();
     (ca, ca_key, server, server_key)
 }
+
+/// Checks `v` against docs/result-schema.json.
+pub fn assert_schema(v: &serde_json::Value) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let problems: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+    assert!(problems.is_empty(), "{problems:?}");
+}

@@ -232,6 +232,41 @@ fn targets_table(s: &mut String, r: &Report) {
     }
 }
 
+/// A scenario run: its iterations, and each check passed and failed.
+fn scenario_table(s: &mut String, r: &Report) {
+    let Some(sc) = &r.scenario else {
+        return;
+    };
+    let it = &sc.iterations;
+    let _ = writeln!(
+        s,
+        "\n  Iterations     {} started, {} completed, {} failed",
+        thousands(it.started),
+        thousands(it.completed),
+        thousands(it.failed)
+    );
+    if sc.checks.is_empty() {
+        return;
+    }
+    let width = sc
+        .checks
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(6, 40);
+    let _ = writeln!(
+        s,
+        "  {:<width$}  {:>10} {:>10}",
+        "Check", "passed", "failed"
+    );
+    for c in &sc.checks {
+        let name: String = c.name.chars().take(width).collect();
+        let (passed, failed) = (thousands(c.passed), thousands(c.failed));
+        let _ = writeln!(s, "  {name:<width$}  {passed:>10} {failed:>10}");
+    }
+}
+
 /// The human summary printed on stdout.
 pub fn summary(r: &Report) -> String {
     let mut s = String::new();
@@ -276,6 +311,12 @@ pub fn summary(r: &Report) -> String {
         let seed = set.seed.map_or(String::new(), |s| format!(" (--seed {s})"));
         if set.from == "url" {
             let _ = writeln!(s, "request: a template, rendered per request{seed}");
+        } else if set.from == "scenario" {
+            let _ = writeln!(
+                s,
+                "scenario:{file}, {} steps, each connection a virtual user{seed}",
+                thousands(set.entries as u64),
+            );
         } else {
             let _ = writeln!(
                 s,
@@ -367,6 +408,7 @@ pub fn summary(r: &Report) -> String {
         }
     }
     targets_table(&mut s, r);
+    scenario_table(&mut s, r);
     fleet_table(&mut s, r);
     if !r.errors.is_empty() {
         let _ = writeln!(s);

@@ -31,7 +31,11 @@ pub fn prepare(a: &LoadArgs) -> Result<Prepared> {
 
 /// A run needs a URL, or targets (the first target's origin is then the run's).
 pub fn need_url(a: &LoadArgs) -> Result<()> {
-    if !a.has_url() && !matches!(a.spec.requests_from, Requests::Targets { .. }) {
+    let own_origin = matches!(
+        a.spec.requests_from,
+        Requests::Targets { .. } | Requests::Scenario(_)
+    );
+    if !a.has_url() && !own_origin {
         return Err(bad(anyhow!(
             "no target URL given (try: pelt http://127.0.0.1:8080/, or pelt demo)"
         )));

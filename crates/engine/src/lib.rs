@@ -164,6 +164,9 @@ pub struct Config {
     pub batch_window: Duration,
     /// One process's part of a run spread over several (a fleet): `None` runs it all here.
     pub slice: Option<Slice>,
+    /// Scenarios (`--scenario`): each connection is a virtual user running the program;
+    /// `targets` holds each step's request, by step id.
+    pub scenario: Option<std::sync::Arc<scenario::ScenarioRun>>,
 }
 
 /// A fleet run is one run whose workers live in several processes: this process runs workers
@@ -282,6 +285,7 @@ impl Config {
             sample_responses: false,
             batch_window: DEFAULT_BATCH_WINDOW,
             slice: None,
+            scenario: None,
         }
     }
 
@@ -314,6 +318,8 @@ pub struct RunResult {
     pub io: IoBackend,
     /// Open loop: requests that were due but had not started when the run stopped.
     pub backlog_at_end: u64,
+    /// Scenarios: what the users did, over all workers.
+    pub scenario: Option<scenario::ScenarioCounts>,
 }
 
 /// One worker's share of the run.
@@ -340,6 +346,8 @@ pub(crate) struct WorkerOutcome {
     pub warm: WorkerStats,
     pub reason: StopReason,
     pub backlog: u64,
+    /// Scenarios: what this worker's users did.
+    pub scenario: Option<scenario::ScenarioCounts>,
 }
 
 /// Splits `total` into `parts` shares that differ by at most one, larger shares first.
@@ -433,6 +441,14 @@ pub fn run(
         stopped_by,
         io: config.io,
         backlog_at_end: outcomes.iter().map(|o| o.backlog).sum(),
+        scenario: outcomes.iter().filter_map(|o| o.scenario.as_ref()).fold(
+            None,
+            |acc: Option<scenario::ScenarioCounts>, c| {
+                let mut acc = acc.unwrap_or_default();
+                acc.merge(c);
+                Some(acc)
+            },
+        ),
     }
 }
 

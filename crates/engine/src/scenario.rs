@@ -274,6 +274,59 @@ impl Check {
     }
 }
 
+/// A scenario run as the engine gets it: the program, each step's URL (for the cookie jar's
+/// domain and path matching; variables left as written), and the seed of its random draws.
+#[derive(Debug)]
+pub struct ScenarioRun {
+    pub program: Program,
+    pub urls: Vec<url::Url>,
+    pub seed: u64,
+}
+
+impl ScenarioRun {
+    /// The scenario user number `n` of the run runs: the scenarios take users in proportion to
+    /// their weights, spread over the user numbers (a golden-ratio sequence, so any run of
+    /// consecutive users is close to the proportions).
+    pub fn scenario_of(&self, n: u64) -> usize {
+        let scenarios = &self.program.scenarios;
+        let total: f64 = scenarios.iter().map(|s| s.weight).sum();
+        let at = (n as f64 * 0.618_033_988_749_894_9).fract() * total;
+        let mut sum = 0.0;
+        for (k, s) in scenarios.iter().enumerate() {
+            sum += s.weight;
+            if at < sum {
+                return k;
+            }
+        }
+        scenarios.len() - 1
+    }
+}
+
+/// What a run's users did: iterations started, completed and failed, and each check's
+/// `[passed, failed]` by [`Check::id`].
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ScenarioCounts {
+    pub started: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub checks: Vec<[u64; 2]>,
+}
+
+impl ScenarioCounts {
+    pub fn merge(&mut self, other: &ScenarioCounts) {
+        self.started += other.started;
+        self.completed += other.completed;
+        self.failed += other.failed;
+        if self.checks.len() < other.checks.len() {
+            self.checks.resize(other.checks.len(), [0; 2]);
+        }
+        for (a, b) in self.checks.iter_mut().zip(&other.checks) {
+            a[0] += b[0];
+            a[1] += b[1];
+        }
+    }
+}
+
 /// Which data row each user or iteration takes, per worker: worker `offset` of `stride`
 /// takes rows `offset`, `offset + stride`, ... of each file, so sequential rows go round the
 /// file and unique rows are never taken twice in the run, with no lock between workers.
@@ -532,6 +585,11 @@ impl User {
                 Some(self.end_iteration())
             }
         }
+    }
+
+    /// The `Cookie` value [`User::cookie_header`] last made.
+    pub fn cookie(&self) -> &str {
+        &self.cookie_header
     }
 
     /// The `Cookie` header's value for a request to `url` (empty: send none).

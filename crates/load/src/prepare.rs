@@ -58,10 +58,21 @@ pub(crate) enum Here {
 pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, SpecError> {
     let (headers, body) = request_parts(spec)?;
     let shape = Shape::of(spec)?;
-    let entries = entries(spec, &body)?;
+    let program = match &spec.requests_from {
+        Requests::Scenario(path) => Some(scenario_program(spec, &shape, path)?),
+        _ => None,
+    };
+    let entries = match &program {
+        Some(p) => Some(scenario_entries(spec, p)?),
+        None => entries(spec, &body)?.map(|(list, from)| Entries {
+            list,
+            from,
+            vars: Vec::new(),
+        }),
+    };
     // With targets and no URL, the first target's origin is the run's.
     let url = match (&entries, spec.url.is_empty()) {
-        (Some((list, _)), true) => list[0].url.as_str(),
+        (Some(e), true) => e.list[0].url.as_str(),
         _ => spec.url.as_str(),
     };
     let target = target_of(spec, url, here)?;
@@ -86,7 +97,10 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     let (method, set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
     let tls = tls_client(spec, &target)?;
     let io = io_backend(spec.io)?;
-    let config = config(spec, &target, shape, threads, io, tls, encoded);
+    let mut config = config(spec, &target, shape, threads, io, tls, encoded);
+    if let (Some(program), Some(e)) = (program, &entries) {
+        config.scenario = Some(std::sync::Arc::new(scenario_run(program, &e.list)?));
+    }
     let info = run_info(spec, &target, &config, method, set_info);
     Ok(Prepared {
         config,
@@ -239,7 +253,7 @@ impl Encoded {
         target: &target::Target,
         headers: &[(String, String)],
         body: Vec<u8>,
-        entries: &Option<(Vec<TargetEntry>, From)>,
+        entries: &Option<Entries>,
         url: &str,
         open: bool,
     ) -> Result<Encoded, SpecError> {
@@ -282,7 +296,8 @@ impl Encoded {
             set_info: None,
             method: spec.method.clone(),
         };
-        if let Some((list, from)) = entries {
+        if let Some(entries) = entries {
+            let (list, from) = (&entries.list, &entries.from);
             let mut methods: Vec<&str> = Vec::new();
             for t in list {
                 let m = t.method.as_deref().unwrap_or(&spec.method);
@@ -292,7 +307,7 @@ impl Encoded {
             }
             e.method = methods.join(",");
             let (set, h2_requests, info) =
-                build_set(spec, list, from, url, headers, &body, http2.is_some())?;
+                build_set(spec, entries, url, headers, &body, http2.is_some())?;
             if let Some(h) = http2.as_mut() {
                 h.targets = h2_requests;
             }
@@ -503,6 +518,14 @@ fn stages(spec: &LoadSpec) -> Result<Option<engine::Stages>, SpecError> {
 /// Where many requests came from: `targets` or `bodies`, and the file.
 pub(crate) type From = (&'static str, Option<String>);
 
+/// A run's many requests: the entries, where they came from, and (a scenario's) the variables
+/// `{{name}}` marks.
+pub(crate) struct Entries {
+    pub list: Vec<TargetEntry>,
+    pub from: From,
+    pub vars: Vec<String>,
+}
+
 /// The entries of `--targets` or `--bodies`, read completely (`None`: one request).
 pub(crate) fn entries(
     spec: &LoadSpec,
@@ -555,6 +578,8 @@ pub(crate) fn entries(
                 .collect();
             Ok(Some((list, ("bodies", Some(name)))))
         }
+        // Compiled by `scenario_program`, made entries by `scenario_entries`.
+        Requests::Scenario(_) => Ok(None),
     }
 }
 
@@ -562,13 +587,13 @@ pub(crate) fn entries(
 /// HTTP/2 requests (when `h2`), and what the report says of them.
 fn build_set(
     spec: &LoadSpec,
-    list: &[TargetEntry],
-    from: &From,
+    entries: &Entries,
     origin: &str,
     headers: &[(String, String)],
     body: &[u8],
     h2: bool,
 ) -> Result<(engine::RequestSet, Vec<engine::H2Request>, RequestSetInfo), SpecError> {
+    let (list, from, vars) = (&entries.list, &entries.from, &entries.vars[..]);
     let chosen = spec.seed.unwrap_or_else(clock_seed);
     let order = match spec.order {
         TargetOrder::Sequential => engine::Order::Sequential,
@@ -585,6 +610,7 @@ fn build_set(
         files: LineFiles::default(),
         h2_requests: Vec::new(),
         names: Names::default(),
+        vars,
     };
     b.set.seed = chosen;
     for (k, e) in list.iter().enumerate() {
@@ -598,7 +624,7 @@ fn build_set(
         ..
     } = b;
     set.set_lines(files.files);
-    if from.0 == "targets" {
+    if matches!(from.0, "targets" | "scenario") {
         let (names, name_of) = names.into_parts();
         set.set_names(names, name_of);
     }
@@ -633,6 +659,8 @@ struct SetBuilder<'a> {
     files: LineFiles,
     h2_requests: Vec<engine::H2Request>,
     names: Names,
+    /// A scenario's variables (`{{name}}` marks their values); empty without one.
+    vars: &'a [String],
 }
 
 impl SetBuilder<'_> {
@@ -641,7 +669,10 @@ impl SetBuilder<'_> {
         let spec = self.spec;
         // Where an entry came from, for a message (built only for one).
         let at = Where(self.from, e.line, k);
-        let mut m = Marked::default();
+        let mut m = Marked {
+            vars: self.vars.to_vec(),
+            ..Marked::default()
+        };
         let files = &mut self.files;
         let mut mark = |text: &str, part: &str| -> Result<String, SpecError> {
             if !text.contains("{{") {
@@ -714,14 +745,19 @@ impl SetBuilder<'_> {
         }
         .encode()
         .map_err(|err| bad(format!("{at}: invalid request: {err}")))?;
-        if self.from.0 == "targets" {
+        let scenario = self.from.0 == "scenario";
+        if self.from.0 == "targets" || scenario {
             self.names.add(e, method, &p.path);
         }
         let head = method.eq_ignore_ascii_case("HEAD");
-        if m.is_empty() {
+        if m.is_empty() && !scenario {
             self.set.push(&bytes, head);
         } else {
-            let template = m.template(&bytes, body.len(), !body.is_empty());
+            let mut template = m.template(&bytes, body.len(), !body.is_empty());
+            if scenario {
+                // The user's cookies, after the step's own headers.
+                template.push_value(false, engine::template::Value::Cookie);
+            }
             self.set.push_template(&bytes, head, template);
         }
         if self.h2 {
@@ -729,6 +765,121 @@ impl SetBuilder<'_> {
         }
         Ok(())
     }
+}
+
+/// The scenario file compiled, and what a scenario run does not do yet refused.
+fn scenario_program(
+    spec: &LoadSpec,
+    shape: &Shape,
+    path: &std::path::Path,
+) -> Result<crate::scenario::Program, SpecError> {
+    let program = crate::scenario::load(path).map_err(bad)?;
+    let not_yet = |what: &str| {
+        bad(format!(
+            "--scenario runs closed loop over HTTP/1.1 for now: drop {what}"
+        ))
+    };
+    if shape.rate.is_some() {
+        return Err(not_yet("--rate"));
+    }
+    if spec.http2 {
+        return Err(not_yet("--http2"));
+    }
+    if spec.pipeline > 1 {
+        return Err(not_yet("--pipeline"));
+    }
+    if spec.slice.is_some() {
+        return Err(not_yet("the fleet"));
+    }
+    Ok(program)
+}
+
+/// A scenario's steps as the run's entries, in step order (entry k is step k): each step's
+/// method, URL on the run's origin, headers and body, with `{{name}}` where a variable goes.
+fn scenario_entries(
+    spec: &LoadSpec,
+    program: &crate::scenario::Program,
+) -> Result<Entries, SpecError> {
+    use crate::scenario::{Op, Part, Text};
+    let origin = match (spec.url.is_empty(), &program.target) {
+        (false, _) => spec.url.clone(),
+        (true, Some(t)) => t.clone(),
+        (true, None) => {
+            return Err(bad(
+                "--scenario needs a URL, or a target in the scenario file's config",
+            ))
+        }
+    };
+    let base = url::Url::parse(&origin).map_err(|e| bad(format!("invalid URL {origin}: {e}")))?;
+    let text = |t: &Text| {
+        t.0.iter()
+            .map(|p| match p {
+                Part::Lit(s) => s.clone(),
+                Part::Var(v) => format!("{{{{{}}}}}", program.variables[*v as usize]),
+            })
+            .collect::<String>()
+    };
+    let mut steps: Vec<Option<TargetEntry>> = (0..program.steps.len()).map(|_| None).collect();
+    for s in &program.scenarios {
+        for op in s.once.iter().chain(&s.flow) {
+            let Op::Request(step) = op else { continue };
+            let url = text(&step.url);
+            let url = if url.starts_with('/') {
+                format!("{}{url}", base.origin().ascii_serialization())
+            } else {
+                url
+            };
+            steps[step.id as usize] = Some(TargetEntry {
+                method: Some(step.method.clone()),
+                url,
+                headers: step
+                    .headers
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {}", text(v)))
+                    .collect(),
+                body: Some(
+                    step.body
+                        .as_ref()
+                        .map(|b| text(b).into_bytes())
+                        .unwrap_or_default(),
+                ),
+                name: Some(program.steps[step.id as usize].clone()),
+                line: 0,
+            });
+        }
+    }
+    let list = steps
+        .into_iter()
+        .map(|e| e.expect("every step is in a scenario"))
+        .collect();
+    Ok(Entries {
+        list,
+        from: ("scenario", Some(spec_path(spec))),
+        vars: program.variables.clone(),
+    })
+}
+
+fn spec_path(spec: &LoadSpec) -> String {
+    match &spec.requests_from {
+        Requests::Scenario(p) => p.display().to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The engine's scenario run: the program, each step's URL (for its users' cookie jars).
+fn scenario_run(
+    program: crate::scenario::Program,
+    list: &[TargetEntry],
+) -> Result<engine::scenario::ScenarioRun, SpecError> {
+    let urls = list
+        .iter()
+        .map(|e| url::Url::parse(&e.url).map_err(|err| bad(format!("step URL {}: {err}", e.url))))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(engine::scenario::ScenarioRun {
+        program,
+        urls,
+        seed: clock_seed(),
+    })
 }
 
 /// An entry as HTTP/2 sends it: its header block encoded once, and its body.

@@ -50,6 +50,32 @@ impl Prepared {
                 ));
             }
         }
+        if let (Some(run), Some(counts)) = (&p.config.scenario, &result.scenario) {
+            report.scenario = Some(pelt_stats::ScenarioReport {
+                file: p
+                    .info
+                    .request_set
+                    .as_ref()
+                    .and_then(|s| s.file.clone())
+                    .unwrap_or_default(),
+                iterations: pelt_stats::IterationsReport {
+                    started: counts.started,
+                    completed: counts.completed,
+                    failed: counts.failed,
+                },
+                checks: run
+                    .program
+                    .checks
+                    .iter()
+                    .zip(counts.checks.iter().chain(std::iter::repeat(&[0, 0])))
+                    .map(|(name, [passed, failed])| pelt_stats::CheckReport {
+                        name: name.clone(),
+                        passed: *passed,
+                        failed: *failed,
+                    })
+                    .collect(),
+            });
+        }
         report.warmup = result
             .warmup
             .as_ref()

@@ -131,6 +131,8 @@ pub enum Requests {
     /// One body per line of this file (`-`: standard input), each sent with the URL, method
     /// and headers (`--bodies`).
     Bodies(PathBuf),
+    /// User journeys from a scenario file (`--scenario`): each connection a virtual user.
+    Scenario(PathBuf),
 }
 
 /// The order in which many requests are sent.

@@ -185,7 +185,29 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         }),
         merged_from: Vec::new(),
         fleet: None,
+        scenario: merged_scenario(reports),
     })
+}
+
+/// Scenario runs: iterations added, checks added by name (in the order first seen).
+fn merged_scenario(reports: &[Report]) -> Option<crate::ScenarioReport> {
+    let mut all = reports.iter().filter_map(|r| r.scenario.as_ref());
+    let mut merged = all.next()?.clone();
+    for s in all {
+        merged.iterations.started += s.iterations.started;
+        merged.iterations.completed += s.iterations.completed;
+        merged.iterations.failed += s.iterations.failed;
+        for c in &s.checks {
+            match merged.checks.iter_mut().find(|m| m.name == c.name) {
+                Some(m) => {
+                    m.passed += c.passed;
+                    m.failed += c.failed;
+                }
+                None => merged.checks.push(c.clone()),
+            }
+        }
+    }
+    Some(merged)
 }
 
 /// The first report, once every one is mergeable and measures latency from the same point.

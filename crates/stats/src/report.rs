@@ -284,6 +284,36 @@ pub struct Report {
     /// add up to `requests`.
     #[serde(default)]
     pub targets: Vec<TargetReport>,
+    /// A scenario run (`--scenario`): its iterations and checks (its steps are `targets`);
+    /// `null` otherwise.
+    #[serde(default)]
+    pub scenario: Option<ScenarioReport>,
+}
+
+/// What a scenario run's virtual users did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ScenarioReport {
+    /// The scenario file.
+    pub file: String,
+    pub iterations: IterationsReport,
+    /// Each check, by name, in the file's order.
+    pub checks: Vec<CheckReport>,
+}
+
+/// Iterations (one pass of a user's flow): started, and of those ended, completed without a
+/// failure or failed (a failed check or capture, or a request that got no response).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct IterationsReport {
+    pub started: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CheckReport {
+    pub name: String,
+    pub passed: u64,
+    pub failed: u64,
 }
 
 /// The histograms of a result: HdrHistogram's compressed V2 encoding, base64, microseconds.
@@ -374,6 +404,7 @@ impl Report {
             merged_from: Vec::new(),
             fleet: None,
             targets: Vec::new(),
+            scenario: None,
         }
     }
 }

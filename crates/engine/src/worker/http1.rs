@@ -25,8 +25,13 @@ pub(super) struct H1Conn {
     /// Many requests, pipelined: the entries of one write copied together (they are not
     /// contiguous in the set), handed over with `send_buf`; empty when nothing waits.
     scratch: Vec<u8>,
-    /// `Config::sample_responses`: the bytes of the response being parsed, so far.
+    /// `Config::sample_responses` or scenarios: the bytes of the response being parsed, so
+    /// far.
     capture: Vec<u8>,
+    /// Scenarios: the last complete response's bytes, and the step it answered (until the
+    /// worker takes it).
+    answer: Vec<u8>,
+    answered: Option<u32>,
 }
 
 impl Default for H1Conn {
@@ -37,6 +42,8 @@ impl Default for H1Conn {
             write_end: 0,
             scratch: Vec::new(),
             capture: Vec::new(),
+            answer: Vec::new(),
+            answered: None,
         }
     }
 }
@@ -53,10 +60,16 @@ impl Protocol for Http1 {
         conn.write_end = 0;
         conn.scratch.clear();
         conn.capture.clear();
+        conn.answered = None;
         if let Some(set) = config.targets.as_ref().filter(|_| config.pipeline > 1) {
             // Room for one write of the longest entries (kept across sockets).
             conn.scratch.reserve(set.max_len() * config.pipeline);
         }
+    }
+
+    fn answer(conn: &mut H1Conn) -> Option<(u32, &[u8])> {
+        let step = conn.answered.take()?;
+        Some((step, &conn.answer))
     }
 
     #[inline]
@@ -126,17 +139,26 @@ impl Protocol for Http1 {
                     conn.proto.parser.set_head_request(head);
                 }
             }
+            let keep = config.sample_responses || config.scenario.is_some();
             match conn.proto.parser.parse(&data[pos..]) {
                 Ok((_, Parsed::Partial)) => {
-                    if config.sample_responses {
+                    if keep {
                         capture(&mut conn.proto.capture, &data[pos..]);
                     }
                     return AfterRead::Keep;
                 }
                 Ok((n, Parsed::Complete(response))) => {
-                    if config.sample_responses {
+                    if keep {
                         capture(&mut conn.proto.capture, &data[pos..pos + n]);
-                        ledger.keep_response(&conn.proto.capture);
+                        if config.sample_responses {
+                            ledger.keep_response(&conn.proto.capture);
+                        }
+                        if config.scenario.is_some() {
+                            let h1 = &mut conn.proto;
+                            std::mem::swap(&mut h1.answer, &mut h1.capture);
+                            let front = conn.slots.front().expect("a request is in flight");
+                            h1.answered = Some(front.target);
+                        }
                         conn.proto.capture.clear();
                     }
                     pos += n;
@@ -227,6 +249,7 @@ fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, n
             for k in conn.slots.len - n..conn.slots.len {
                 let slot = *conn.slots.get_mut(k);
                 let t = slot.target as usize;
+                let (vars, cookie) = w.users.as_ref().map_or((&[][..], ""), |u| u.render(i));
                 match set.template(t) {
                     Some(template) => template.render(
                         &mut conn.proto.scratch,
@@ -235,8 +258,8 @@ fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, n
                             seq: slot.seq,
                             rng: &mut w.values,
                             lines: set.lines(),
-                            vars: &[],
-                            cookie: "",
+                            vars,
+                            cookie,
                         },
                     ),
                     None => conn.proto.scratch.extend_from_slice(&w.batch[set.range(t)]),

@@ -27,6 +27,7 @@ mod plain;
 mod protocol;
 mod slots;
 mod tls;
+mod users;
 
 use http1::Http1;
 use http2::Http2;
@@ -34,6 +35,7 @@ use plain::Plain;
 use protocol::{AfterRead, Protocol, Transport};
 use slots::{Conn, Phase, Slot, Slots};
 use tls::Tls;
+use users::Users;
 
 use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock, Wait};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
@@ -95,6 +97,8 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     picker: Picker,
     /// The values templates draw (`{{rand}}`, `{{uuid}}`), seeded per worker.
     values: fastrand::Rng,
+    /// Scenarios: each connection's virtual user (`None`: no scenario).
+    users: Option<Users>,
     ledger: Ledger,
     /// Open loop with a batch window: the window in nanoseconds (0: none), and the clock
     /// that turns the kernel's arrival stamps into `Instant`s.
@@ -160,6 +164,7 @@ pub(crate) fn run<I: Io>(
                 warm: ledger.warm,
                 reason: StopReason::Requests,
                 backlog: 0,
+                scenario: None,
             };
         }
     };
@@ -245,6 +250,10 @@ impl<I: Io> Setup<'_, I> {
                     ^ (plan.worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             ),
             ledger,
+            users: config
+                .scenario
+                .clone()
+                .map(|run| Users::new(run, plan.worker, plan.workers)),
             window_ns: config.batch_window.as_nanos() as u64,
             stamps: StampClock::new(),
             unstamped: false,
@@ -283,6 +292,7 @@ impl<I: Io> Setup<'_, I> {
             warm: w.ledger.warm,
             reason,
             backlog,
+            scenario: w.users.map(|u| u.counts),
         }
     }
 }
@@ -341,6 +351,11 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 return StopReason::Duration;
             }
             if self.model.exhausted() && !self.in_flight() {
+                return StopReason::Requests;
+            }
+            // Scenarios: every user ran out of unique data rows.
+            let conns = self.conns.len();
+            if self.users.as_ref().is_some_and(|u| u.all_done(conns)) && !self.in_flight() {
                 return StopReason::Requests;
             }
             if self.model.is_open() {
@@ -558,6 +573,12 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         let mut taken = 0;
         let warm = self.ledger.is_warm(now);
         while self.room(i) > 0 {
+            // A scenario's user may be thinking, or done.
+            if let Some(users) = &mut self.users {
+                if !users.ready(i, now) {
+                    break;
+                }
+            }
             let Some(due_ns) = self.model.take(self.ledger.elapsed_ns(now), warm) else {
                 break;
             };
@@ -566,7 +587,10 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             } else {
                 now
             };
-            let (target, seq) = self.picker.pick(warm);
+            let (mut target, seq) = self.picker.pick(warm);
+            if let Some(users) = &mut self.users {
+                target = users.take(i);
+            }
             self.ledger.started(warm, target, due, now);
             let conn = &mut self.conns[i];
             conn.slots.push(Slot {
@@ -697,6 +721,11 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     /// what the read made due is written.
     #[inline]
     fn after_read(&mut self, i: usize, after: AfterRead, now: Instant) {
+        if let Some(users) = &mut self.users {
+            if let Some((step, raw)) = P::answer(&mut self.conns[i].proto) {
+                users.answered(i, step, raw);
+            }
+        }
         match after {
             AfterRead::Keep => {
                 let conn = &mut self.conns[i];
@@ -722,6 +751,9 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
 
     /// Every request left on connection `i` ends in an error of `kind`.
     fn fail_all(&mut self, i: usize, kind: ErrorKind, message: impl Fn() -> String) {
+        if let Some(users) = self.users.as_mut().filter(|_| self.conns[i].slots.len > 0) {
+            users.failed(i);
+        }
         while let Some(slot) = self.conns[i].slots.pop() {
             self.ledger
                 .error(slot.warm, slot.target, slot.seq, kind, &message);
@@ -781,6 +813,16 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 }
                 Phase::Open => P::expire(self, i, now),
                 _ => {}
+            }
+        }
+        // Scenario users whose think time ended send their next step.
+        if let Some(users) = &mut self.users {
+            let due = users.due(now);
+            for &i in &due {
+                self.refill(i, now);
+            }
+            if let Some(users) = &mut self.users {
+                users.done_with(due);
             }
         }
     }

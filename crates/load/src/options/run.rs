@@ -383,6 +383,29 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "scenario",
+        long: "scenario",
+        value: "FILE",
+        help: "Run user journeys from a scenario file (YAML or JSON; docs/SCENARIOS.md): each \
+               connection is a virtual user with its own variables and cookie jar, running the \
+               file's once steps, then its flow again and again; per-step figures, checks and \
+               iterations in the report. Closed loop over HTTP/1.1 for now. The URL argument \
+               (or the file's config.target) gives the origin.",
+        example: r#""shop.yaml""#,
+        rules: &[
+            Rule::Conflicts("targets"),
+            Rule::Conflicts("bodies"),
+            Rule::Conflicts("body"),
+            Rule::Conflicts("bodyFile"),
+            Rule::Conflicts("bodyBase64"),
+        ],
+        read: |s, g| {
+            s.requests_from = Requests::Scenario(g.path()?);
+            Ok(())
+        },
+        ..BASE
+    },
+    Row {
         name: "order",
         long: "order",
         value: "ORDER",

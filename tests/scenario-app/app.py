@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""A shop that checks who is asking: the test application of pelt's scenario tests.
+
+POST /login with a body `user=NAME` answers `{"token": ...}` and sets a session cookie; both
+are NAME's alone (a secret drawn at start). GET /items and POST /cart/ID answer only a request
+that carries NAME's token (Authorization: Bearer) *and* NAME's session cookie; anything else
+is refused with 401 and counted, with what it carried. GET /stats gives the counts: per
+endpoint and user, and the refusals. Listens on 127.0.0.1, on the port the system picks, which
+it prints as its first line. Python's standard library only.
+"""
+import collections
+import json
+import secrets
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SECRET = secrets.token_hex(8)
+counts = collections.Counter()
+lock = threading.Lock()
+
+
+def token(user):
+    return f"T.{user}.{SECRET}"
+
+
+def session(user):
+    return f"S.{user}.{SECRET}"
+
+
+class Shop(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        # One write per response would still meet the client's delayed ACK without this.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, *args):
+        pass
+
+    def count(self, *key):
+        with lock:
+            counts[" ".join(key)] += 1
+
+    def answer(self, status, body, headers=()):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def who(self):
+        """The user whose token and cookie this request carries, or None (refused)."""
+        auth = self.headers.get("Authorization", "")
+        cookies = dict(c.strip().split("=", 1) for c in self.headers.get("Cookie", "").split(";") if "=" in c)
+        for_token = auth[len("Bearer T."):].rsplit(".", 1)[0] if auth.startswith("Bearer T.") else None
+        for_cookie = cookies.get("sid", "")[2:].rsplit(".", 1)[0] if cookies.get("sid", "").startswith("S.") else None
+        if for_token and for_token == for_cookie and auth == f"Bearer {token(for_token)}" \
+                and cookies.get("sid") == session(for_cookie):
+            return for_token
+        self.count("refused", self.path)
+        self.answer(401, {"error": "who are you?"})
+        return None
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+        if self.path == "/login":
+            user = body.partition("user=")[2]
+            self.count("login", user)
+            return self.answer(200, {"token": token(user)},
+                               [("Set-Cookie", f"sid={session(user)}; Path=/; HttpOnly")])
+        user = self.who()
+        if user and self.path.startswith("/cart/"):
+            self.count("cart", user, self.path[len("/cart/"):])
+            self.answer(201, {"added": self.path[len("/cart/"):]})
+        elif user:
+            self.answer(404, {})
+
+    def do_GET(self):
+        if self.path == "/stats":
+            with lock:
+                return self.answer(200, dict(counts))
+        user = self.who()
+        if user and self.path == "/items":
+            self.count("items", user)
+            self.answer(200, {"items": [{"id": 7}, {"id": 8}]})
+        elif user:
+            self.answer(404, {})
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Shop)
+server.daemon_threads = True
+print(server.server_address[1], flush=True)
+server.serve_forever()

@@ -1,0 +1,350 @@
+//! Scenarios end to end: pelt's virtual users against a shop that checks who is asking
+//! (`tests/scenario-app/app.py`: each user's token and session cookie are its own, every
+//! other request is refused and counted), on both I/O backends. The shop's own counts must be
+//! pelt's per-step counts, and no request may carry another user's token or cookie.
+
+mod util;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use util::*;
+
+/// The shop, as a child process; ended by its PID when dropped.
+struct Shop {
+    child: Child,
+    url: String,
+}
+
+impl Shop {
+    fn start() -> Shop {
+        let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scenario-app/app.py");
+        let mut child = Command::new("python3")
+            .arg(app)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs the shop");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the shop prints its port");
+        Shop {
+            child,
+            url: format!("http://127.0.0.1:{}/", line.trim()),
+        }
+    }
+
+    /// What the shop counted: "login ann", "items ann", "cart ann 7", "refused /items"...
+    fn stats(&self) -> serde_json::Value {
+        let addr = self.url.trim_start_matches("http://").trim_end_matches('/');
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        use std::io::{Read, Write};
+        write!(
+            s,
+            "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Shop {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A folder with a scenario and its data, removed at the end.
+struct Files(PathBuf);
+
+impl Files {
+    fn new(name: &str, files: &[(&str, &str)]) -> Files {
+        let dir = std::env::temp_dir().join(format!("pelt-scenario-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (file, text) in files {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        Files(dir)
+    }
+
+    fn path(&self, file: &str) -> String {
+        self.0.join(file).display().to_string()
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const SHOP: &str = r#"
+config:
+  data:
+    - file: users.csv
+      order: unique
+scenarios:
+  - name: shopper
+    once:
+      - post:
+          url: /login
+          name: login
+          body: "user={{user}}"
+          capture:
+            - json: $.token
+              as: token
+          check:
+            - status: 200
+              name: logged in
+          on_failure: stop
+    flow:
+      - get:
+          url: /items
+          name: items
+          headers: {authorization: "Bearer {{token}}"}
+          capture:
+            - json: /items/1/id
+              as: id
+          check:
+            - status: 200
+              name: listed
+      - think: 1ms..3ms
+      - post:
+          url: "/cart/{{id}}"
+          name: cart
+          headers: {authorization: "Bearer {{token}}"}
+          check:
+            - status: 201
+              name: added
+"#;
+
+fn users(n: usize) -> String {
+    let mut text = String::from("user\n");
+    for k in 0..n {
+        text.push_str(&format!("u{k}\n"));
+    }
+    text
+}
+
+fn target<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name}: {}", v["targets"]))
+}
+
+fn shop_count(stats: &serde_json::Value, prefix: &str) -> u64 {
+    stats
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .map(|(_, n)| n.as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn each_user_logs_in_once_and_carries_its_own_token_and_cookie_on_both_backends() {
+    for io in ["uring", "epoll"] {
+        let shop = Shop::start();
+        let files = Files::new(io, &[("shop.yaml", SHOP), ("users.csv", &users(12))]);
+        let v = run_json(&[
+            &shop.url,
+            "--scenario",
+            &files.path("shop.yaml"),
+            "-c",
+            "12",
+            "-t",
+            "2",
+            "-n",
+            "600",
+            "--io",
+            io,
+        ]);
+        let stats = shop.stats();
+        // Nobody was refused: every request carried its own user's token and cookie.
+        assert_eq!(shop_count(&stats, "refused"), 0, "{io}: {stats}");
+        // Every user logged in exactly once, and the shop's counts are pelt's, step by step.
+        for k in 0..12 {
+            assert_eq!(stats[format!("login u{k}")], 1, "{io}: {stats}");
+        }
+        assert_eq!(v["requests"]["completed"], 600, "{io}");
+        assert_eq!(v["requests"]["errors"], 0, "{io}");
+        for (step, prefix) in [("login", "login "), ("items", "items "), ("cart", "cart ")] {
+            let t = target(&v, step);
+            assert_eq!(
+                t["completed"].as_u64(),
+                Some(shop_count(&stats, prefix)),
+                "{io} {step}"
+            );
+        }
+        // The cart got the id captured from the list (the second item's).
+        assert!(
+            stats
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| k.starts_with("cart "))
+                .all(|k| k.ends_with(" 8")),
+            "{stats}"
+        );
+        // The result, scenario section included, is what docs/result-schema.json says.
+        assert_schema(&v);
+        let s = &v["scenario"];
+        assert!(s["file"].as_str().unwrap().ends_with("shop.yaml"));
+        let checks: Vec<(String, u64, u64)> = s["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_string(),
+                    c["passed"].as_u64().unwrap(),
+                    c["failed"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let completed = |step| target(&v, step)["completed"].as_u64().unwrap();
+        assert_eq!(
+            checks,
+            [
+                ("logged in".to_string(), 12, 0),
+                ("listed".to_string(), completed("items"), 0),
+                ("added".to_string(), completed("cart"), 0)
+            ]
+        );
+        // An iteration is a list and a cart: each cart ended one, without a failure.
+        let it = &s["iterations"];
+        assert_eq!(
+            it["completed"].as_u64(),
+            Some(completed("cart")),
+            "{io}: {it}"
+        );
+        assert_eq!(it["failed"], 0);
+        assert!(it["started"].as_u64().unwrap() >= completed("cart"));
+    }
+}
+
+#[test]
+fn failed_checks_and_captures_are_counted_and_a_stop_ends_the_iteration() {
+    let shop = Shop::start();
+    // Without the login, every list is refused (401): its check fails, its capture finds
+    // nothing, and `on_failure: stop` ends the iteration before the cart.
+    let text = r#"
+scenarios:
+  - flow:
+      - get:
+          url: /items
+          name: items
+          capture:
+            - json: /items/0/id
+              as: id
+          check:
+            - status: 200
+              name: listed
+          on_failure: stop
+      - post:
+          url: "/cart/{{id}}"
+          name: cart
+"#;
+    let files = Files::new("stop", &[("stop.yaml", text)]);
+    let v = run_json(&[
+        &shop.url,
+        "--scenario",
+        &files.path("stop.yaml"),
+        "-c",
+        "2",
+        "-n",
+        "40",
+    ]);
+    let stats = shop.stats();
+    assert_eq!(shop_count(&stats, "refused /items"), 40, "{stats}");
+    assert_eq!(shop_count(&stats, "cart"), 0, "{stats}");
+    assert_eq!(v["status"]["401"], 40);
+    let s = &v["scenario"];
+    assert_eq!(s["checks"][0]["failed"], 40);
+    assert_eq!(s["iterations"]["failed"], 40);
+    assert_eq!(s["iterations"]["completed"], 0);
+}
+
+#[test]
+fn a_bad_scenario_is_one_line_naming_its_place_before_any_traffic() {
+    let files = Files::new(
+        "bad",
+        &[
+            (
+                "typo.yaml",
+                "scenarios:\n  - flow:\n      - fetch: {url: /}\n",
+            ),
+            (
+                "early.yaml",
+                "scenarios:\n  - flow:\n      - get: {url: \"/{{id}}\"}\n",
+            ),
+            ("ok.yaml", "scenarios:\n  - flow:\n      - get: {url: /}\n"),
+        ],
+    );
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    assert_bad_input(
+        &[&url, "--scenario", &files.path("typo.yaml")],
+        "typo.yaml:3:9: unknown variant `fetch`",
+    );
+    assert_bad_input(
+        &[&url, "--scenario", &files.path("early.yaml")],
+        "early.yaml:3:20: variable 'id' is used before any step captures it",
+    );
+    assert_bad_input(
+        &[&url, "--scenario", &files.path("missing.yaml")],
+        "cannot read the scenario file",
+    );
+    assert_bad_input(
+        &[&url, "--scenario", &files.path("ok.yaml"), "--rate", "10"],
+        "--scenario runs closed loop over HTTP/1.1 for now: drop --rate",
+    );
+    assert_bad_input(
+        &[
+            &url,
+            "--scenario",
+            &files.path("ok.yaml"),
+            "--targets",
+            "t.txt",
+        ],
+        "cannot be used with",
+    );
+    assert_bad_input(
+        &["--scenario", &files.path("ok.yaml")],
+        "--scenario needs a URL",
+    );
+}
+
+#[test]
+fn a_run_ends_when_its_users_run_out_of_unique_rows() {
+    let shop = Shop::start();
+    let text = "config:\n  data:\n    - file: ids.csv\n      per: iteration\n      order: unique\nscenarios:\n  - flow:\n      - post: {url: \"/cart/{{id}}\", name: cart}\n";
+    let files = Files::new(
+        "unique",
+        &[("rows.yaml", text), ("ids.csv", "id\n1\n2\n3\n")],
+    );
+    // -n asks for more than there are rows: the run ends when the last row was used.
+    let v = run_json(&[
+        &shop.url,
+        "--scenario",
+        &files.path("rows.yaml"),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-n",
+        "1000",
+    ]);
+    assert_eq!(v["requests"]["sent"], 3);
+    assert_eq!(v["stopped_by"], "requests");
+    assert_eq!(v["scenario"]["iterations"]["started"], 3);
+    // Refused (no login), but each row went once.
+    assert_eq!(shop_count(&shop.stats(), "refused /cart/"), 3);
+}
