@@ -166,7 +166,20 @@ fn each_user_logs_in_once_and_carries_its_own_token_and_cookie_on_both_backends(
             "600",
             "--io",
             io,
+            "--expect",
+            "checks>99.9%",
+            "--expect",
+            "iterations_failed<0.1%",
+            "--expect",
+            "step[items].p99<10s",
         ]);
+        let held: Vec<bool> = v["thresholds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["passed"].as_bool().unwrap())
+            .collect();
+        assert_eq!(held, [true, true, true], "{io}: {}", v["thresholds"]);
         let stats = shop.stats();
         // Nobody was refused: every request carried its own user's token and cookie.
         assert_eq!(shop_count(&stats, "refused"), 0, "{io}: {stats}");
@@ -270,6 +283,27 @@ scenarios:
     let s = &v["scenario"];
     assert_eq!(s["checks"][0]["failed"], 40);
     assert_eq!(s["iterations"]["failed"], 40);
+    // The same with objectives on the checks and the iterations: they fail, exit 3.
+    let (out, _) = run(&[
+        &shop.url,
+        "--scenario",
+        &files.path("stop.yaml"),
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "--expect",
+        "checks>99%",
+        "--expect",
+        "iterations_failed<=0",
+        "--json",
+        "-",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["thresholds"][0]["actual"], 0.0);
+    assert_eq!(r["thresholds"][1]["actual"], 10.0);
     assert_eq!(s["iterations"]["completed"], 0);
 }
 

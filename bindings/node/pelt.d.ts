@@ -213,7 +213,8 @@ export interface RunOptions {
   grace?: Duration
   /**
    * --expect: Fail the run (exit 3) unless this holds: p99<20ms, errors<0.1%, rps>5000, 5xx<1%
-   * (repeatable).
+   * (repeatable); with --scenario also step[NAME].p99<50ms, checks>99.9%,
+   * iterations_failed<0.1%.
    */
   expect?: string | string[]
   /**

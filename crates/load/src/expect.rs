@@ -64,7 +64,7 @@ impl Figure {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Metric {
     Latency(Figure),
     Errors,
@@ -72,6 +72,12 @@ enum Metric {
     /// A status class (1..=5) or an exact code (100..=999).
     Class(u16),
     Code(u16),
+    /// Scenarios: one step's latency figure (`step[login].p99`), by the step's name.
+    Step(String, Figure),
+    /// Scenarios: checks passed, of all checks made (`checks>99.9%`).
+    Checks,
+    /// Scenarios: iterations failed, of those that ended (`iterations_failed<0.1%`).
+    IterationsFailed,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -95,7 +101,8 @@ pub struct Expectation {
 
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
                     5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min errors rps 1xx..5xx \
-                    or a status code)";
+                    or a status code; with --scenario also step[NAME].p99, checks, \
+                    iterations_failed)";
 
 /// Parses one expression; the error names what is wrong (the caller adds the flag and value).
 pub fn parse(text: &str) -> Result<Expectation, String> {
@@ -116,7 +123,20 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
         return Err(HELP.into());
     }
     let lower = name.to_ascii_lowercase();
-    let (metric, limit, unit) = if let Some(figure) = Figure::parse(&lower) {
+    // A scenario step's figure: step[NAME].FIGURE (the name as written, any case).
+    let step = name
+        .strip_prefix("step[")
+        .and_then(|r| r.rsplit_once("]."))
+        .map(|(step, figure)| (step.to_string(), figure.to_ascii_lowercase()));
+    let latency = match &step {
+        Some((s, f)) => Some((
+            Figure::parse(f)
+                .ok_or_else(|| format!("unknown figure '{f}' for step[{s}]; {HELP}"))?,
+            Some(s.clone()),
+        )),
+        None => Figure::parse(&lower).map(|f| (f, None)),
+    };
+    let (metric, limit, unit) = if let Some((figure, step)) = latency {
         let split = value
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .ok_or_else(|| format!("latency needs a unit: {value}ms, {value}us or {value}s"))?;
@@ -128,11 +148,17 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
             _ => return Err(format!("unknown latency unit '{unit}' (use us, ms or s)")),
         };
         let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
-        (Metric::Latency(figure), n, unit)
+        let metric = match step {
+            Some(s) => Metric::Step(s, figure),
+            None => Metric::Latency(figure),
+        };
+        (metric, n, unit)
     } else {
         let metric = match lower.as_str() {
             "errors" | "error" => Metric::Errors,
             "rps" => Metric::Rps,
+            "checks" => Metric::Checks,
+            "iterations_failed" => Metric::IterationsFailed,
             c if c.len() == 3 && c.ends_with("xx") && (b'1'..=b'5').contains(&c.as_bytes()[0]) => {
                 Metric::Class(u16::from(c.as_bytes()[0] - b'0'))
             }
@@ -180,21 +206,49 @@ impl Expectation {
                 0.0
             }
         };
-        let count = match self.metric {
+        let scenario = r.scenario.as_ref();
+        let (checks_passed, checks_made) = scenario.map_or((0, 0), |s| {
+            let passed: u64 = s.checks.iter().map(|c| c.passed).sum();
+            (
+                passed,
+                passed + s.checks.iter().map(|c| c.failed).sum::<u64>(),
+            )
+        });
+        let ended_iterations = scenario.map_or(0, |s| s.iterations.completed + s.iterations.failed);
+        let count = match &self.metric {
+            Metric::Checks => checks_passed,
+            Metric::IterationsFailed => scenario.map_or(0, |s| s.iterations.failed),
             Metric::Errors => r.requests.errors,
             Metric::Class(c) => r
                 .status
                 .iter()
-                .filter(|(code, _)| code.starts_with(char::from(b'0' + c as u8)))
+                .filter(|(code, _)| code.starts_with(char::from(b'0' + *c as u8)))
                 .map(|(_, n)| n)
                 .sum(),
             Metric::Code(code) => r.status.get(&code.to_string()).copied().unwrap_or(0),
             _ => 0,
         };
-        let actual = match (self.metric, self.unit) {
+        let part = |n: u64, of: u64| {
+            if of > 0 {
+                n as f64 * 100.0 / of as f64
+            } else {
+                f64::NAN
+            }
+        };
+        let actual = match (&self.metric, self.unit) {
             // No response, no latency: a latency objective cannot be said to hold.
             (Metric::Latency(_), _) if r.requests.completed == 0 => f64::NAN,
             (Metric::Latency(f), Unit::Time(per_unit, _)) => f.of(&r.latency_us) / per_unit,
+            // A step that is not in the run, or got no response, has no latency.
+            (Metric::Step(name, f), Unit::Time(per_unit, _)) => r
+                .targets
+                .iter()
+                .find(|t| t.name == *name && t.completed > 0)
+                .map_or(f64::NAN, |t| f.of(&t.latency_us) / per_unit),
+            // Without a scenario (or with nothing checked yet) these cannot be said to hold.
+            (Metric::Checks | Metric::IterationsFailed, _) if scenario.is_none() => f64::NAN,
+            (Metric::Checks, Unit::Percent) => part(checks_passed, checks_made),
+            (Metric::IterationsFailed, Unit::Percent) => part(count, ended_iterations),
             (Metric::Rps, _) => r.rps,
             (_, Unit::Percent) => share(count),
             _ => count as f64,
@@ -240,6 +294,11 @@ mod tests {
             "5xx<1%",
             "2xx>99%",
             "404<=3",
+            "step[login].p99<50ms",
+            "step[GET /items].max<=1s",
+            "checks>99.9%",
+            "iterations_failed<0.1%",
+            "iterations_failed<=3",
         ] {
             assert!(parse(t).is_ok(), "{t}: {:?}", parse(t));
         }
@@ -259,6 +318,11 @@ mod tests {
             ("6xx<1%", "unknown metric"),
             ("<5", "expected METRIC"),
             ("p99<", "expected METRIC"),
+            (
+                "step[login].p98<5ms",
+                "unknown figure 'p98' for step[login]",
+            ),
+            ("step[login].p99<5", "latency needs a unit"),
         ] {
             let e = parse(t).unwrap_err();
             assert!(e.contains(says), "{t}: {e}");

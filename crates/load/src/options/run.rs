@@ -837,7 +837,8 @@ pub static RUN: &[Row] = &[
         form: Form::Many,
         hyphen: true,
         help: "Fail the run (exit 3) unless this holds: p99<20ms, errors<0.1%, rps>5000, 5xx<1% \
-               (repeatable).",
+               (repeatable); with --scenario also step[NAME].p99<50ms, checks>99.9%, \
+               iterations_failed<0.1%.",
         example: r#"["p99<20ms"]"#,
         read: |s, g| {
             s.expect = super::expectations(g)?;

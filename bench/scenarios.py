@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""A user journey in pelt and in the tools that model journeys, side by side in one run.
+
+nginx (one worker, pinned to --server-cpu) serves the journey's endpoints with canned answers
+and checks the token: POST /login answers {"token": "t0k"}; GET /items and POST /cart/ID answer
+only `Authorization: Bearer t0k` (401 otherwise). The journey, in every tool: log in once per
+user, then per iteration a GET /items whose JSON gives an id, and a POST /cart/ID carrying the
+token. Each tool runs pinned to --client-cpu with --users users (k6's VUs, Locust's users,
+pelt's connections) for --duration seconds, alternating run by run; printed: requests/s and the
+generator's CPU-microseconds per request (user+sys of its process tree, from rusage), medians
+with min-max. pelt's plain closed loop on `GET /` runs beside it: the issue's yardstick is the
+journey's CPU per request against that.
+
+Tools: pelt (--pelt), and those found: k6 (on PATH, ~/go/bin/k6, or --k6) and Locust
+(`python3 -m locust`, FastHttpUser). Peers are not installed by this script: k6 from the Go
+module proxy (`go install go.k6.io/k6@latest`), Locust from PyPI (`pip install locust`).
+Artillery has no closed-loop users (its scenarios arrive at a rate), so it is left to a later
+open-loop comparison.
+
+Usage: bench/scenarios.py [--pelt target/release/pelt] [--users 64] [--duration 5] [--runs 3]
+                          [--tools pelt-plain,pelt,k6,locust]
+Needs: nginx on PATH. Traffic stays on 127.0.0.1.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import peers  # noqa: E402  (free ports, waiting for a listener, rusage, medians)
+
+NGINX = """
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 1000000000;
+    keepalive_timeout 300s;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    default_type application/json;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location = / {{ return 200 "OK"; }}
+        location = /login {{ return 200 '{{"token":"t0k"}}'; }}
+        location = /items {{
+            if ($http_authorization != "Bearer t0k") {{ return 401; }}
+            return 200 '{{"items":[{{"id":7}},{{"id":8}}]}}';
+        }}
+        location /cart/ {{
+            if ($http_authorization != "Bearer t0k") {{ return 401; }}
+            return 201 '{{"ok":true}}';
+        }}
+    }}
+}}
+"""
+
+PELT_JOURNEY = """
+scenarios:
+  - once:
+      - post:
+          url: /login
+          name: login
+          body: "user=u"
+          capture:
+            - json: /token
+              as: token
+    flow:
+      - get:
+          url: /items
+          name: items
+          headers: {authorization: "Bearer {{token}}"}
+          capture:
+            - json: /items/0/id
+              as: id
+      - post:
+          url: "/cart/{{id}}"
+          name: cart
+          headers: {authorization: "Bearer {{token}}"}
+          check:
+            - status: 201
+"""
+
+K6_JOURNEY = """
+import http from 'k6/http';
+const base = __ENV.BASE;
+let token = null;
+export default function () {
+  if (token === null) {
+    token = http.post(base + '/login', 'user=u').json('token');
+  }
+  const auth = { headers: { Authorization: 'Bearer ' + token } };
+  const id = http.get(base + '/items', auth).json('items.0.id');
+  http.post(base + '/cart/' + id, null, auth);
+}
+"""
+
+LOCUST_JOURNEY = """
+from locust import task
+from locust.contrib.fasthttp import FastHttpUser
+
+class Shopper(FastHttpUser):
+    def on_start(self):
+        self.auth = {"Authorization": "Bearer " + self.client.post("/login", data="user=u").json()["token"]}
+
+    @task
+    def journey(self):
+        item = self.client.get("/items", headers=self.auth).json()["items"][0]["id"]
+        self.client.post(f"/cart/{item}", headers=self.auth, name="/cart/[id]")
+"""
+
+
+
+def command(tool, args, base, work):
+    """The tool's command, and how to read the requests it made from what it printed."""
+    pin = ["taskset", "-c", args.client_cpu]
+    secs = str(args.duration)
+    users = str(args.users)
+    if tool in ("pelt", "pelt-plain"):
+        cmd = pin + [args.pelt, base + "/", "-c", users, "-t", "1", "-d", secs + "s", "--json", "-", "-q"]
+        if tool == "pelt":
+            cmd[4:4] = ["--scenario", os.path.join(work, "journey.yaml")]
+        return cmd, lambda out: json.loads(out)["requests"]["completed"]
+    if tool == "k6":
+        cmd = pin + [args.k6, "run", "-q", "--vus", users, "--duration", secs + "s", "-e", f"BASE={base}",
+                     "--summary-export", os.path.join(work, "k6.json"), os.path.join(work, "journey.js")]
+        return cmd, lambda _: json.load(open(os.path.join(work, "k6.json")))["metrics"]["http_reqs"]["count"]
+    if tool == "locust":
+        prefix = os.path.join(work, "locust")
+        cmd = pin + [sys.executable, "-m", "locust", "-f", os.path.join(work, "locustfile.py"), "--headless",
+                     "-u", users, "-r", users, "-t", secs + "s", "--host", base, "--only-summary",
+                     "--csv", prefix]
+
+        def locust_count(_):
+            with open(prefix + "_stats.csv") as f:
+                rows = [line.split(",") for line in f.read().splitlines()]
+            total = [r for r in rows if len(r) > 3 and r[1].strip('"') == "Aggregated"][0]
+            return int(total[2])
+        return cmd, locust_count
+    raise SystemExit(f"unknown tool {tool}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pelt", default=os.path.join(ROOT, "target", "release", "pelt"))
+    ap.add_argument("--k6", default=shutil.which("k6") or os.path.expanduser("~/go/bin/k6"))
+    ap.add_argument("--users", type=int, default=64)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--tools", default="pelt-plain,pelt,k6,locust")
+    ap.add_argument("--server-cpu", default="0")
+    ap.add_argument("--client-cpu", default="1")
+    args = ap.parse_args()
+    found = {
+        "pelt-plain": True,
+        "pelt": True,
+        "k6": bool(args.k6) and os.path.exists(args.k6),
+        "locust": subprocess.run([sys.executable, "-c", "import locust"], capture_output=True).returncode == 0,
+    }
+    tools = [t for t in args.tools.split(",") if found.get(t)]
+    skipped = [t for t in args.tools.split(",") if not found.get(t)]
+    if skipped:
+        print(f"not found, left out: {', '.join(skipped)}", file=sys.stderr)
+    work = tempfile.mkdtemp(prefix="pelt-journey-")
+    for name, text in [("journey.yaml", PELT_JOURNEY), ("journey.js", K6_JOURNEY), ("locustfile.py", LOCUST_JOURNEY)]:
+        with open(os.path.join(work, name), "w") as f:
+            f.write(text)
+    port = peers.free_port()
+    base = f"http://127.0.0.1:{port}"
+    with open(os.path.join(work, "nginx.conf"), "w") as f:
+        f.write(NGINX.format(dir=work, port=port))
+    nginx = subprocess.Popen(["taskset", "-c", args.server_cpu, "nginx", "-p", work, "-c",
+                              os.path.join(work, "nginx.conf")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        peers.wait_listening(port)
+        results = {t: ([], []) for t in tools}
+        for run in range(args.runs):
+            for tool in tools:
+                cmd, count = command(tool, args, base, work)
+                out, cpu, _ = peers.measured(cmd)
+                n = count(out)
+                rps, us = n / args.duration, cpu * 1e6 / max(n, 1)
+                results[tool][0].append(rps)
+                results[tool][1].append(us)
+                print(f"  run {run + 1} {tool:<11} {rps:>9.0f} req/s {us:>8.2f} us/req", file=sys.stderr)
+        print(f"\nthe journey (login once, then GET /items + POST /cart/ID with the token), "
+              f"{args.users} users, {args.duration} s, nginx on CPU {args.server_cpu}, the generator "
+              f"on CPU {args.client_cpu}, {args.runs} runs (median, min-max)\n")
+        print("| tool | requests/s | CPU-us per request |")
+        print("|---|---|---|")
+        for tool in tools:
+            rps, us = results[tool]
+            print(f"| {tool} | {peers.fmt(rps, lambda v: f'{v:,.0f}')} | {peers.fmt(us, lambda v: f'{v:.2f}')} |")
+    finally:
+        nginx.terminate()
+        nginx.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
