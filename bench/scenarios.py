@@ -35,24 +35,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import peers  # noqa: E402  (free ports, waiting for a listener, rusage, medians)
 
-NGINX = """
-worker_processes 1;
-daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 1000000000;
-    keepalive_timeout 300s;
-    client_body_temp_path {dir}/body;
-    proxy_temp_path {dir}/proxy;
-    fastcgi_temp_path {dir}/fastcgi;
-    uwsgi_temp_path {dir}/uwsgi;
-    scgi_temp_path {dir}/scgi;
-    default_type application/json;
-    server {{
-        listen 127.0.0.1:{port} backlog=4096;
+# peers.py's nginx (one worker, no access log, keep-alive without a limit), its one location
+# replaced by the journey's endpoints.
+NGINX = peers.NGINX_CONF.replace('''        location / {{ return 200 "OK"; }}''', '''        default_type application/json;
         location = / {{ return 200 "OK"; }}
         location = /login {{ return 200 '{{"token":"t0k"}}'; }}
         location = /items {{
@@ -62,10 +47,7 @@ http {{
         location /cart/ {{
             if ($http_authorization != "Bearer t0k") {{ return 401; }}
             return 201 '{{"ok":true}}';
-        }}
-    }}
-}}
-"""
+        }}''')
 
 PELT_JOURNEY = """
 scenarios:
