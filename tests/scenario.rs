@@ -308,6 +308,126 @@ scenarios:
 }
 
 #[test]
+fn open_loop_iterations_arrive_on_schedule_and_every_user_keeps_its_own_session() {
+    for io in ["uring", "epoll"] {
+        let shop = Shop::start();
+        let files = Files::new(
+            &format!("open-{io}"),
+            &[("shop.yaml", SHOP), ("users.csv", &users(12))],
+        );
+        // 200 iterations a second, up to 12 users, until 300 requests have been sent.
+        let v = run_json(&[
+            &shop.url,
+            "--scenario",
+            &files.path("shop.yaml"),
+            "--rate",
+            "200",
+            "-c",
+            "2",
+            "--max-users",
+            "12",
+            "-t",
+            "2",
+            "-n",
+            "300",
+            "--io",
+            io,
+        ]);
+        assert_schema(&v);
+        assert_eq!(v["load_model"], "open", "{io}");
+        assert_eq!(v["latency_from"], "due", "{io}");
+        assert_eq!(v["requests"]["completed"], 300, "{io}: {}", v["requests"]);
+        assert_eq!(v["requests"]["errors"], 0, "{io}");
+        let stats = shop.stats();
+        assert_eq!(shop_count(&stats, "refused"), 0, "{io}: {stats}");
+        let logins = shop_count(&stats, "login ");
+        assert!((1..=12).contains(&logins), "{io}: {stats}");
+        for k in 0..12 {
+            assert!(
+                stats[format!("login u{k}")].as_u64().unwrap_or(0) <= 1,
+                "{stats}"
+            );
+        }
+        for (step, prefix) in [("login", "login "), ("items", "items "), ("cart", "cart ")] {
+            let t = target(&v, step);
+            assert_eq!(
+                t["completed"].as_u64(),
+                Some(shop_count(&stats, prefix)),
+                "{io} {step}"
+            );
+        }
+        // Every completed iteration is a list, a think of 1 to 3 ms and a cart: none is
+        // shorter than the think.
+        let s = &v["scenario"];
+        let it = &s["iterations"];
+        let carts = target(&v, "cart")["completed"].as_u64().unwrap();
+        assert_eq!(it["completed"].as_u64(), Some(carts), "{io}: {it}");
+        assert!(
+            it["duration_us"]["min"].as_u64().unwrap() >= 1000,
+            "{io}: {it}"
+        );
+        let h = v["histograms"]["iteration_us"].as_str().unwrap();
+        assert!(h.starts_with("HISTF"), "{h}");
+        let items = target(&v, "items")["completed"].as_u64().unwrap();
+        let captures: Vec<(&str, u64, u64)> = s["captures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let n = |k: &str| c[k].as_u64().unwrap();
+                (c["name"].as_str().unwrap(), n("found"), n("missing"))
+            })
+            .collect();
+        assert_eq!(
+            captures,
+            [("login: token", logins, 0), ("items: id", items, 0)],
+            "{io}"
+        );
+    }
+}
+
+#[test]
+fn a_stalled_server_shows_in_every_iteration_it_held_up() {
+    let shop = Shop::start();
+    // One user; an iteration every 50 ms; each takes 100 ms. Iteration k arrives at 50k ms
+    // and can start only at 100k ms: its latency, counted from its arrival, is 100 + 50k ms
+    // (the tenth: 550 ms), where a closed loop would report 100 ms for every one.
+    let files = Files::new(
+        "stall",
+        &[(
+            "slow.yaml",
+            "scenarios:\n  - flow:\n      - get: {url: /slow/100, name: slow}\n",
+        )],
+    );
+    let v = run_json(&[
+        &shop.url,
+        "--scenario",
+        &files.path("slow.yaml"),
+        "--rate",
+        "20",
+        "-c",
+        "1",
+        "--max-users",
+        "1",
+        "-n",
+        "10",
+    ]);
+    assert_eq!(v["requests"]["completed"], 10);
+    let slow = &target(&v, "slow")["latency_us"];
+    assert!(slow["max"].as_u64().unwrap() >= 500_000, "{slow}");
+    assert!(slow["min"].as_u64().unwrap() >= 100_000, "{slow}");
+    let it = &v["scenario"]["iterations"];
+    assert_eq!(it["completed"], 10);
+    assert!(
+        it["duration_us"]["max"].as_u64().unwrap() >= 500_000,
+        "{it}"
+    );
+    // The wait was pelt's queue, not the server: the lag shows it.
+    let lag = &v["open_loop"]["lag_us"];
+    assert!(lag["max"].as_u64().unwrap() >= 400_000, "{lag}");
+}
+
+#[test]
 fn a_bad_scenario_is_one_line_naming_its_place_before_any_traffic() {
     let files = Files::new(
         "bad",
@@ -337,8 +457,8 @@ fn a_bad_scenario_is_one_line_naming_its_place_before_any_traffic() {
         "cannot read the scenario file",
     );
     assert_bad_input(
-        &[&url, "--scenario", &files.path("ok.yaml"), "--rate", "10"],
-        "--scenario runs closed loop over HTTP/1.1 for now: drop --rate",
+        &[&url, "--scenario", &files.path("ok.yaml"), "--http2"],
+        "--scenario runs over HTTP/1.1 for now: drop --http2",
     );
     assert_bad_input(
         &[

@@ -89,8 +89,9 @@ export interface RunOptions {
    * --scenario: Run user journeys from a scenario file (YAML or JSON; docs/SCENARIOS.md): each
    * connection is a virtual user with its own variables and cookie jar, running the file's once
    * steps, then its flow again and again; per-step figures, checks and iterations in the report.
-   * Closed loop over HTTP/1.1 for now. The URL argument (or the file's config.target) gives the
-   * origin.
+   * Closed loop: -c users; open loop: --rate iterations per second, each given to an idle user
+   * (up to --max-users). HTTP/1.1 for now. The URL argument (or the file's config.target) gives
+   * the origin.
    */
   scenario?: string
   /**
@@ -140,7 +141,8 @@ export interface RunOptions {
   arrival?: 'constant' | 'poisson'
   /**
    * --max-connections: Open loop: open up to N connections when a request is due and none is
-   * free [default: -c].
+   * free [default: -c]. With --scenario, each user is a connection: an iteration that finds no
+   * idle user makes one, up to N.
    */
   maxConnections?: Count
   /**
@@ -281,8 +283,12 @@ export interface TimelinePoint {
 /** What a scenario run's virtual users did. */
 export interface ScenarioResult {
   file: string
-  iterations: { started: number; completed: number; failed: number }
+  /** duration_us: completed iterations, from the first request's due time (open loop: the
+   * arrival) to the end of the last response or think time. */
+  iterations: { started: number; completed: number; failed: number; duration_us: Latency }
   checks: { name: string; passed: number; failed: number }[]
+  /** Each capture by `step: variable`: responses it found its value in, and found nothing in. */
+  captures: { name: string; found: number; missing: number }[]
 }
 
 export interface TargetResult {
@@ -348,7 +354,7 @@ export interface Result {
   thresholds: Threshold[]
   notes: string[]
   started_unix_ms: number
-  histograms: { latency_us: string; service_time_us: string | null; lag_us: string | null; handshake_us: string | null; warmup_latency_us: string | null }
+  histograms: { latency_us: string; service_time_us: string | null; lag_us: string | null; handshake_us: string | null; warmup_latency_us: string | null; iteration_us: string | null }
   merged_from: string[]
   /** A fleet run (pelt URL --agents N): each agent's part; null for one process. */
   fleet: {

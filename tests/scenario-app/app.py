@@ -4,7 +4,8 @@
 POST /login with a body `user=NAME` answers `{"token": ...}` and sets a session cookie; both
 are NAME's alone (a secret drawn at start). GET /items and POST /cart/ID answer only a request
 that carries NAME's token (Authorization: Bearer) *and* NAME's session cookie; anything else
-is refused with 401 and counted, with what it carried. GET /stats gives the counts: per
+is refused with 401 and counted, with what it carried. GET /slow/MS answers anyone after MS
+milliseconds. GET /stats gives the counts: per
 endpoint and user, and the refusals. Listens on 127.0.0.1, on the port the system picks, which
 it prints as its first line. Python's standard library only.
 """
@@ -13,6 +14,7 @@ import json
 import secrets
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SECRET = secrets.token_hex(8)
@@ -84,6 +86,11 @@ class Shop(BaseHTTPRequestHandler):
         if self.path == "/stats":
             with lock:
                 return self.answer(200, dict(counts))
+        if self.path.startswith("/slow/"):
+            # A stall anyone may ask for: /slow/MS answers after MS milliseconds.
+            self.count("slow")
+            time.sleep(int(self.path[len("/slow/"):]) / 1000)
+            return self.answer(200, {})
         user = self.who()
         if user and self.path == "/items":
             self.count("items", user)

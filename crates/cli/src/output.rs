@@ -232,7 +232,8 @@ fn targets_table(s: &mut String, r: &Report) {
     }
 }
 
-/// A scenario run: its iterations, and each check passed and failed.
+/// A scenario run: its iterations and their durations, each check passed and failed, each
+/// capture found and missing.
 fn scenario_table(s: &mut String, r: &Report) {
     let Some(sc) = &r.scenario else {
         return;
@@ -245,25 +246,52 @@ fn scenario_table(s: &mut String, r: &Report) {
         thousands(it.completed),
         thousands(it.failed)
     );
-    if sc.checks.is_empty() {
+    if it.completed > 0 {
+        let d = &it.duration_us;
+        let from = match r.latency_from {
+            pelt_stats::LatencyFrom::Due => "from the arrival",
+            pelt_stats::LatencyFrom::Send => "from the first request",
+        };
+        let _ = writeln!(
+            s,
+            "  Iteration time p50 {}, p90 {}, p99 {}, max {} (completed, {from})",
+            latency(d.p50_us as f64),
+            latency(d.p90_us as f64),
+            latency(d.p99_us as f64),
+            latency(d.max_us as f64),
+        );
+    }
+    let checks = sc.checks.iter().map(|c| (&c.name, c.passed, c.failed));
+    pairs_table(
+        s,
+        ["Check", "passed", "failed"],
+        &checks.collect::<Vec<_>>(),
+    );
+    let captures = sc.captures.iter().map(|c| (&c.name, c.found, c.missing));
+    pairs_table(
+        s,
+        ["Capture", "found", "missing"],
+        &captures.collect::<Vec<_>>(),
+    );
+}
+
+/// Rows of a name and two counts under `header`; nothing without rows.
+fn pairs_table(s: &mut String, header: [&str; 3], rows: &[(&String, u64, u64)]) {
+    if rows.is_empty() {
         return;
     }
-    let width = sc
-        .checks
+    let width = rows
         .iter()
-        .map(|c| c.name.chars().count())
+        .map(|(name, _, _)| name.chars().count())
         .max()
         .unwrap_or(0)
         .clamp(6, 40);
-    let _ = writeln!(
-        s,
-        "  {:<width$}  {:>10} {:>10}",
-        "Check", "passed", "failed"
-    );
-    for c in &sc.checks {
-        let name: String = c.name.chars().take(width).collect();
-        let (passed, failed) = (thousands(c.passed), thousands(c.failed));
-        let _ = writeln!(s, "  {name:<width$}  {passed:>10} {failed:>10}");
+    let [what, a, b] = header;
+    let _ = writeln!(s, "  {what:<width$}  {a:>10} {b:>10}");
+    for (name, x, y) in rows {
+        let name: String = name.chars().take(width).collect();
+        let (x, y) = (thousands(*x), thousands(*y));
+        let _ = writeln!(s, "  {name:<width$}  {x:>10} {y:>10}");
     }
 }
 

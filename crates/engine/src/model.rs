@@ -63,6 +63,32 @@ impl Model {
         Some(due)
     }
 
+    /// Scenarios, open loop: takes the next iteration's arrival if one is due at `elapsed_ns`
+    /// (its due time in ns since the start). Arrivals do not spend the budget: the requests
+    /// the iteration sends do ([`Model::spend`]).
+    #[inline]
+    pub fn arrive(&mut self, elapsed_ns: u64) -> Option<u64> {
+        let due = self.next_due_ns().filter(|&d| d <= elapsed_ns)?;
+        let s = self.schedule.as_mut()?;
+        debug_assert_eq!(s.next_due_ns(), due);
+        Some(s.take())
+    }
+
+    /// Scenarios: a request may start (the budget has room; `warm`: it does not count against
+    /// it). The schedule, if any, paces arrivals, not requests.
+    #[inline]
+    pub fn spend(&mut self, warm: bool) -> bool {
+        if self.exhausted() {
+            return false;
+        }
+        if !warm {
+            if let Some(n) = &mut self.remaining {
+                *n -= 1;
+            }
+        }
+        true
+    }
+
     /// Open loop: when the next request is due (ns since the start), if one is left (a ramp
     /// to zero leaves none).
     #[inline]
@@ -145,6 +171,21 @@ mod tests {
         m.stop();
         assert_eq!(m.take(10_000_000, false), None);
         assert_eq!((m.next_due_ns(), m.backlog(10_000_000)), (None, 0));
+    }
+
+    #[test]
+    fn arrivals_follow_the_schedule_and_requests_spend_the_budget() {
+        let rate = Rate::per_second(1000.0).unwrap();
+        let mut m = Model::open(
+            Schedule::new(Pace::Constant(rate), Arrival::Constant, 0, 1),
+            Some(3),
+        );
+        assert_eq!(m.arrive(0), Some(0));
+        assert_eq!(m.arrive(500_000), None, "the next arrives at 1 ms");
+        assert!(m.spend(true), "a warm-up request spends nothing");
+        assert!(m.spend(false) && m.spend(false) && m.spend(false));
+        assert!(!m.spend(false) && m.exhausted());
+        assert_eq!((m.arrive(5_000_000), m.next_due_ns()), (None, None));
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub struct Program {
     pub steps: Vec<String>,
     /// Every check's name; a [`Check::id`] is an index here (checks are counted by name).
     pub checks: Vec<String>,
+    /// Every capture's name (`step: variable`); a [`Capture::id`] is an index here.
+    pub captures: Vec<String>,
 }
 
 /// A data file's rows, each giving its columns' variables.
@@ -114,7 +116,7 @@ impl Step {
     pub fn keeps_body(&self) -> bool {
         self.captures
             .iter()
-            .any(|c| matches!(c, Capture::Json { .. } | Capture::Regex { .. }))
+            .any(|c| matches!(c.from, Source::Json(_) | Source::Regex { .. }))
             || self
                 .checks
                 .iter()
@@ -153,28 +155,28 @@ impl Text {
     }
 }
 
-/// What a capture takes from a response, into variable `var`.
+/// A capture: its name's index in [`Program::captures`] (`step: variable`, counted found or
+/// missing by name), the variable it sets and where it reads.
 #[derive(Debug)]
-pub enum Capture {
+pub struct Capture {
+    pub id: u32,
+    pub var: u16,
+    pub from: Source,
+}
+
+/// Where a capture reads its value.
+#[derive(Debug)]
+pub enum Source {
     /// The value at a JSON pointer (a string as it is, anything else as its JSON text).
-    Json {
-        pointer: String,
-        var: u16,
-    },
+    Json(String),
     /// A regex's group on the body.
     Regex {
         re: Regex,
         group: usize,
-        var: u16,
     },
     /// A header's value (name lower-cased).
-    Header {
-        name: String,
-        var: u16,
-    },
-    Status {
-        var: u16,
-    },
+    Header(String),
+    Status,
 }
 
 /// A response, as captures and checks read it.
@@ -208,18 +210,18 @@ pub fn json_text(v: &serde_json::Value) -> String {
 }
 
 impl Capture {
-    /// The variable and the value this capture takes from `r`; `None`: it found nothing (the
-    /// step fails with the error kind `capture`).
-    pub fn take(&self, r: &Response) -> Option<(u16, String)> {
-        match self {
-            Capture::Json { pointer, var } => Some((*var, json_text(&r.json(pointer)?))),
-            Capture::Regex { re, group, var } => {
+    /// The value this capture takes from `r`; `None`: it found nothing (the step fails, and
+    /// the capture counts as missing).
+    pub fn take(&self, r: &Response) -> Option<String> {
+        match &self.from {
+            Source::Json(pointer) => Some(json_text(&r.json(pointer)?)),
+            Source::Regex { re, group } => {
                 let text = std::str::from_utf8(r.body).ok()?;
                 let m = re.captures(text)?.get(*group)?;
-                Some((*var, m.as_str().to_string()))
+                Some(m.as_str().to_string())
             }
-            Capture::Header { name, var } => Some((*var, r.header(name)?.to_string())),
-            Capture::Status { var } => Some((*var, r.status.to_string())),
+            Source::Header(name) => Some(r.header(name)?.to_string()),
+            Source::Status => Some(r.status.to_string()),
         }
     }
 }
@@ -302,28 +304,46 @@ impl ScenarioRun {
     }
 }
 
-/// What a run's users did: iterations started, completed and failed, and each check's
-/// `[passed, failed]` by [`Check::id`].
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// What a run's users did: iterations started, completed and failed, the completed ones'
+/// durations (microseconds; open loop: from the arrival), each check's `[passed, failed]` by
+/// [`Check::id`] and each capture's `[found, missing]` by [`Capture::id`].
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct ScenarioCounts {
     pub started: u64,
     pub completed: u64,
     pub failed: u64,
+    pub duration: pelt_stats::LatencyHistogram,
     pub checks: Vec<[u64; 2]>,
+    pub captures: Vec<[u64; 2]>,
 }
 
 impl ScenarioCounts {
+    /// Counts for `program`'s checks and captures, all zero.
+    pub fn new(program: &Program) -> ScenarioCounts {
+        ScenarioCounts {
+            checks: vec![[0; 2]; program.checks.len()],
+            captures: vec![[0; 2]; program.captures.len()],
+            ..ScenarioCounts::default()
+        }
+    }
+
     pub fn merge(&mut self, other: &ScenarioCounts) {
         self.started += other.started;
         self.completed += other.completed;
         self.failed += other.failed;
-        if self.checks.len() < other.checks.len() {
-            self.checks.resize(other.checks.len(), [0; 2]);
-        }
-        for (a, b) in self.checks.iter_mut().zip(&other.checks) {
-            a[0] += b[0];
-            a[1] += b[1];
-        }
+        self.duration.merge(&other.duration);
+        add_pairs(&mut self.checks, &other.checks);
+        add_pairs(&mut self.captures, &other.captures);
+    }
+}
+
+fn add_pairs(to: &mut Vec<[u64; 2]>, from: &[[u64; 2]]) {
+    if to.len() < from.len() {
+        to.resize(from.len(), [0; 2]);
+    }
+    for (a, b) in to.iter_mut().zip(from) {
+        a[0] += b[0];
+        a[1] += b[1];
     }
 }
 
@@ -458,6 +478,18 @@ impl User {
         std::mem::take(&mut self.started)
     }
 
+    /// Between iterations: none under way and no `once` step begun (a new user, one whose
+    /// login failed, or one whose iteration ended). In the open loop such a user waits for an
+    /// arrival.
+    pub fn between(&self) -> bool {
+        !self.in_iteration && matches!(self.place, Place::Once(0) | Place::Flow(0))
+    }
+
+    /// Its `once` steps start over: it is new, or its login failed.
+    pub fn logged_out(&self) -> bool {
+        self.place == Place::Once(0)
+    }
+
     /// The variables' values, by [`Program::variables`] index.
     pub fn vars(&self) -> &[String] {
         &self.vars
@@ -518,14 +550,14 @@ impl User {
     }
 
     /// The response to the step [`User::next`] gave, from `url`: its cookies go to the jar,
-    /// checks are counted into `checks` (`[passed, failed]` by [`Check::id`]), captures set
-    /// variables; a failure with `on_failure: stop` ends the iteration.
+    /// checks and captures are counted into `counts`, captures set variables; a failure with
+    /// `on_failure: stop` ends the iteration.
     pub fn respond(
         &mut self,
         program: &Program,
         url: &url::Url,
         r: &Response,
-        checks: &mut [[u64; 2]],
+        counts: &mut ScenarioCounts,
     ) -> Outcome {
         let scenario = &program.scenarios[self.scenario];
         let (Place::Once(k) | Place::Flow(k)) = self.place;
@@ -546,12 +578,14 @@ impl User {
         let mut outcome = Outcome::default();
         for check in &step.checks {
             let passed = check.passes(r);
-            checks[check.id as usize][usize::from(!passed)] += 1;
+            counts.checks[check.id as usize][usize::from(!passed)] += 1;
             outcome.failed_checks += u32::from(!passed);
         }
         for capture in &step.captures {
-            match capture.take(r) {
-                Some((var, value)) => self.vars[var as usize] = value,
+            let value = capture.take(r);
+            counts.captures[capture.id as usize][usize::from(value.is_none())] += 1;
+            match value {
+                Some(value) => self.vars[capture.var as usize] = value,
                 None => outcome.capture_failed = true,
             }
         }

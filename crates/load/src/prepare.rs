@@ -59,7 +59,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     let (headers, body) = request_parts(spec)?;
     let shape = Shape::of(spec)?;
     let program = match &spec.requests_from {
-        Requests::Scenario(path) => Some(scenario_program(spec, &shape, path)?),
+        Requests::Scenario(path) => Some(scenario_program(spec, path)?),
         _ => None,
     };
     let entries = match &program {
@@ -770,18 +770,14 @@ impl SetBuilder<'_> {
 /// The scenario file compiled, and what a scenario run does not do yet refused.
 fn scenario_program(
     spec: &LoadSpec,
-    shape: &Shape,
     path: &std::path::Path,
 ) -> Result<crate::scenario::Program, SpecError> {
     let program = crate::scenario::load(path).map_err(bad)?;
     let not_yet = |what: &str| {
         bad(format!(
-            "--scenario runs closed loop over HTTP/1.1 for now: drop {what}"
+            "--scenario runs over HTTP/1.1 for now: drop {what}"
         ))
     };
-    if shape.rate.is_some() {
-        return Err(not_yet("--rate"));
-    }
     if spec.http2 {
         return Err(not_yet("--http2"));
     }

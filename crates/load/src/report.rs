@@ -62,6 +62,7 @@ impl Prepared {
                     started: counts.started,
                     completed: counts.completed,
                     failed: counts.failed,
+                    duration_us: counts.duration.summary(),
                 },
                 checks: run
                     .program
@@ -74,7 +75,21 @@ impl Prepared {
                         failed: *failed,
                     })
                     .collect(),
+                captures: run
+                    .program
+                    .captures
+                    .iter()
+                    .zip(counts.captures.iter().chain(std::iter::repeat(&[0, 0])))
+                    .map(|(name, [found, missing])| pelt_stats::CaptureReport {
+                        name: name.clone(),
+                        found: *found,
+                        missing: *missing,
+                    })
+                    .collect(),
             });
+            if let Some(h) = &mut report.histograms {
+                h.iteration_us = Some(counts.duration.clone());
+            }
         }
         report.warmup = result
             .warmup
@@ -86,18 +101,26 @@ impl Prepared {
             // The batch window's wait is chosen, not a shortage: the warning starts past it.
             let limit = LATE_THRESHOLD_US + p.config.batch_window.as_micros() as u64;
             if open.lag_us.p99_us > limit {
+                let (free, raise) = match p.config.scenario {
+                    Some(_) => ("user", "--max-users"),
+                    None => ("connection", "--max-connections"),
+                };
                 report.notes.push(format!(
                     "pelt's own lag p99 was {} (over {}): requests started late because no \
-                     connection was free or pelt was short of CPU, so pelt, not the server, limited \
-                     this test; raise -c or --max-connections, or lower --rate",
+                     {free} was free or pelt was short of CPU, so pelt, not the server, limited \
+                     this test; raise -c or {raise}, or lower --rate",
                     fmt::latency(open.lag_us.p99_us as f64),
                     fmt::latency(limit as f64),
                 ));
             }
             if open.backlog_at_end > 0 {
+                let (what, busy) = match p.config.scenario {
+                    Some(_) => ("iterations", "user"),
+                    None => ("requests", "connection"),
+                };
                 report.notes.push(format!(
-                    "{} requests were due but had not started when the run ended (every \
-                     connection was busy); they are in no count above",
+                    "{} {what} were due but had not started when the run ended (every \
+                     {busy} was busy); they are in no count above",
                     fmt::thousands(open.backlog_at_end)
                 ));
             }

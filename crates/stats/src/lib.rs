@@ -36,9 +36,9 @@ pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
 pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
 pub use merge::{check_mergeable, merge, merge_figures, merge_points};
 pub use report::{
-    BytesReport, CheckReport, HandshakesReport, Histograms, IterationsReport, OpenLoopReport,
-    Report, RequestSetInfo, RequestsReport, RunInfo, ScenarioReport, StageInfo, StagesInfo,
-    Threshold, TlsInfo, WarmupReport,
+    BytesReport, CaptureReport, CheckReport, HandshakesReport, Histograms, IterationsReport,
+    OpenLoopReport, Report, RequestSetInfo, RequestsReport, RunInfo, ScenarioReport, StageInfo,
+    StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{

@@ -136,6 +136,8 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
     let lag = merged_hist(reports, |h| h.lag_us.as_ref());
     let handshake = merged_hist(reports, |h| h.handshake_us.as_ref());
     let warm_latency = merged_hist(reports, |h| h.warmup_latency_us.as_ref());
+    let iteration = merged_hist(reports, |h| h.iteration_us.as_ref());
+    let scenario = merged_scenario(reports, iteration.as_ref());
     let requests = requests_sum(reports.iter().map(|r| &r.requests));
     let outcomes = Outcomes::of(reports);
     let bytes = BytesReport {
@@ -182,15 +184,20 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
             lag_us: lag,
             handshake_us: handshake,
             warmup_latency_us: warm_latency,
+            iteration_us: iteration,
         }),
         merged_from: Vec::new(),
         fleet: None,
-        scenario: merged_scenario(reports),
+        scenario,
     })
 }
 
-/// Scenario runs: iterations added, checks added by name (in the order first seen).
-fn merged_scenario(reports: &[Report]) -> Option<crate::ScenarioReport> {
+/// Scenario runs: iterations added, their durations from the merged histogram, checks and
+/// captures added by name (in the order first seen).
+fn merged_scenario(
+    reports: &[Report],
+    duration: Option<&LatencyHistogram>,
+) -> Option<crate::ScenarioReport> {
     let mut all = reports.iter().filter_map(|r| r.scenario.as_ref());
     let mut merged = all.next()?.clone();
     for s in all {
@@ -206,7 +213,17 @@ fn merged_scenario(reports: &[Report]) -> Option<crate::ScenarioReport> {
                 None => merged.checks.push(c.clone()),
             }
         }
+        for c in &s.captures {
+            match merged.captures.iter_mut().find(|m| m.name == c.name) {
+                Some(m) => {
+                    m.found += c.found;
+                    m.missing += c.missing;
+                }
+                None => merged.captures.push(c.clone()),
+            }
+        }
     }
+    merged.iterations.duration_us = duration.cloned().unwrap_or_default().summary();
     Some(merged)
 }
 

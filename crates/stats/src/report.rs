@@ -291,22 +291,38 @@ pub struct Report {
 }
 
 /// What a scenario run's virtual users did.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ScenarioReport {
     /// The scenario file.
     pub file: String,
     pub iterations: IterationsReport,
     /// Each check, by name, in the file's order.
     pub checks: Vec<CheckReport>,
+    /// Each capture, by `step: variable`, in the file's order.
+    pub captures: Vec<CaptureReport>,
 }
 
 /// Iterations (one pass of a user's flow): started, and of those ended, completed without a
-/// failure or failed (a failed check or capture, or a request that got no response).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+/// failure or failed (a failed check or capture, a request that got no response, or a failed
+/// login).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct IterationsReport {
     pub started: u64,
     pub completed: u64,
     pub failed: u64,
+    /// The completed iterations' durations, from their first request's due time (open loop:
+    /// the arrival, so a wait for a free user counts) to the end of their last response or
+    /// think time (histogram: `histograms.iteration_us`).
+    pub duration_us: LatencySummary,
+}
+
+/// A capture: the responses it found its value in, and those it found nothing in (each a
+/// failed step).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CaptureReport {
+    pub name: String,
+    pub found: u64,
+    pub missing: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -333,6 +349,9 @@ pub struct Histograms {
     /// Behind `warmup.latency_us` (with --warmup only).
     #[serde(default)]
     pub warmup_latency_us: Option<LatencyHistogram>,
+    /// Behind `scenario.iterations.duration_us` (scenario runs only).
+    #[serde(default)]
+    pub iteration_us: Option<LatencyHistogram>,
 }
 
 impl Report {
@@ -400,6 +419,7 @@ impl Report {
                 lag_us: None,
                 handshake_us: None,
                 warmup_latency_us: None,
+                iteration_us: None,
             }),
             merged_from: Vec::new(),
             fleet: None,

@@ -210,7 +210,12 @@ impl Protocol for Http1 {
                     slot.sent,
                     now,
                 );
-                w.fail_all(i, ErrorKind::Closed, || {
+                // Scenarios: the user reads a response the close ended, too.
+                if let Some(users) = &mut w.users {
+                    let kept = &w.conns[i].proto.capture;
+                    users.answered(i, slot.target, kept, now);
+                }
+                w.fail_all(i, ErrorKind::Closed, now, || {
                     "the server closed the connection with pipelined requests unanswered"
                         .to_string()
                 });

@@ -253,7 +253,7 @@ impl<I: Io> Setup<'_, I> {
             users: config
                 .scenario
                 .clone()
-                .map(|run| Users::new(run, plan.worker, plan.workers)),
+                .map(|run| Users::new(run, plan.worker, plan.workers, open)),
             window_ns: config.batch_window.as_nanos() as u64,
             stamps: StampClock::new(),
             unstamped: false,
@@ -369,7 +369,11 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 wake = wake.min(until);
             }
             let wait = wake.saturating_duration_since(now);
-            let (due, lazy) = self.due_wake(now);
+            let (mut due, lazy) = self.due_wake(now);
+            // Scenarios: a think time's end is a due time too (woken to the microsecond).
+            if let Some(thought) = self.users.as_ref().and_then(Users::next_wake) {
+                due = Some(due.map_or(thought, |d| d.min(thought)));
+            }
             let due = due.map(|d| d.saturating_duration_since(now));
             self.turn(
                 Wait {
@@ -379,11 +383,29 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 },
                 &mut now,
             );
+            self.wake_users(now);
             if now >= next_scan {
                 self.scan_deadlines(now);
                 self.follow_ramp(now);
                 next_scan = now + DEADLINE_SCAN;
             }
+        }
+    }
+
+    /// Scenarios: users whose think time has ended send their next step.
+    fn wake_users(&mut self, now: Instant) {
+        let Some(users) = &mut self.users else {
+            return;
+        };
+        if users.next_wake().is_none_or(|at| at > now) {
+            return;
+        }
+        let woken = users.woken(now);
+        for &i in &woken {
+            self.refill(i, now);
+        }
+        if let Some(users) = &mut self.users {
+            users.done_with(woken);
         }
     }
 
@@ -500,7 +522,8 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             w => due.div_ceil(w).saturating_mul(w),
         };
         let limit = LAZY_LIMIT_NS.max(self.window_ns);
-        let lazy = !self.unstamped && end.saturating_sub(elapsed) <= limit;
+        // Scenarios: a response makes the user's next step due at once, so none is left unread.
+        let lazy = !self.unstamped && self.users.is_none() && end.saturating_sub(elapsed) <= limit;
         (Some(self.ledger.at_ns(end)), lazy)
     }
 
@@ -515,6 +538,13 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 None => return,
             };
             self.conns[i].queued = false;
+            if let Some(users) = &mut self.users {
+                // Scenarios: the arrival is an iteration for this idle user.
+                let Some(due_ns) = self.model.arrive(elapsed) else {
+                    return;
+                };
+                users.arrive(i, self.ledger.at_ns(due_ns), now);
+            }
             self.refill(i, now);
         }
     }
@@ -573,24 +603,27 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         let mut taken = 0;
         let warm = self.ledger.is_warm(now);
         while self.room(i) > 0 {
-            // A scenario's user may be thinking, or done.
-            if let Some(users) = &mut self.users {
-                if !users.ready(i, now) {
+            let (target, seq, due) = if let Some(users) = &mut self.users {
+                // A scenario's user says what it sends, and when that was due; it may be
+                // thinking, waiting for an arrival, or done.
+                if !users.ready(i, now) || !self.model.spend(warm) {
                     break;
                 }
-            }
-            let Some(due_ns) = self.model.take(self.ledger.elapsed_ns(now), warm) else {
-                break;
-            };
-            let due = if self.model.is_open() {
-                self.ledger.at_ns(due_ns)
+                let (step, due) = users.take(i);
+                let seq = self.picker.pick(warm).1;
+                (step, seq, if self.model.is_open() { due } else { now })
             } else {
-                now
+                let Some(due_ns) = self.model.take(self.ledger.elapsed_ns(now), warm) else {
+                    break;
+                };
+                let due = if self.model.is_open() {
+                    self.ledger.at_ns(due_ns)
+                } else {
+                    now
+                };
+                let (target, seq) = self.picker.pick(warm);
+                (target, seq, due)
             };
-            let (mut target, seq) = self.picker.pick(warm);
-            if let Some(users) = &mut self.users {
-                target = users.take(i);
-            }
             self.ledger.started(warm, target, due, now);
             let conn = &mut self.conns[i];
             conn.slots.push(Slot {
@@ -612,7 +645,9 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         let conn = &self.conns[i];
         let can_take = matches!(conn.phase, Phase::Open | Phase::Closed)
             && (P::MULTIPLEXED || !self.writing(i));
-        if self.model.is_open() && can_take && !conn.queued && self.room(i) > 0 {
+        // Scenarios: a connection is free when its user waits for an arrival.
+        let idle = self.users.as_ref().is_none_or(|u| u.idle(i));
+        if self.model.is_open() && can_take && !conn.queued && self.room(i) > 0 && idle {
             self.conns[i].queued = true;
             self.free.push_back(i);
         }
@@ -723,7 +758,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     fn after_read(&mut self, i: usize, after: AfterRead, now: Instant) {
         if let Some(users) = &mut self.users {
             if let Some((step, raw)) = P::answer(&mut self.conns[i].proto) {
-                users.answered(i, step, raw);
+                users.answered(i, step, raw, now);
             }
         }
         match after {
@@ -738,7 +773,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 self.refill(i, now)
             }
             AfterRead::Close => {
-                self.fail_all(i, ErrorKind::Closed, || {
+                self.fail_all(i, ErrorKind::Closed, now, || {
                     "the server closed the connection with pipelined requests unanswered"
                         .to_string()
                 });
@@ -750,9 +785,9 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     }
 
     /// Every request left on connection `i` ends in an error of `kind`.
-    fn fail_all(&mut self, i: usize, kind: ErrorKind, message: impl Fn() -> String) {
+    fn fail_all(&mut self, i: usize, kind: ErrorKind, now: Instant, message: impl Fn() -> String) {
         if let Some(users) = self.users.as_mut().filter(|_| self.conns[i].slots.len > 0) {
-            users.failed(i);
+            users.failed(i, now);
         }
         while let Some(slot) = self.conns[i].slots.pop() {
             self.ledger
@@ -769,7 +804,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             self.ledger.connection_error(kind, message);
         } else {
             let message = message();
-            self.fail_all(i, kind, || message.clone());
+            self.fail_all(i, kind, now, || message.clone());
         }
         self.close(i);
         if needs_backoff(kind) {
@@ -813,16 +848,6 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 }
                 Phase::Open => P::expire(self, i, now),
                 _ => {}
-            }
-        }
-        // Scenario users whose think time ended send their next step.
-        if let Some(users) = &mut self.users {
-            let due = users.due(now);
-            for &i in &due {
-                self.refill(i, now);
-            }
-            if let Some(users) = &mut self.users {
-                users.done_with(due);
             }
         }
     }

@@ -1,21 +1,61 @@
 //! Scenarios in the worker: each connection is a virtual user ([`User`]) that says which step
 //! its next request sends, waits its think times, and reads the responses to the steps whose
 //! captures, checks and cookies need them. Nothing here runs for a run without scenarios.
+//!
+//! Closed loop, a user starts its next iteration as soon as the last one ends. Open loop, an
+//! iteration begins only when the schedule hands the user an arrival ([`Users::arrive`]); each
+//! request is due when the one before it ended plus its think time (the first at the arrival),
+//! and the worker books its latency from then, so a server stall shows in every step it held up.
 
 use crate::scenario::{Next, Response, Rows, ScenarioCounts, ScenarioRun, User};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// One connection's virtual user and where it stands.
+struct Seat {
+    /// Made when it first has something to do.
+    user: Option<User>,
+    /// The step its next request sends, once the user has said.
+    pending: Option<u32>,
+    /// Thinking until then.
+    wait: Option<Instant>,
+    /// Nothing left to do (a unique data file ran out).
+    done: bool,
+    /// Open loop: an arrival handed to it and not begun yet (its due time).
+    arrival: Option<Instant>,
+    /// It began its `once` steps and has not reached its flow: a login that fails ends the
+    /// iteration it began for as failed.
+    logging_in: bool,
+    /// When its next request is due: the arrival, the end of a think, or the end of the
+    /// response before.
+    due: Instant,
+    /// When the iteration under way began (its first request's due time).
+    began: Instant,
+}
+
+impl Seat {
+    fn new(now: Instant) -> Seat {
+        Seat {
+            user: None,
+            pending: None,
+            wait: None,
+            done: false,
+            arrival: None,
+            logging_in: false,
+            due: now,
+            began: now,
+        }
+    }
+}
+
 pub(super) struct Users {
     run: Arc<ScenarioRun>,
-    /// By connection: its user (made when it first needs one).
-    users: Vec<Option<User>>,
-    /// By connection: the step its next request sends, once the user has said.
-    pending: Vec<Option<u32>>,
-    /// By connection: thinking until then.
-    waits: Vec<Option<Instant>>,
-    /// By connection: its user has nothing left to do (a unique data file ran out).
-    done: Vec<bool>,
+    /// Open loop: iterations begin at arrivals.
+    open: bool,
+    /// By connection.
+    seats: Vec<Seat>,
     rows: Rows,
     /// This worker's next user number (worker k of n numbers k, k + n, ...).
     next_user: u64,
@@ -23,89 +63,126 @@ pub(super) struct Users {
     pub counts: ScenarioCounts,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
-    /// Connections whose think time ended (reused by `due`).
-    due: Vec<usize>,
+    /// Think times under way, soonest first: (end, connection).
+    thinking: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Connections whose think time ended (lent by `woken`).
+    woken: Vec<usize>,
 }
 
 impl Users {
-    pub(super) fn new(run: Arc<ScenarioRun>, worker: usize, workers: usize) -> Users {
+    pub(super) fn new(run: Arc<ScenarioRun>, worker: usize, workers: usize, open: bool) -> Users {
         let rows = Rows::new(&run.program, worker as u64, workers as u64, run.seed);
-        let checks = vec![[0; 2]; run.program.checks.len()];
+        let counts = ScenarioCounts::new(&run.program);
         Users {
             run,
-            users: Vec::new(),
-            pending: Vec::new(),
-            waits: Vec::new(),
-            done: Vec::new(),
+            open,
+            seats: Vec::new(),
             rows,
             next_user: worker as u64,
             stride: workers.max(1) as u64,
-            counts: ScenarioCounts {
-                checks,
-                ..ScenarioCounts::default()
-            },
+            counts,
             headers: Vec::new(),
             body: Vec::new(),
-            due: Vec::new(),
+            thinking: BinaryHeap::new(),
+            woken: Vec::new(),
         }
     }
 
-    /// Whether connection `i`'s user has a request to send now (its step kept for
-    /// [`Users::take`]); `false`: it thinks, or has nothing left to do.
-    pub(super) fn ready(&mut self, i: usize, now: Instant) -> bool {
-        if self.users.len() <= i {
-            self.users.resize_with(i + 1, || None);
-            self.pending.resize(i + 1, None);
-            self.waits.resize(i + 1, None);
-            self.done.resize(i + 1, false);
+    fn seat(&mut self, i: usize, now: Instant) -> &mut Seat {
+        if self.seats.len() <= i {
+            self.seats.resize_with(i + 1, || Seat::new(now));
         }
-        if self.done[i] {
+        &mut self.seats[i]
+    }
+
+    /// Open loop: an iteration arrives for connection `i`'s user, due at `due`.
+    pub(super) fn arrive(&mut self, i: usize, due: Instant, now: Instant) {
+        self.seat(i, now).arrival = Some(due);
+    }
+
+    /// Open loop: whether connection `i`'s user waits for an arrival (nothing under way).
+    pub(super) fn idle(&self, i: usize) -> bool {
+        self.seats.get(i).is_none_or(|s| {
+            !s.done
+                && s.pending.is_none()
+                && s.wait.is_none()
+                && s.arrival.is_none()
+                && s.user.as_ref().is_none_or(User::between)
+        })
+    }
+
+    /// Whether connection `i`'s user has a request to send now (its step kept for
+    /// [`Users::take`]); `false`: it thinks, waits for an arrival, or has nothing left to do.
+    pub(super) fn ready(&mut self, i: usize, now: Instant) -> bool {
+        let open = self.open;
+        let seat = self.seat(i, now);
+        if seat.done {
             return false;
         }
-        if self.pending[i].is_some() {
+        if seat.pending.is_some() {
             return true;
         }
-        if self.waits[i].is_some_and(|until| now < until) {
-            return false;
+        if let Some(until) = seat.wait {
+            if now < until {
+                return false;
+            }
+            seat.wait = None;
+            seat.due = until;
         }
-        self.waits[i] = None;
         let run = &self.run;
-        if self.users[i].is_none() {
-            let n = self.next_user;
-            self.next_user += self.stride;
-            let seed = run.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            match User::new(&run.program, run.scenario_of(n), &mut self.rows, seed) {
-                Some(user) => self.users[i] = Some(user),
-                None => {
-                    self.done[i] = true;
-                    return false;
+        let seat = &mut self.seats[i];
+        loop {
+            let between = seat.user.as_ref().is_none_or(User::between);
+            if open && between {
+                match seat.arrival.take() {
+                    Some(due) => seat.due = due,
+                    None => return false,
                 }
             }
-        }
-        let user = self.users[i].as_mut().expect("made above");
-        loop {
+            if seat.user.is_none() {
+                let n = self.next_user;
+                self.next_user += self.stride;
+                let seed = run.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                match User::new(&run.program, run.scenario_of(n), &mut self.rows, seed) {
+                    Some(user) => seat.user = Some(user),
+                    None => {
+                        seat.done = true;
+                        return false;
+                    }
+                }
+            }
+            let user = seat.user.as_mut().expect("made above");
+            if user.logged_out() {
+                seat.logging_in = true;
+                seat.began = seat.due;
+            }
             let next = user.next(&run.program, &mut self.rows);
             if user.started() {
                 self.counts.started += 1;
+                if !std::mem::take(&mut seat.logging_in) {
+                    seat.began = seat.due;
+                }
             }
             match next {
                 Next::Request(step) => {
                     user.cookie_header(&run.urls[step.id as usize]);
-                    self.pending[i] = Some(step.id);
+                    seat.pending = Some(step.id);
                     return true;
                 }
                 Next::Think {
                     pause,
                     iteration_ended,
                 } => {
-                    count_end(&mut self.counts, iteration_ended);
+                    let until = seat.due + pause;
+                    count_end(&mut self.counts, seat, iteration_ended, until);
                     if !pause.is_zero() {
-                        self.waits[i] = Some(now + pause);
+                        seat.wait = Some(until);
+                        self.thinking.push(Reverse((until, i)));
                         return false;
                     }
                 }
                 Next::Done => {
-                    self.done[i] = true;
+                    seat.done = true;
                     return false;
                 }
             }
@@ -115,27 +192,34 @@ impl Users {
     /// Whether every one of the `conns` connections' users has nothing left to do (the run
     /// then ends: nothing more will be sent).
     pub(super) fn all_done(&self, conns: usize) -> bool {
-        self.done.len() >= conns && self.done[..conns].iter().all(|&d| d)
+        self.seats.len() >= conns && self.seats[..conns].iter().all(|s| s.done)
     }
 
-    /// The step of the request connection `i` sends now (after [`Users::ready`] said yes).
-    pub(super) fn take(&mut self, i: usize) -> u32 {
-        self.pending[i].take().expect("ready() said there is one")
+    /// The step of the request connection `i` sends now (after [`Users::ready`] said yes), and
+    /// when it was due (open loop: its latency counts from then).
+    pub(super) fn take(&mut self, i: usize) -> (u32, Instant) {
+        let seat = &mut self.seats[i];
+        let step = seat.pending.take().expect("ready() said there is one");
+        (step, seat.due)
     }
 
     /// Connection `i`'s user's variables and Cookie value, for rendering its request.
     pub(super) fn render(&self, i: usize) -> (&[String], &str) {
-        match self.users.get(i).and_then(Option::as_ref) {
+        match self.seats.get(i).and_then(|s| s.user.as_ref()) {
             Some(u) => (u.vars(), u.cookie()),
             None => (&[], ""),
         }
     }
 
-    /// The response to connection `i`'s request, as it came (`raw`).
-    pub(super) fn answered(&mut self, i: usize, step: u32, raw: &[u8]) {
-        let Some(user) = self.users.get_mut(i).and_then(Option::as_mut) else {
+    /// The response to connection `i`'s request, as it came (`raw`), read at `now`.
+    pub(super) fn answered(&mut self, i: usize, step: u32, raw: &[u8], now: Instant) {
+        let Some(seat) = self.seats.get_mut(i) else {
             return;
         };
+        let Some(user) = seat.user.as_mut() else {
+            return;
+        };
+        seat.due = now;
         let Some(status) =
             pelt_codec::response::read_complete(raw, &mut self.headers, &mut self.body)
         else {
@@ -147,38 +231,77 @@ impl Users {
             body: &self.body,
         };
         let url = &self.run.urls[step as usize];
-        let outcome = user.respond(&self.run.program, url, &r, &mut self.counts.checks);
-        count_end(&mut self.counts, outcome.iteration_ended);
-    }
-
-    /// Connection `i`'s request failed without a response.
-    pub(super) fn failed(&mut self, i: usize) {
-        if let Some(user) = self.users.get_mut(i).and_then(Option::as_mut) {
-            count_end(&mut self.counts, user.fail());
+        let outcome = user.respond(&self.run.program, url, &r, &mut self.counts);
+        let login_failed = user.logged_out();
+        count_end(&mut self.counts, seat, outcome.iteration_ended, now);
+        if login_failed {
+            count_login_failure(&mut self.counts, seat);
         }
     }
 
-    /// Connections whose think time has ended by `now`.
-    pub(super) fn due(&mut self, now: Instant) -> Vec<usize> {
-        self.due.clear();
-        for (i, w) in self.waits.iter().enumerate() {
-            if w.is_some_and(|until| now >= until) {
-                self.due.push(i);
+    /// Connection `i`'s request failed without a response, at `now`.
+    pub(super) fn failed(&mut self, i: usize, now: Instant) {
+        let Some(seat) = self.seats.get_mut(i) else {
+            return;
+        };
+        if let Some(user) = seat.user.as_mut() {
+            seat.due = now;
+            let ended = user.fail();
+            let login_failed = user.logged_out();
+            count_end(&mut self.counts, seat, ended, now);
+            if login_failed {
+                count_login_failure(&mut self.counts, seat);
             }
         }
-        std::mem::take(&mut self.due)
     }
 
-    /// Gives back the list [`Users::due`] lent.
-    pub(super) fn done_with(&mut self, due: Vec<usize>) {
-        self.due = due;
+    /// When the next think time ends, if one is under way.
+    pub(super) fn next_wake(&self) -> Option<Instant> {
+        self.thinking.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Connections whose think time has ended by `now` (give the list back with
+    /// [`Users::done_with`]).
+    pub(super) fn woken(&mut self, now: Instant) -> Vec<usize> {
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.clear();
+        while let Some(&Reverse((at, i))) = self.thinking.peek() {
+            if at > now {
+                break;
+            }
+            self.thinking.pop();
+            if self.seats[i].wait == Some(at) {
+                woken.push(i);
+            }
+        }
+        woken
+    }
+
+    /// Gives back the list [`Users::woken`] lent.
+    pub(super) fn done_with(&mut self, woken: Vec<usize>) {
+        self.woken = woken;
     }
 }
 
-fn count_end(counts: &mut ScenarioCounts, ended: Option<bool>) {
+/// An iteration ended (`Some(failed)`) at `end`: counted, and a completed one's duration
+/// recorded.
+fn count_end(counts: &mut ScenarioCounts, seat: &Seat, ended: Option<bool>, end: Instant) {
     match ended {
-        Some(false) => counts.completed += 1,
+        Some(false) => {
+            counts.completed += 1;
+            let us = end.saturating_duration_since(seat.began).as_micros();
+            counts.duration.record(us as u64);
+        }
         Some(true) => counts.failed += 1,
         None => {}
+    }
+}
+
+/// A user's login failed (it starts its `once` steps over): the iteration it began them for
+/// counts as started and failed.
+fn count_login_failure(counts: &mut ScenarioCounts, seat: &mut Seat) {
+    if std::mem::take(&mut seat.logging_in) {
+        counts.started += 1;
+        counts.failed += 1;
     }
 }

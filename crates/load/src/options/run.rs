@@ -389,8 +389,9 @@ pub static RUN: &[Row] = &[
         help: "Run user journeys from a scenario file (YAML or JSON; docs/SCENARIOS.md): each \
                connection is a virtual user with its own variables and cookie jar, running the \
                file's once steps, then its flow again and again; per-step figures, checks and \
-               iterations in the report. Closed loop over HTTP/1.1 for now. The URL argument \
-               (or the file's config.target) gives the origin.",
+               iterations in the report. Closed loop: -c users; open loop: --rate iterations \
+               per second, each given to an idle user (up to --max-users). HTTP/1.1 for now. \
+               The URL argument (or the file's config.target) gives the origin.",
         example: r#""shop.yaml""#,
         rules: &[
             Rule::Conflicts("targets"),
@@ -576,10 +577,12 @@ pub static RUN: &[Row] = &[
     Row {
         name: "maxConnections",
         long: "max-connections",
+        alias: "max-users",
         value: "N",
         hyphen: true,
         help: "Open loop: open up to N connections when a request is due and none is free \
-               [default: -c].",
+               [default: -c]. With --scenario, each user is a connection: an iteration that \
+               finds no idle user makes one, up to N.",
         ts: "Count",
         example: "64",
         rules: &[Rule::Requires("rate")],

@@ -54,6 +54,7 @@ pub fn compile(text: &str, path: &Path) -> Result<Program, String> {
             scenarios: Vec::new(),
             steps: Vec::new(),
             checks: Vec::new(),
+            captures: Vec::new(),
         },
         known: Vec::new(),
         headers: Vec::new(),
@@ -268,7 +269,7 @@ impl Compiler<'_> {
         let captures = r
             .capture
             .iter()
-            .map(|c| self.capture(c))
+            .map(|c| self.capture(c, id))
             .collect::<Result<_, _>>()?;
         Ok(Op::Request(Box::new(Step {
             id,
@@ -329,7 +330,8 @@ impl Compiler<'_> {
         Ok(v)
     }
 
-    fn capture(&mut self, c: &Spanned<CaptureDef>) -> Result<Capture, String> {
+    /// A capture of step `step`, named `step: variable` for its count.
+    fn capture(&mut self, c: &Spanned<CaptureDef>, step: u32) -> Result<Capture, String> {
         let d = &c.value;
         let sources = [
             d.json.is_some(),
@@ -346,35 +348,32 @@ impl Compiler<'_> {
         if d.group.is_some() && d.regex.is_none() {
             return Err(self.at(&c.referenced, "group is a regex capture's"));
         }
-        let capture = if let Some(j) = &d.json {
-            Capture::Json {
-                pointer: self.pointer(j)?,
-                var: 0,
-            }
+        let from = if let Some(j) = &d.json {
+            Source::Json(self.pointer(j)?)
         } else if let Some(r) = &d.regex {
             let re = self.regex(r)?;
             let group = d.group.unwrap_or(if re.captures_len() > 1 { 1 } else { 0 });
             if group >= re.captures_len() {
                 return Err(self.at(&r.referenced, format!("the regex has no group {group}")));
             }
-            Capture::Regex { re, group, var: 0 }
+            Source::Regex { re, group }
         } else if let Some(h) = &d.header {
-            Capture::Header {
-                name: h.value.to_ascii_lowercase(),
-                var: 0,
-            }
+            Source::Header(h.value.to_ascii_lowercase())
         } else if d.status == Some(true) {
-            Capture::Status { var: 0 }
+            Source::Status
         } else {
             return Err(self.at(&c.referenced, "status: true captures the status"));
         };
-        let v = self.name(&d.name)?;
-        Ok(match capture {
-            Capture::Json { pointer, .. } => Capture::Json { pointer, var: v },
-            Capture::Regex { re, group, .. } => Capture::Regex { re, group, var: v },
-            Capture::Header { name, .. } => Capture::Header { name, var: v },
-            Capture::Status { .. } => Capture::Status { var: v },
-        })
+        let var = self.name(&d.name)?;
+        let name = format!("{}: {}", self.program.steps[step as usize], d.name.value);
+        let id = match self.program.captures.iter().position(|n| *n == name) {
+            Some(i) => i as u32,
+            None => {
+                self.program.captures.push(name);
+                (self.program.captures.len() - 1) as u32
+            }
+        };
+        Ok(Capture { id, var, from })
     }
 
     fn check(&mut self, c: &Spanned<CheckDef>) -> Result<Check, String> {

@@ -193,10 +193,10 @@ fn captures_and_checks_read_the_response() {
         headers: &headers,
         body,
     };
-    let taken: Vec<_> = list.captures.iter().map(|c| c.take(&r)).collect();
+    let taken: Vec<_> = list.captures.iter().map(|c| (c.var, c.take(&r))).collect();
     assert_eq!(
         taken,
-        [Some((3, "42".to_string())), Some((4, "tok".to_string()))]
+        [(3, Some("42".to_string())), (4, Some("tok".to_string()))]
     );
     assert!(list.checks.iter().all(|c| c.passes(&r)));
     let empty = Response {
@@ -362,7 +362,7 @@ fn a_user_logs_in_once_then_iterates_with_its_captures_and_cookies() {
     let p = dir.compile(JOURNEY).unwrap();
     let mut rows = Rows::new(&p, 0, 1, 7);
     let mut user = User::new(&p, 0, &mut rows, 1).unwrap();
-    let mut checks = vec![[0u64; 2]; p.checks.len()];
+    let mut counts = ScenarioCounts::new(&p);
     // A name, not 127.0.0.1: the jar counts loopback as a secure origin, as browsers do.
     let url = |path: &str| url::Url::parse(&format!("http://shop.test{path}")).unwrap();
     let var = |u: &User, name: &str| {
@@ -389,7 +389,7 @@ fn a_user_logs_in_once_then_iterates_with_its_captures_and_cookies() {
         headers: &login_headers,
         body: br#"{"token": "T1"}"#,
     };
-    let outcome = user.respond(&p, &url("/login"), &r, &mut checks);
+    let outcome = user.respond(&p, &url("/login"), &r, &mut counts);
     assert_eq!(outcome, Outcome::default());
     assert_eq!(var(&user, "token"), "T1");
     // The jar sends sid on every path of the origin, never the Secure cookie over http.
@@ -406,7 +406,7 @@ fn a_user_logs_in_once_then_iterates_with_its_captures_and_cookies() {
             body: body.as_bytes(),
         };
         assert_eq!(
-            user.respond(&p, &url("/items"), &r, &mut checks)
+            user.respond(&p, &url("/items"), &r, &mut counts)
                 .iteration_ended,
             None
         );
@@ -430,7 +430,7 @@ fn a_user_logs_in_once_then_iterates_with_its_captures_and_cookies() {
                 headers: &[],
                 body: b"",
             },
-            &mut checks,
+            &mut counts,
         );
         assert_eq!(
             outcome.iteration_ended,
@@ -438,8 +438,10 @@ fn a_user_logs_in_once_then_iterates_with_its_captures_and_cookies() {
             "the flow's last step ends a good iteration"
         );
     }
-    // Counted by name: login's status check once, "listed" twice.
-    assert_eq!(checks, [[1, 0], [2, 0]]);
+    // Counted by name: login's status check once, "listed" twice; captures by step and name.
+    assert_eq!(counts.checks, [[1, 0], [2, 0]]);
+    assert_eq!(p.captures, ["login: token", "GET /items: id"]);
+    assert_eq!(counts.captures, [[1, 0], [2, 0]]);
 }
 
 #[test]
@@ -448,7 +450,7 @@ fn a_failed_step_that_says_stop_ends_the_iteration_as_failed_and_a_failed_login_
     let p = dir.compile(JOURNEY).unwrap();
     let mut rows = Rows::new(&p, 0, 1, 7);
     let mut user = User::new(&p, 0, &mut rows, 1).unwrap();
-    let mut checks = vec![[0u64; 2]; p.checks.len()];
+    let mut counts = ScenarioCounts::new(&p);
     let url = url::Url::parse("http://127.0.0.1:8080/").unwrap();
     user.next(&p, &mut rows);
     // The login fails its check: the user tries it again, not the flow.
@@ -460,7 +462,7 @@ fn a_failed_step_that_says_stop_ends_the_iteration_as_failed_and_a_failed_login_
             headers: &[],
             body: b"{}",
         },
-        &mut checks,
+        &mut counts,
     );
     assert!(refused.stopped && refused.capture_failed && refused.failed_checks == 1);
     assert_eq!(refused.iteration_ended, None);
@@ -473,7 +475,7 @@ fn a_failed_step_that_says_stop_ends_the_iteration_as_failed_and_a_failed_login_
             headers: &[],
             body: br#"{"token": "T"}"#,
         },
-        &mut checks,
+        &mut counts,
     );
     assert_eq!(step_name(&p, &user.next(&p, &mut rows)), "GET /items");
     // The list fails (a 500 without items): the iteration ends, failed, and starts over.
@@ -485,7 +487,7 @@ fn a_failed_step_that_says_stop_ends_the_iteration_as_failed_and_a_failed_login_
             headers: &[],
             body: b"oops",
         },
-        &mut checks,
+        &mut counts,
     );
     assert_eq!((failed.stopped, failed.iteration_ended), (true, Some(true)));
     assert_eq!(step_name(&p, &user.next(&p, &mut rows)), "GET /items");
@@ -493,7 +495,8 @@ fn a_failed_step_that_says_stop_ends_the_iteration_as_failed_and_a_failed_login_
     // A transport error on the flow fails the iteration too.
     assert_eq!(user.fail(), Some(true));
     assert_eq!(step_name(&p, &user.next(&p, &mut rows)), "GET /items");
-    assert_eq!(checks, [[1, 1], [0, 1]]);
+    assert_eq!(counts.checks, [[1, 1], [0, 1]]);
+    assert_eq!(counts.captures, [[1, 1], [0, 1]], "found, missing");
 }
 
 #[test]
@@ -541,7 +544,7 @@ fn each_user_has_its_own_cookie_jar() {
     let mut a = User::new(&p, 0, &mut rows, 1).unwrap();
     let mut b = User::new(&p, 0, &mut rows, 2).unwrap();
     let home = url::Url::parse("http://shop.test/").unwrap();
-    let mut checks = Vec::new();
+    let mut counts = ScenarioCounts::new(&p);
     a.next(&p, &mut rows);
     let set = vec![("set-cookie".to_string(), "sid=a; Path=/account".to_string())];
     a.respond(
@@ -552,7 +555,7 @@ fn each_user_has_its_own_cookie_jar() {
             headers: &set,
             body: b"",
         },
-        &mut checks,
+        &mut counts,
     );
     assert_eq!(
         a.cookie_header(&url::Url::parse("http://shop.test/account/x").unwrap()),
@@ -577,7 +580,7 @@ fn each_user_has_its_own_cookie_jar() {
             headers: &gone,
             body: b"",
         },
-        &mut checks,
+        &mut counts,
     );
     assert_eq!(
         a.cookie_header(&url::Url::parse("http://shop.test/account/x").unwrap()),
