@@ -133,8 +133,23 @@ struct Coord {
 
 impl Coord {
     fn start(url: &str, agents: u32, token: &str, extra: &[&str]) -> Coord {
+        Coord::start_in(None, url, agents, token, extra)
+    }
+
+    /// As [`Coord::start`], in the folder `cwd` when given.
+    fn start_in(
+        cwd: Option<&std::path::Path>,
+        url: &str,
+        agents: u32,
+        token: &str,
+        extra: &[&str],
+    ) -> Coord {
         let n = agents.to_string();
-        let mut child = pelt()
+        let mut command = pelt();
+        if let Some(dir) = cwd {
+            command.current_dir(dir);
+        }
+        let mut child = command
             .args([
                 url,
                 "--agents",
@@ -218,7 +233,23 @@ impl Coord {
 
 /// `pelt agent` with `args`, its rank in the environment as an Indexed Job gives it.
 fn agent(coord: &str, rank: u32, agents: u32, token: &str, args: &[&str]) -> Child {
-    pelt()
+    agent_in(None, coord, rank, agents, token, args)
+}
+
+/// As [`agent`], in the folder `cwd` when given.
+fn agent_in(
+    cwd: Option<&std::path::Path>,
+    coord: &str,
+    rank: u32,
+    agents: u32,
+    token: &str,
+    args: &[&str],
+) -> Child {
+    let mut command = pelt();
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
+    }
+    command
         .args([
             "agent",
             "--coordinator",
@@ -329,6 +360,81 @@ fn three_agents_send_exactly_n_and_the_result_is_the_merge_of_theirs() {
     assert!(parts
         .iter()
         .all(|p| p["requests_limit"] == 10_000 && p["connections"] == 2));
+}
+
+#[test]
+fn a_scenario_fleet_ships_its_files_and_splits_users_and_rows_exactly() {
+    use util::shop::*;
+    let shop = Shop::start();
+    // The coordinator reads shop.yaml and users.csv from its own folder; the agents run in
+    // another, empty one: all they have is what the coordinator sent.
+    let files = Files::new("fleet", &[("shop.yaml", SHOP), ("users.csv", &users(6))]);
+    let elsewhere = Files::new("fleet-agents", &[]);
+    let token = token_file("scenario", TOKEN);
+    let merged = files.path("merged.json");
+    let coord = Coord::start_in(
+        Some(&files.0),
+        &shop.url,
+        2,
+        &token,
+        &[
+            "--scenario",
+            "shop.yaml",
+            "-n",
+            "400",
+            "-c",
+            "6",
+            "--json",
+            &merged,
+            "-q",
+        ],
+    );
+    let agents: Vec<Child> = (0..2)
+        .map(|r| agent_in(Some(&elsewhere.0), &coord.addr, r, 2, &token, &["-q"]))
+        .collect();
+    let (code, _, stderr) = coord.finish(CHILD_LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    for a in agents {
+        let (out, _) = wait_bounded(a, CHILD_LIMIT);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let v = json_file(merged.as_ref());
+    assert_schema(&v);
+    assert_eq!(count(&v, &["requests", "completed"]), 400);
+    let stats = shop.stats();
+    // Six users over the fleet, each its own row of users.csv: six logins, one each.
+    assert_eq!(shop_count(&stats, "refused"), 0, "{stats}");
+    for k in 0..6 {
+        assert_eq!(stats[format!("login u{k}")], 1, "{stats}");
+    }
+    // The merged steps are the shop's counts, and the merged scenario section adds up.
+    for (step, prefix) in [("login", "login "), ("items", "items "), ("cart", "cart ")] {
+        let t = v["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == step)
+            .unwrap();
+        assert_eq!(
+            t["completed"].as_u64(),
+            Some(shop_count(&stats, prefix)),
+            "{step}"
+        );
+    }
+    let s = &v["scenario"];
+    assert_eq!(s["file"], "shop.yaml");
+    assert_eq!(s["checks"][0]["passed"], 6, "{s}");
+    let it = &s["iterations"];
+    assert_eq!(
+        it["duration_us"]["min"].as_u64().map(|m| m >= 1000),
+        Some(true),
+        "{it}"
+    );
+    assert!(v["histograms"]["iteration_us"].is_string());
 }
 
 #[test]

@@ -93,7 +93,7 @@ export interface RunOptions {
    * (up to --max-users). HTTP/1.1 for now. The URL argument (or the file's config.target) gives
    * the origin.
    */
-  scenario?: string
+  scenario?: string | Record<string, unknown>
   /**
    * --order: With --targets or --bodies: the order requests take their entries. [default:
    * sequential]

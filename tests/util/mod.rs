@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod shop;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;

@@ -180,3 +180,29 @@ test('run() against nginx: nginx logs exactly the requests pelt counts', async t
     nginx.stop()
   }
 })
+
+test('run() takes a scenario as an object, in the closed and the open loop', async () => {
+  const server = await startServer()
+  const scenario = {
+    scenarios: [{
+      once: [{ get: { url: '/login', name: 'login', capture: [{ status: true, as: 'code' }] } }],
+      flow: [{ get: { url: '/items?after={{code}}', name: 'items', check: [{ status: 200, name: 'ok' }] } }]
+    }]
+  }
+  const closed = await run({ url: server.url, scenario, requests: 200, connections: 4, threads: 1 })
+  assert.equal(closed.requests.completed, 200)
+  const steps = closed.targets.map(t => [t.name, t.completed]).sort()
+  assert.deepEqual(steps, [['items', 196], ['login', 4]], 'each of the 4 users logged in once')
+  assert.equal(closed.scenario.file, 'scenario')
+  assert.deepEqual(closed.scenario.checks, [{ name: 'ok', passed: 196, failed: 0 }])
+  assert.deepEqual(closed.scenario.captures, [{ name: 'login: code', found: 4, missing: 0 }])
+  assert.equal(closed.scenario.iterations.completed, 196)
+  const open = await run({
+    url: server.url, scenario, rate: 400, requests: 100, connections: 2, maxConnections: 4, threads: 1
+  })
+  assert.equal(open.load_model, 'open')
+  assert.equal(open.latency_from, 'due')
+  assert.equal(open.requests.completed, 100)
+  assert.equal(open.scenario.iterations.started, open.targets.find(t => t.name === 'items').sent)
+  assert.equal(await server.close(), 300, 'the server saw every request')
+})

@@ -708,24 +708,52 @@ fn parse_decimal(s: &[u8]) -> Option<u64> {
     })
 }
 
+/// A response's header fields as [`read_complete`] leaves them: names lower-cased, values
+/// trimmed. The strings stay between responses and are written over, so reading the next
+/// response allocates nothing once they have grown to the server's headers.
+#[derive(Debug, Default, Clone)]
+pub struct Fields {
+    all: Vec<(String, String)>,
+    len: usize,
+}
+
+impl Fields {
+    /// The current response's fields, in order.
+    pub fn as_slice(&self) -> &[(String, String)] {
+        &self.all[..self.len]
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn push(&mut self, name: &str, value: &str) {
+        if self.len == self.all.len() {
+            self.all.push((String::new(), String::new()));
+        }
+        let (n, v) = &mut self.all[self.len];
+        n.clear();
+        n.extend(name.chars().map(|c| c.to_ascii_lowercase()));
+        v.clear();
+        v.push_str(value);
+        self.len += 1;
+    }
+}
+
 /// A complete response's final head and body, from its bytes as they came (interim 1xx
 /// responses before it, chunked framing): what a scenario's captures and checks read. The
 /// bytes must be one response the streaming [`ResponseParser`] accepted (or its first part,
-/// when a caller kept only so many bytes: the body is then what there is of it). `headers`
-/// gets the final head's fields, names lower-cased; `body` the body without its framing. Both
-/// are cleared first and keep their capacity. Returns the final status, or `None` when the
-/// bytes hold no complete final head.
-pub fn read_complete(
-    raw: &[u8],
-    headers: &mut Vec<(String, String)>,
-    body: &mut Vec<u8>,
-) -> Option<u16> {
-    headers.clear();
+/// when a caller kept only so many bytes: the body is then what there is of it). `fields`
+/// gets the final head's fields; `body` the body without its framing. Both are cleared first
+/// and keep their capacity. Returns the final status, or `None` when the bytes hold no
+/// complete final head.
+pub fn read_complete(raw: &[u8], fields: &mut Fields, body: &mut Vec<u8>) -> Option<u16> {
+    fields.clear();
     body.clear();
     let mut rest = raw;
     loop {
-        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut head = httparse::Response::new(&mut fields);
+        let mut found = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut head = httparse::Response::new(&mut found);
         let n = match head.parse(rest) {
             Ok(httparse::Status::Complete(n)) => n,
             _ => return None,
@@ -737,12 +765,16 @@ pub fn read_complete(
         }
         let mut chunked = false;
         for h in head.headers.iter() {
-            let name = h.name.to_ascii_lowercase();
-            let value = String::from_utf8_lossy(h.value).trim().to_string();
-            if name == "transfer-encoding" && value.to_ascii_lowercase().ends_with("chunked") {
+            let value = String::from_utf8_lossy(h.value);
+            let value = value.trim();
+            if h.name.eq_ignore_ascii_case("transfer-encoding")
+                && value
+                    .get(value.len().saturating_sub(7)..)
+                    .is_some_and(|end| end.eq_ignore_ascii_case("chunked"))
+            {
                 chunked = true;
             }
-            headers.push((name, value));
+            fields.push(h.name, value);
         }
         let mut data = &rest[n..];
         if !chunked {

@@ -4,6 +4,9 @@
 //! reads a response.
 
 use regex::Regex;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,6 +44,8 @@ pub struct Program {
     pub checks: Vec<String>,
     /// Every capture's name (`step: variable`); a [`Capture::id`] is an index here.
     pub captures: Vec<String>,
+    /// How many captures the file has (each [`Capture::slot`] is below).
+    pub capture_slots: u32,
 }
 
 /// A data file's rows, each giving its columns' variables.
@@ -160,6 +165,8 @@ impl Text {
 #[derive(Debug)]
 pub struct Capture {
     pub id: u32,
+    /// Its own index among all the program's captures (`id`s may repeat).
+    pub slot: u32,
     pub var: u16,
     pub from: Source,
 }
@@ -168,7 +175,7 @@ pub struct Capture {
 #[derive(Debug)]
 pub enum Source {
     /// The value at a JSON pointer (a string as it is, anything else as its JSON text).
-    Json(String),
+    Json(Pointer),
     /// A regex's group on the body.
     Regex {
         re: Regex,
@@ -195,9 +202,169 @@ impl Response<'_> {
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self, pointer: &str) -> Option<serde_json::Value> {
-        let v: serde_json::Value = serde_json::from_slice(self.body).ok()?;
-        v.pointer(pointer).cloned()
+    /// The text of the JSON value at `pointer` in the body (see [`raw_text`]).
+    fn json(&self, pointer: &Pointer) -> Option<Cow<'_, str>> {
+        pointer.find(self.body).map(raw_text)
+    }
+}
+
+/// A JSON pointer (RFC 6901: `/items/0/id`), its tokens unescaped once, before the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pointer {
+    pub text: String,
+    tokens: Vec<String>,
+}
+
+impl Pointer {
+    /// `text` is empty (the whole document) or starts with `/`.
+    pub fn new(text: &str) -> Pointer {
+        let tokens = match text.strip_prefix('/') {
+            None => Vec::new(),
+            Some(rest) => rest
+                .split('/')
+                .map(|t| t.replace("~1", "/").replace("~0", "~"))
+                .collect(),
+        };
+        Pointer {
+            text: text.to_string(),
+            tokens,
+        }
+    }
+
+    /// The JSON text of the value at this pointer in `body` (`None`: the body is not JSON, or
+    /// holds nothing there). The body is walked once, building nothing: serde_json's
+    /// `Value::pointer` would build the whole document first, an allocation per member, on
+    /// every response of a step that captures.
+    pub fn find<'b>(&self, body: &'b [u8]) -> Option<&'b RawValue> {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let found = Walk(&self.tokens).deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        found
+    }
+}
+
+/// Descends along the pointer's tokens, skipping everything else unbuilt.
+struct Walk<'p>(&'p [String]);
+
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        match self.0.split_first() {
+            None => <&RawValue as serde::Deserialize>::deserialize(d).map(Some),
+            Some((head, rest)) => d.deserialize_any(Member { head, rest }),
+        }
+    }
+}
+
+/// One level of the walk: the member (or element) named `head`.
+struct Member<'p> {
+    head: &'p str,
+    rest: &'p [String],
+}
+
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(here) = map.next_key_seed(Key(self.head))? {
+            if here && found.is_none() {
+                found = map.next_value_seed(Walk(self.rest))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        // An index is digits without a leading zero (RFC 6901).
+        let canonical = self.head == "0" || !self.head.starts_with('0');
+        let index = self
+            .head
+            .parse::<usize>()
+            .ok()
+            .filter(|_| canonical && self.head.bytes().all(|b| b.is_ascii_digit()));
+        let mut found = None;
+        let mut k = 0;
+        loop {
+            if Some(k) == index {
+                match seq.next_element_seed(Walk(self.rest))? {
+                    Some(v) => found = v,
+                    None => break,
+                }
+            } else if seq.next_element::<IgnoredAny>()?.is_none() {
+                break;
+            }
+            k += 1;
+        }
+        Ok(found)
+    }
+
+    // A scalar has no members: the pointer finds nothing.
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// Whether an object's key is the one sought (compared where it lies, unescaped keys
+/// borrowed, escaped ones in serde_json's scratch buffer).
+struct Key<'p>(&'p str);
+
+impl<'de> DeserializeSeed<'de> for Key<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<bool, E> {
+        Ok(key == self.0)
+    }
+}
+
+/// A JSON value's text as a variable or a check takes it: a string's contents, an integer,
+/// `true`, `false` or `null` as written (borrowed from the body: no allocation), other numbers,
+/// objects and arrays as serde_json writes them (compact).
+pub fn raw_text(raw: &RawValue) -> Cow<'_, str> {
+    let t = raw.get();
+    let whole = || match serde_json::from_str::<serde_json::Value>(t) {
+        Ok(v) => Cow::Owned(json_text(&v)),
+        Err(_) => Cow::Borrowed(t),
+    };
+    match t.as_bytes().first() {
+        Some(b'"') if !t.contains('\\') => Cow::Borrowed(&t[1..t.len() - 1]),
+        Some(b'"' | b'{' | b'[') => whole(),
+        _ if t.contains(['.', 'e', 'E']) => whole(),
+        _ => Cow::Borrowed(t),
     }
 }
 
@@ -211,17 +378,31 @@ pub fn json_text(v: &serde_json::Value) -> String {
 
 impl Capture {
     /// The value this capture takes from `r`; `None`: it found nothing (the step fails, and
-    /// the capture counts as missing).
-    pub fn take(&self, r: &Response) -> Option<String> {
+    /// the capture counts as missing). A regex capture finds its group's place in `groups`
+    /// (made by [`Regex::capture_locations`]; reused, no allocation), or in its own.
+    pub fn take<'r>(
+        &self,
+        r: &'r Response,
+        groups: Option<&mut regex::CaptureLocations>,
+    ) -> Option<Cow<'r, str>> {
         match &self.from {
-            Source::Json(pointer) => Some(json_text(&r.json(pointer)?)),
+            Source::Json(pointer) => r.json(pointer),
             Source::Regex { re, group } => {
                 let text = std::str::from_utf8(r.body).ok()?;
-                let m = re.captures(text)?.get(*group)?;
-                Some(m.as_str().to_string())
+                let mut own;
+                let groups = match groups {
+                    Some(g) => g,
+                    None => {
+                        own = re.capture_locations();
+                        &mut own
+                    }
+                };
+                re.captures_read(groups, text)?;
+                let (start, end) = groups.get(*group)?;
+                Some(Cow::Borrowed(&text[start..end]))
             }
-            Source::Header(name) => Some(r.header(name)?.to_string()),
-            Source::Status => Some(r.status.to_string()),
+            Source::Header(name) => r.header(name).map(Cow::Borrowed),
+            Source::Status => Some(Cow::Owned(r.status.to_string())),
         }
     }
 }
@@ -238,7 +419,7 @@ pub struct Check {
 pub enum Subject {
     Status,
     Header(String),
-    Json(String),
+    Json(Pointer),
     Body,
 }
 
@@ -254,21 +435,21 @@ pub enum Test {
 
 impl Check {
     pub fn passes(&self, r: &Response) -> bool {
-        let value: Option<String> = match &self.subject {
+        let value: Option<Cow<str>> = match &self.subject {
             Subject::Status => {
                 return match &self.test {
                     Test::StatusIn(codes) => codes.contains(&r.status),
                     _ => false,
                 }
             }
-            Subject::Header(name) => r.header(name).map(str::to_string),
-            Subject::Json(pointer) => r.json(pointer).map(|v| json_text(&v)),
-            Subject::Body => Some(String::from_utf8_lossy(r.body).into_owned()),
+            Subject::Header(name) => r.header(name).map(Cow::Borrowed),
+            Subject::Json(pointer) => r.json(pointer),
+            Subject::Body => Some(String::from_utf8_lossy(r.body)),
         };
         match (&self.test, value) {
             (Test::Exists(want), v) => v.is_some() == *want,
             (_, None) => false,
-            (Test::Equals(want), Some(v)) => &v == want,
+            (Test::Equals(want), Some(v)) => *v == **want,
             (Test::Contains(want), Some(v)) => v.contains(want.as_str()),
             (Test::Matches(re), Some(v)) => re.is_match(&v),
             (Test::StatusIn(_), Some(_)) => false,
@@ -418,6 +599,15 @@ pub struct Outcome {
     pub iteration_ended: Option<bool>,
 }
 
+/// A Cookie value made for a step: the jar's version it was made from, and until when (Unix
+/// seconds) it holds.
+#[derive(Debug, Default)]
+struct MadeCookie {
+    version: u64,
+    until: i64,
+    value: String,
+}
+
 /// A virtual user: its scenario, its place in it, its variables, its cookie jar (RFC 6265,
 /// cookie_store: domain, path, expiry, Secure, HttpOnly), never shared with another user.
 /// Sans-I/O: the worker asks it for the next step and hands it each response.
@@ -427,7 +617,15 @@ pub struct User {
     place: Place,
     vars: Vec<String>,
     jar: cookie_store::CookieStore,
-    cookie_header: String,
+    /// Counts the cookies the jar has taken (0: none yet).
+    jar_version: u64,
+    /// By step id: the Cookie value last made for its URL (made again when the jar changes or
+    /// one of its cookies expires, so a request allocates nothing for it in steady state).
+    cookies: Vec<MadeCookie>,
+    /// The step whose Cookie value [`User::cookie`] gives (`None`: send none).
+    cookie_for: Option<usize>,
+    /// By capture slot: where a regex capture's groups were found (reused across responses).
+    groups: Vec<Option<regex::CaptureLocations>>,
     /// The iteration under way had a failure.
     failed: bool,
     /// An iteration is under way (its first flow step was handed out).
@@ -446,7 +644,24 @@ impl User {
             place: Place::Once(0),
             vars: vec![String::new(); program.variables.len()],
             jar: cookie_store::CookieStore::new(),
-            cookie_header: String::new(),
+            jar_version: 0,
+            cookies: Vec::new(),
+            cookie_for: None,
+            groups: program
+                .scenarios
+                .iter()
+                .flat_map(|s| s.once.iter().chain(&s.flow))
+                .filter_map(|op| match op {
+                    Op::Request(step) => Some(&step.captures),
+                    Op::Think(_) => None,
+                })
+                .flatten()
+                .fold(vec![None; program.capture_slots as usize], |mut all, c| {
+                    if let Source::Regex { re, .. } = &c.from {
+                        all[c.slot as usize] = Some(re.capture_locations());
+                    }
+                    all
+                }),
             failed: false,
             in_iteration: false,
             started: false,
@@ -572,7 +787,9 @@ impl User {
             if name == "set-cookie" {
                 // A cookie the jar refuses (bad domain, bad syntax) is left out, as a browser
                 // leaves it out.
-                let _ = self.jar.parse(value, url);
+                if self.jar.parse(value, url).is_ok() {
+                    self.jar_version += 1;
+                }
             }
         }
         let mut outcome = Outcome::default();
@@ -582,10 +799,15 @@ impl User {
             outcome.failed_checks += u32::from(!passed);
         }
         for capture in &step.captures {
-            let value = capture.take(r);
+            let value = capture.take(r, self.groups[capture.slot as usize].as_mut());
             counts.captures[capture.id as usize][usize::from(value.is_none())] += 1;
             match value {
-                Some(value) => self.vars[capture.var as usize] = value,
+                Some(value) => {
+                    // Written over the old value: no allocation once it has grown.
+                    let var = &mut self.vars[capture.var as usize];
+                    var.clear();
+                    var.push_str(&value);
+                }
                 None => outcome.capture_failed = true,
             }
         }
@@ -623,27 +845,91 @@ impl User {
 
     /// The `Cookie` value [`User::cookie_header`] last made.
     pub fn cookie(&self) -> &str {
-        &self.cookie_header
+        self.cookie_for
+            .map_or("", |k| self.cookies[k].value.as_str())
     }
 
-    /// The `Cookie` header's value for a request to `url` (empty: send none).
-    pub fn cookie_header(&mut self, url: &url::Url) -> &str {
-        self.cookie_header.clear();
-        for (name, value) in self.jar.get_request_values(url) {
-            if !self.cookie_header.is_empty() {
-                self.cookie_header.push_str("; ");
-            }
-            self.cookie_header.push_str(name);
-            self.cookie_header.push('=');
-            self.cookie_header.push_str(value);
+    /// The `Cookie` header's value for step `step`'s request, to `url` (empty: send none).
+    pub fn cookie_header(&mut self, step: u32, url: &url::Url) -> &str {
+        if self.jar_version == 0 {
+            self.cookie_for = None;
+            return "";
         }
-        &self.cookie_header
+        let k = step as usize;
+        if self.cookies.len() <= k {
+            self.cookies.resize_with(k + 1, MadeCookie::default);
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let made = &mut self.cookies[k];
+        if made.version != self.jar_version || now >= made.until {
+            made.value.clear();
+            for (name, value) in self.jar.get_request_values(url) {
+                if !made.value.is_empty() {
+                    made.value.push_str("; ");
+                }
+                made.value.push_str(name);
+                made.value.push('=');
+                made.value.push_str(value);
+            }
+            // Good until the jar's first cookie with an expiry expires.
+            made.until = i64::MAX;
+            for c in self.jar.iter_unexpired() {
+                if let cookie_store::CookieExpiration::AtUtc(at) = &c.expires {
+                    made.until = made.until.min(at.unix_timestamp());
+                }
+            }
+            made.version = self.jar_version;
+        }
+        self.cookie_for = Some(k);
+        &self.cookies[k].value
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pointer_finds_what_serde_json_value_pointer_finds() {
+        let body = br#" {"a": {"b~/c": [10, {"id": "x\"y"}, 2.50, 1e2]}, "s": "plain",
+            "n": null, "t": true, "o": {"k": [1, 2]}, "\u0061b": 5} "#;
+        let whole: serde_json::Value = serde_json::from_slice(body).unwrap();
+        for p in [
+            "",
+            "/a",
+            "/a/b~0~1c",
+            "/a/b~0~1c/0",
+            "/a/b~0~1c/1/id",
+            "/a/b~0~1c/2",
+            "/a/b~0~1c/3",
+            "/a/b~0~1c/4",
+            "/a/b~0~1c/01",
+            "/a/b~0~1c/-",
+            "/s",
+            "/n",
+            "/t",
+            "/o",
+            "/o/k/1",
+            "/ab",
+            "/missing",
+            "/s/0",
+            "/t/x",
+        ] {
+            let mine = Pointer::new(p).find(body).map(|r| raw_text(r).into_owned());
+            let theirs = whole.pointer(p).map(json_text);
+            assert_eq!(mine, theirs, "{p}");
+        }
+        assert!(Pointer::new("/a").find(b"{\"a\": 1").is_none(), "not JSON");
+        assert!(
+            Pointer::new("/a").find(b"{\"a\": 1} x").is_none(),
+            "trailing bytes"
+        );
+        // Strings and integers come borrowed from the body.
+        let raw = Pointer::new("/s").find(body).unwrap();
+        assert!(matches!(raw_text(raw), Cow::Borrowed("plain")));
+    }
 
     #[test]
     fn think_times_draw_from_their_distribution() {

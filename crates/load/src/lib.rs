@@ -52,7 +52,9 @@ pub use pelt_engine::{Arrival, IoBackend, Ramped, Rate, Slice, Stage};
 pub use pelt_stats::{Report, TimelinePoint};
 pub use prepare::{prepare, Prepared, SpecError};
 pub use sources::{TargetEntry, TargetsFormat, TargetsSource};
-pub use spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder, TlsSpec, TlsVersion};
+pub use spec::{
+    Body, IoChoice, LoadSpec, Requests, ScenarioSource, TargetOrder, TlsSpec, TlsVersion,
+};
 
 use std::sync::atomic::AtomicBool;
 

@@ -59,7 +59,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     let (headers, body) = request_parts(spec)?;
     let shape = Shape::of(spec)?;
     let program = match &spec.requests_from {
-        Requests::Scenario(path) => Some(scenario_program(spec, path)?),
+        Requests::Scenario(source) => Some(scenario_program(spec, source)?),
         _ => None,
     };
     let entries = match &program {
@@ -770,9 +770,9 @@ impl SetBuilder<'_> {
 /// The scenario file compiled, and what a scenario run does not do yet refused.
 fn scenario_program(
     spec: &LoadSpec,
-    path: &std::path::Path,
+    source: &crate::ScenarioSource,
 ) -> Result<crate::scenario::Program, SpecError> {
-    let program = crate::scenario::load(path).map_err(bad)?;
+    let (program, _) = crate::scenario::load_source(source).map_err(bad)?;
     let not_yet = |what: &str| {
         bad(format!(
             "--scenario runs over HTTP/1.1 for now: drop {what}"
@@ -783,9 +783,6 @@ fn scenario_program(
     }
     if spec.pipeline > 1 {
         return Err(not_yet("--pipeline"));
-    }
-    if spec.slice.is_some() {
-        return Err(not_yet("the fleet"));
     }
     Ok(program)
 }
@@ -857,7 +854,7 @@ fn scenario_entries(
 
 fn spec_path(spec: &LoadSpec) -> String {
     match &spec.requests_from {
-        Requests::Scenario(p) => p.display().to_string(),
+        Requests::Scenario(source) => source.name(),
         _ => String::new(),
     }
 }

@@ -132,7 +132,33 @@ pub enum Requests {
     /// and headers (`--bodies`).
     Bodies(PathBuf),
     /// User journeys from a scenario file (`--scenario`): each connection a virtual user.
-    Scenario(PathBuf),
+    Scenario(ScenarioSource),
+}
+
+/// Where a scenario comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScenarioSource {
+    /// A file; the data and body files it names are read from its folder.
+    File(PathBuf),
+    /// A scenario given whole: its text (YAML or JSON) and a name for messages. `files`: the
+    /// files it names, by the names it gives them (what a fleet's coordinator ships to its
+    /// agents, which read nothing else); `None`: they are read from the working folder (a
+    /// scenario given as an object in Node.js).
+    Inline {
+        name: String,
+        text: String,
+        files: Option<std::collections::BTreeMap<String, String>>,
+    },
+}
+
+impl ScenarioSource {
+    /// The name messages and the report give it: the file's path, or the inline one's name.
+    pub fn name(&self) -> String {
+        match self {
+            ScenarioSource::File(p) => p.display().to_string(),
+            ScenarioSource::Inline { name, .. } => name.clone(),
+        }
+    }
 }
 
 /// The order in which many requests are sent.

@@ -61,7 +61,7 @@ pub(super) struct Users {
     next_user: u64,
     stride: u64,
     pub counts: ScenarioCounts,
-    headers: Vec<(String, String)>,
+    headers: pelt_codec::response::Fields,
     body: Vec<u8>,
     /// Think times under way, soonest first: (end, connection).
     thinking: BinaryHeap<Reverse<(Instant, usize)>>,
@@ -81,7 +81,7 @@ impl Users {
             next_user: worker as u64,
             stride: workers.max(1) as u64,
             counts,
-            headers: Vec::new(),
+            headers: Default::default(),
             body: Vec::new(),
             thinking: BinaryHeap::new(),
             woken: Vec::new(),
@@ -165,7 +165,7 @@ impl Users {
             }
             match next {
                 Next::Request(step) => {
-                    user.cookie_header(&run.urls[step.id as usize]);
+                    user.cookie_header(step.id, &run.urls[step.id as usize]);
                     seat.pending = Some(step.id);
                     return true;
                 }
@@ -227,7 +227,7 @@ impl Users {
         };
         let r = Response {
             status,
-            headers: &self.headers,
+            headers: self.headers.as_slice(),
             body: &self.body,
         };
         let url = &self.run.urls[step as usize];

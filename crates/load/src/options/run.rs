@@ -109,7 +109,8 @@ fn body_as(s: &LoadSpec, text: bool) -> Write {
 
 /// Many requests (targets or bodies) as the list of targets they are.
 fn targets_list(s: &LoadSpec) -> Write {
-    if matches!(s.requests_from, Requests::One) {
+    // A scenario is written whole, by its own row.
+    if matches!(s.requests_from, Requests::One | Requests::Scenario(_)) {
         return Ok(None);
     }
     use base64::Engine as _;
@@ -392,6 +393,7 @@ pub static RUN: &[Row] = &[
                iterations in the report. Closed loop: -c users; open loop: --rate iterations \
                per second, each given to an idle user (up to --max-users). HTTP/1.1 for now. \
                The URL argument (or the file's config.target) gives the origin.",
+        ts: "string | Record<string, unknown>",
         example: r#""shop.yaml""#,
         rules: &[
             Rule::Conflicts("targets"),
@@ -401,8 +403,12 @@ pub static RUN: &[Row] = &[
             Rule::Conflicts("bodyBase64"),
         ],
         read: |s, g| {
-            s.requests_from = Requests::Scenario(g.path()?);
+            s.requests_from = Requests::Scenario(scenario_source(g)?);
             Ok(())
+        },
+        write: |s| match &s.requests_from {
+            Requests::Scenario(source) => crate::scenario::inline(source).map(Some),
+            _ => Ok(None),
         },
         ..BASE
     },
@@ -882,3 +888,37 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
 ];
+
+/// `--scenario`: a path; in a program, also the scenario as an object (its document), or as a
+/// fleet's coordinator ships it (`{"file", "text", "files"}`: the text and every file it names).
+fn scenario_source(g: &Given) -> Result<crate::ScenarioSource, OptionError> {
+    let Value::Object(o) = g.value else {
+        return g.path().map(crate::ScenarioSource::File);
+    };
+    if let Some(text) = o.get("text") {
+        let text = text
+            .as_str()
+            .ok_or_else(|| g.wrong("a path or a scenario"))?;
+        let name = o.get("file").and_then(Value::as_str).unwrap_or("scenario");
+        let files = match o.get("files") {
+            None => Default::default(),
+            Some(Value::Object(files)) => files
+                .iter()
+                .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect::<Option<_>>()
+                .ok_or_else(|| g.wrong("a path or a scenario"))?,
+            Some(_) => return Err(g.wrong("a path or a scenario")),
+        };
+        return Ok(crate::ScenarioSource::Inline {
+            name: name.to_string(),
+            text: text.to_string(),
+            files: Some(files),
+        });
+    }
+    let text = serde_json::to_string_pretty(g.value).expect("a JSON value writes");
+    Ok(crate::ScenarioSource::Inline {
+        name: "scenario".into(),
+        text,
+        files: None,
+    })
+}

@@ -12,6 +12,7 @@
 
 mod file;
 
+use crate::ScenarioSource;
 use file::{CaptureDef, CheckDef, Item, OnFailure, RequestDef, StatusDef, ThinkDef};
 pub use pelt_engine::scenario::*;
 use regex::Regex;
@@ -25,13 +26,61 @@ const BUILTINS: &[&str] = &["seq", "uuid", "now_ms", "rand", "line"];
 
 /// Compiles the scenario file at `path`: every mistake is one line, `FILE:LINE:COL: what`.
 pub fn load(path: &Path) -> Result<Program, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the scenario file {}: {e}", path.display()))?;
-    compile(&text, path)
+    load_source(&ScenarioSource::File(path.to_path_buf())).map(|(program, _)| program)
+}
+
+/// Compiles a scenario from where it comes. Returns the program and every file it read (data
+/// and body files, by the names the scenario gives them): with the text, what another process
+/// needs to compile it (a fleet's agents).
+pub fn load_source(source: &ScenarioSource) -> Result<(Program, BTreeMap<String, String>), String> {
+    match source {
+        ScenarioSource::File(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the scenario file {}: {e}", path.display()))?;
+            let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+            compile_from(&text, path, Files::Dir(dir))
+        }
+        ScenarioSource::Inline { name, text, files } => {
+            let from = match files {
+                Some(files) => Files::Shipped(files),
+                None => Files::Dir(PathBuf::from(".")),
+            };
+            compile_from(text, Path::new(name), from)
+        }
+    }
+}
+
+/// A scenario as another process compiles it: its text and the files it read, inline
+/// (`{"file", "text", "files"}`, the form the options read back as a [`ScenarioSource`]).
+pub fn inline(source: &ScenarioSource) -> Result<serde_json::Value, String> {
+    let (_, files) = load_source(source)?;
+    let text = match source {
+        ScenarioSource::File(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the scenario file {}: {e}", path.display()))?,
+        ScenarioSource::Inline { text, .. } => text.clone(),
+    };
+    Ok(serde_json::json!({"file": source.name(), "text": text, "files": files}))
+}
+
+/// Where a scenario's data and body files are read from.
+enum Files<'a> {
+    /// This folder.
+    Dir(PathBuf),
+    /// Only these (shipped with the scenario).
+    Shipped(&'a BTreeMap<String, String>),
 }
 
 /// Compiles a scenario file's text (`path` names it in messages and anchors data files).
 pub fn compile(text: &str, path: &Path) -> Result<Program, String> {
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    compile_from(text, path, Files::Dir(dir)).map(|(program, _)| program)
+}
+
+fn compile_from(
+    text: &str,
+    path: &Path,
+    files: Files,
+) -> Result<(Program, BTreeMap<String, String>), String> {
     let file: file::File = serde_saphyr::from_str(text).map_err(|e| {
         let message = e.without_snippet().to_string();
         // The message ends with its place; the line says it first.
@@ -44,9 +93,10 @@ pub fn compile(text: &str, path: &Path) -> Result<Program, String> {
             None => format!("{}: {message}", path.display()),
         }
     })?;
-    Compiler {
+    let compiler = Compiler {
         path,
-        dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        files,
+        read: BTreeMap::new(),
         program: Program {
             target: None,
             variables: Vec::new(),
@@ -55,16 +105,19 @@ pub fn compile(text: &str, path: &Path) -> Result<Program, String> {
             steps: Vec::new(),
             checks: Vec::new(),
             captures: Vec::new(),
+            capture_slots: 0,
         },
         known: Vec::new(),
         headers: Vec::new(),
-    }
-    .file(file)
+    };
+    compiler.file(file)
 }
 
 struct Compiler<'a> {
     path: &'a Path,
-    dir: PathBuf,
+    files: Files<'a>,
+    /// The data and body files read, by the names the scenario gives them.
+    read: BTreeMap<String, String>,
     program: Program,
     /// The variables a step may read at this point of the walk.
     known: Vec<bool>,
@@ -82,6 +135,30 @@ impl Compiler<'_> {
         )
     }
 
+    /// The file the scenario names `f` (a data or body file), read as `what`.
+    fn read_file(&mut self, f: &Spanned<String>, what: &str) -> Result<String, String> {
+        let name = &f.value;
+        let text = match &self.files {
+            Files::Dir(dir) => {
+                let path = dir.join(name);
+                std::fs::read_to_string(&path).map_err(|e| {
+                    self.at(
+                        &f.referenced,
+                        format!("cannot read {what} {}: {e}", path.display()),
+                    )
+                })?
+            }
+            Files::Shipped(files) => files.get(name).cloned().ok_or_else(|| {
+                self.at(
+                    &f.referenced,
+                    format!("{what} {name} was not sent with the scenario"),
+                )
+            })?,
+        };
+        self.read.insert(name.clone(), text.clone());
+        Ok(text)
+    }
+
     fn var(&mut self, name: &str) -> u16 {
         if let Some(i) = self.program.variables.iter().position(|v| v == name) {
             return i as u16;
@@ -91,7 +168,7 @@ impl Compiler<'_> {
         (self.program.variables.len() - 1) as u16
     }
 
-    fn file(mut self, file: file::File) -> Result<Program, String> {
+    fn file(mut self, file: file::File) -> Result<(Program, BTreeMap<String, String>), String> {
         if let Some(t) = &file.config.target {
             let url = url::Url::parse(&t.value)
                 .map_err(|e| self.at(&t.referenced, format!("target '{}': {e}", t.value)))?;
@@ -150,7 +227,7 @@ impl Compiler<'_> {
                 flow,
             });
         }
-        Ok(self.program)
+        Ok((self.program, self.read))
     }
 
     fn ops(&mut self, items: &[Spanned<Item>]) -> Result<Vec<Op>, String> {
@@ -242,13 +319,7 @@ impl Compiler<'_> {
             let json = Spanned::new(j.value.to_string(), j.referenced, j.defined);
             Some(self.text(&json)?)
         } else if let Some(f) = &r.body_file {
-            let path = self.dir.join(&f.value);
-            let content = std::fs::read_to_string(&path).map_err(|e| {
-                self.at(
-                    &f.referenced,
-                    format!("cannot read body_file {}: {e}", path.display()),
-                )
-            })?;
+            let content = self.read_file(f, "body_file")?;
             Some(self.text(&Spanned::new(content, f.referenced, f.defined))?)
         } else {
             None
@@ -349,7 +420,7 @@ impl Compiler<'_> {
             return Err(self.at(&c.referenced, "group is a regex capture's"));
         }
         let from = if let Some(j) = &d.json {
-            Source::Json(self.pointer(j)?)
+            Source::Json(Pointer::new(&self.pointer(j)?))
         } else if let Some(r) = &d.regex {
             let re = self.regex(r)?;
             let group = d.group.unwrap_or(if re.captures_len() > 1 { 1 } else { 0 });
@@ -373,7 +444,14 @@ impl Compiler<'_> {
                 (self.program.captures.len() - 1) as u32
             }
         };
-        Ok(Capture { id, var, from })
+        let slot = self.program.capture_slots;
+        self.program.capture_slots += 1;
+        Ok(Capture {
+            id,
+            slot,
+            var,
+            from,
+        })
     }
 
     fn check(&mut self, c: &Spanned<CheckDef>) -> Result<Check, String> {
@@ -432,7 +510,10 @@ impl Compiler<'_> {
                     format!("header {}", h.value),
                 )
             } else if let Some(j) = &d.json {
-                (Subject::Json(self.pointer(j)?), format!("json {}", j.value))
+                (
+                    Subject::Json(Pointer::new(&self.pointer(j)?)),
+                    format!("json {}", j.value),
+                )
             } else {
                 (Subject::Body, "body".to_string())
             };
@@ -494,13 +575,8 @@ impl Compiler<'_> {
 
     fn feeder(&mut self, d: &Spanned<file::DataDef>) -> Result<(), String> {
         let f = &d.value.file;
-        let path = self.dir.join(&f.value);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            self.at(
-                &f.referenced,
-                format!("cannot read data file {}: {e}", path.display()),
-            )
-        })?;
+        let text = self.read_file(f, "data file")?;
+        let path = Path::new(&f.value);
         let (names, rows) = if f.value.ends_with(".jsonl") || f.value.ends_with(".ndjson") {
             json_lines(&text)
                 .map_err(|e| self.at(&f.referenced, format!("{}: {e}", path.display())))?
@@ -520,7 +596,7 @@ impl Compiler<'_> {
             columns.push(self.name(&spanned)?);
         }
         self.program.data.push(Feeder {
-            path,
+            path: path.to_path_buf(),
             columns,
             rows,
             per: match d.value.per {

@@ -193,7 +193,11 @@ fn captures_and_checks_read_the_response() {
         headers: &headers,
         body,
     };
-    let taken: Vec<_> = list.captures.iter().map(|c| (c.var, c.take(&r))).collect();
+    let taken: Vec<_> = list
+        .captures
+        .iter()
+        .map(|c| (c.var, c.take(&r, None).map(|v| v.into_owned())))
+        .collect();
     assert_eq!(
         taken,
         [(3, Some("42".to_string())), (4, Some("tok".to_string()))]
@@ -205,7 +209,7 @@ fn captures_and_checks_read_the_response() {
         body: b"{}",
     };
     assert_eq!(
-        list.captures[0].take(&empty),
+        list.captures[0].take(&empty, None),
         None,
         "a capture that finds nothing"
     );
@@ -393,7 +397,7 @@ fn a_user_logs_in_once_then_iterates_with_its_captures_and_cookies() {
     assert_eq!(outcome, Outcome::default());
     assert_eq!(var(&user, "token"), "T1");
     // The jar sends sid on every path of the origin, never the Secure cookie over http.
-    assert_eq!(user.cookie_header(&url("/cart/1")), "sid=abc");
+    assert_eq!(user.cookie_header(2, &url("/cart/1")), "sid=abc");
 
     for round in 0..2 {
         let next = user.next(&p, &mut rows);
@@ -558,12 +562,16 @@ fn each_user_has_its_own_cookie_jar() {
         &mut counts,
     );
     assert_eq!(
-        a.cookie_header(&url::Url::parse("http://shop.test/account/x").unwrap()),
+        a.cookie_header(0, &url::Url::parse("http://shop.test/account/x").unwrap()),
         "sid=a"
     );
-    assert_eq!(a.cookie_header(&home), "", "the cookie's path is /account");
     assert_eq!(
-        b.cookie_header(&url::Url::parse("http://shop.test/account/x").unwrap()),
+        a.cookie_header(1, &home),
+        "",
+        "the cookie's path is /account"
+    );
+    assert_eq!(
+        b.cookie_header(0, &url::Url::parse("http://shop.test/account/x").unwrap()),
         "",
         "never another user's"
     );
@@ -583,7 +591,7 @@ fn each_user_has_its_own_cookie_jar() {
         &mut counts,
     );
     assert_eq!(
-        a.cookie_header(&url::Url::parse("http://shop.test/account/x").unwrap()),
+        a.cookie_header(0, &url::Url::parse("http://shop.test/account/x").unwrap()),
         "",
         "expired"
     );

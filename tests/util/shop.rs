@@ -1,0 +1,140 @@
+//! The scenario tests' shop (`tests/scenario-app/app.py`) as a child process, and folders of
+//! scenario files.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// The shop, as a child process; ended by its PID when dropped.
+pub struct Shop {
+    child: Child,
+    pub url: String,
+}
+
+impl Shop {
+    pub fn start() -> Shop {
+        let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scenario-app/app.py");
+        let mut child = Command::new("python3")
+            .arg(app)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs the shop");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the shop prints its port");
+        Shop {
+            child,
+            url: format!("http://127.0.0.1:{}/", line.trim()),
+        }
+    }
+
+    /// What the shop counted: "login ann", "items ann", "cart ann 7", "refused /items"...
+    pub fn stats(&self) -> serde_json::Value {
+        let addr = self.url.trim_start_matches("http://").trim_end_matches('/');
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        use std::io::{Read, Write};
+        write!(
+            s,
+            "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Shop {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A folder with a scenario and its data, removed at the end.
+pub struct Files(pub PathBuf);
+
+impl Files {
+    pub fn new(name: &str, files: &[(&str, &str)]) -> Files {
+        let dir = std::env::temp_dir().join(format!("pelt-scenario-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (file, text) in files {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        Files(dir)
+    }
+
+    pub fn path(&self, file: &str) -> String {
+        self.0.join(file).display().to_string()
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A `users.csv` of `n` users, u0 .. u(n-1).
+pub fn users(n: usize) -> String {
+    let mut text = String::from("user\n");
+    for k in 0..n {
+        text.push_str(&format!("u{k}\n"));
+    }
+    text
+}
+
+/// What the shop counted under keys that start with `prefix`, added up.
+pub fn shop_count(stats: &serde_json::Value, prefix: &str) -> u64 {
+    stats
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .map(|(_, n)| n.as_u64().unwrap())
+        .sum()
+}
+
+/// The shop's journey: log in once (its token captured, its cookie in the jar), then list the
+/// items (the second's id captured), think 1 to 3 ms, and add that item to the cart.
+pub const SHOP: &str = r#"
+config:
+  data:
+    - file: users.csv
+      order: unique
+scenarios:
+  - name: shopper
+    once:
+      - post:
+          url: /login
+          name: login
+          body: "user={{user}}"
+          capture:
+            - json: $.token
+              as: token
+          check:
+            - status: 200
+              name: logged in
+          on_failure: stop
+    flow:
+      - get:
+          url: /items
+          name: items
+          headers: {authorization: "Bearer {{token}}"}
+          capture:
+            - json: /items/1/id
+              as: id
+          check:
+            - status: 200
+              name: listed
+      - think: 1ms..3ms
+      - post:
+          url: "/cart/{{id}}"
+          name: cart
+          headers: {authorization: "Bearer {{token}}"}
+          check:
+            - status: 201
+              name: added
+"#;
