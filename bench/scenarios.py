@@ -18,7 +18,9 @@ Artillery has no closed-loop users (its scenarios arrive at a rate), so it is le
 open-loop comparison.
 
 Usage: bench/scenarios.py [--pelt target/release/pelt] [--users 64] [--duration 5] [--runs 3]
-                          [--tools pelt-plain,pelt,k6,locust]
+                          [--tools pelt-plain,pelt,k6,locust] [--rate R]
+--rate R: the open loop: R iterations a second arrive (pelt --rate with --max-users, k6's
+constant-arrival-rate executor with as many VUs); pelt-plain sends 2R requests a second.
 Needs: nginx on PATH. Traffic stays on 127.0.0.1.
 """
 import argparse
@@ -78,6 +80,15 @@ scenarios:
 K6_JOURNEY = """
 import http from 'k6/http';
 const base = __ENV.BASE;
+// Open loop (--rate): iterations arrive at RATE a second, as pelt's do.
+export const options = __ENV.RATE ? {
+  scenarios: {
+    journey: {
+      executor: 'constant-arrival-rate', rate: Number(__ENV.RATE), timeUnit: '1s',
+      duration: __ENV.DURATION, preAllocatedVUs: Number(__ENV.USERS), maxVUs: Number(__ENV.USERS),
+    },
+  },
+} : {};
 let token = null;
 export default function () {
   if (token === null) {
@@ -114,9 +125,16 @@ def command(tool, args, base, work):
         cmd = pin + [args.pelt, base + "/", "-c", users, "-t", "1", "-d", secs + "s", "--json", "-", "-q"]
         if tool == "pelt":
             cmd[4:4] = ["--scenario", os.path.join(work, "journey.yaml")]
+        if args.rate:
+            # The journey's iterations, or the same requests a second for one URL (an
+            # iteration is two requests).
+            rate = args.rate if tool == "pelt" else 2 * args.rate
+            cmd[4:4] = ["--rate", str(rate), "--max-users", users]
         return cmd, lambda out: json.loads(out)["requests"]["completed"]
     if tool == "k6":
-        cmd = pin + [args.k6, "run", "-q", "--vus", users, "--duration", secs + "s", "-e", f"BASE={base}",
+        shape = ["-e", f"RATE={args.rate}", "-e", f"DURATION={secs}s", "-e", f"USERS={users}"] \
+            if args.rate else ["--vus", users, "--duration", secs + "s"]
+        cmd = pin + [args.k6, "run", "-q"] + shape + ["-e", f"BASE={base}",
                      "--summary-export", os.path.join(work, "k6.json"), os.path.join(work, "journey.js")]
         return cmd, lambda _: json.load(open(os.path.join(work, "k6.json")))["metrics"]["http_reqs"]["count"]
     if tool == "locust":
@@ -142,6 +160,9 @@ def main():
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--tools", default="pelt-plain,pelt,k6,locust")
+    ap.add_argument("--rate", type=int, default=0,
+                    help="open loop: iterations a second (pelt --rate, k6 constant-arrival-rate); "
+                         "Locust, which has no arrival rate, is left out")
     ap.add_argument("--server-cpu", default="0")
     ap.add_argument("--client-cpu", default="1")
     args = ap.parse_args()
@@ -151,6 +172,8 @@ def main():
         "k6": bool(args.k6) and os.path.exists(args.k6),
         "locust": subprocess.run([sys.executable, "-c", "import locust"], capture_output=True).returncode == 0,
     }
+    if args.rate:
+        found["locust"] = False
     tools = [t for t in args.tools.split(",") if found.get(t)]
     skipped = [t for t in args.tools.split(",") if not found.get(t)]
     if skipped:
@@ -178,8 +201,10 @@ def main():
                 results[tool][0].append(rps)
                 results[tool][1].append(us)
                 print(f"  run {run + 1} {tool:<11} {rps:>9.0f} req/s {us:>8.2f} us/req", file=sys.stderr)
+        load = f"{args.rate} iterations/s arriving (open loop), up to {args.users} users" \
+            if args.rate else f"{args.users} users"
         print(f"\nthe journey (login once, then GET /items + POST /cart/ID with the token), "
-              f"{args.users} users, {args.duration} s, nginx on CPU {args.server_cpu}, the generator "
+              f"{load}, {args.duration} s, nginx on CPU {args.server_cpu}, the generator "
               f"on CPU {args.client_cpu}, {args.runs} runs (median, min-max)\n")
         print("| tool | requests/s | CPU-us per request |")
         print("|---|---|---|")

@@ -102,6 +102,49 @@ fn html_report_shows_each_target_in_a_real_browser() {
 }
 
 #[test]
+fn html_report_shows_a_scenario_in_a_real_browser() {
+    let dir = test_dir("html-scenario");
+    let (server, url) = serve(ServerConfig::default());
+    let scenario = dir.join("journey.yaml");
+    std::fs::write(
+        &scenario,
+        "scenarios:\n  - once:\n      - get: {url: /login, name: login, capture: [{status: true, as: code}]}\n    flow:\n      - get: {url: \"/items?{{code}}\", name: items, check: [{status: 200, name: listed}]}\n      - think: 1ms\n",
+    )
+    .unwrap();
+    let (json, html) = (dir.join("r.json"), dir.join("r.html"));
+    let args = [&url, "--scenario", s(&scenario), "-n", "300", "-c", "3"];
+    let mut all = args.to_vec();
+    all.extend(["--json", s(&json), "--html", s(&html), "-q"]);
+    run_expect(&all, 0);
+    drop(server);
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<h2>Scenario: "), "no scenario section");
+    // Iterations (each one list), the check and the capture, by name.
+    assert!(
+        text.contains("<td class=\"n\">297</td><td class=\"n\">297</td><td class=\"n\">0</td>"),
+        "297 iterations started and completed"
+    );
+    assert!(
+        text.contains("<td>listed</td><td class=\"n\">297</td>"),
+        "the check"
+    );
+    assert!(
+        text.contains("<td>login: code</td><td class=\"n\">3</td>"),
+        "the capture"
+    );
+    assert!(text.contains("<td>items</td>"), "the steps are the targets");
+    let Some(page) = browser_check(&html, &dir.join("scenario.png")) else {
+        return;
+    };
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    let c = chart(&page, "chart-iterations");
+    assert!(c["painted"].as_u64().unwrap() > 2000, "not drawn: {c}");
+    let set = &c["datasets"][0];
+    // Every iteration thinks 1 ms: none is shorter.
+    assert!(set["min"].as_f64().unwrap() >= 1.0, "{c}");
+}
+
+#[test]
 fn html_report_charts_stages_target_beside_reached() {
     let dir = test_dir("html-stages");
     let (server, url) = serve(ServerConfig::default());

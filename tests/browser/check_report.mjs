@@ -47,6 +47,7 @@ try {
           points: d.data.length,
           finite: d.data.filter(p => Number.isFinite(value(p))).length,
           max: Math.max(...d.data.map(value).filter(Number.isFinite)),
+          min: Math.min(...d.data.map(value).filter(Number.isFinite)),
         })),
         axes: Object.values(c.scales).map(s => ({
           id: s.id,

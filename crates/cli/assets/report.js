@@ -20,22 +20,28 @@ new Chart(document.getElementById("chart-latency"), {
              plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmtUs(c.parsed.y * 1000) } } } }
 });
 // HdrHistogram-style spectrum: x is 1/(1-q) on a log axis, labelled as percentiles.
-const S = DATA.spectrum;
-new Chart(document.getElementById("chart-spectrum"), {
-  type: "line",
-  data: { datasets: [{ label: "latency at percentile", data: S.map(s => ({ x: s[0], y: s[1] / 1000, q: s[2] })),
-          borderColor: COLORS[4], backgroundColor: COLORS[4], pointRadius: 0, stepped: "before" }] },
-  options: {
-    scales: {
-      x: axis("percentile (log scale of 1/(1-q))", { type: "logarithmic", min: 1,
-        ticks: { callback: v => { const l = Math.log10(v); if (Math.abs(l - Math.round(l)) > 1e-9) return null;
-                                  const p = 100 * (1 - 1 / v); return (Math.round(p * 1e6) / 1e6) + "%"; } } }),
-      y: axis("latency (ms)", { beginAtZero: true })
-    },
-    interaction: { mode: "nearest", intersect: false },
-    plugins: { tooltip: { callbacks: { title: items => "p" + items[0].raw.q, label: c => fmtUs(c.parsed.y * 1000) } } }
-  }
-});
+function spectrumChart(id, points, label, color, yTitle) {
+  new Chart(document.getElementById(id), {
+    type: "line",
+    data: { datasets: [{ label, data: points.map(s => ({ x: s[0], y: s[1] / 1000, q: s[2] })),
+            borderColor: color, backgroundColor: color, pointRadius: 0, stepped: "before" }] },
+    options: {
+      scales: {
+        x: axis("percentile (log scale of 1/(1-q))", { type: "logarithmic", min: 1,
+          ticks: { callback: v => { const l = Math.log10(v); if (Math.abs(l - Math.round(l)) > 1e-9) return null;
+                                    const p = 100 * (1 - 1 / v); return (Math.round(p * 1e6) / 1e6) + "%"; } } }),
+        y: axis(yTitle, { beginAtZero: true })
+      },
+      interaction: { mode: "nearest", intersect: false },
+      plugins: { tooltip: { callbacks: { title: items => "p" + items[0].raw.q, label: c => fmtUs(c.parsed.y * 1000) } } }
+    }
+  });
+}
+spectrumChart("chart-spectrum", DATA.spectrum, "latency at percentile", COLORS[4], "latency (ms)");
+// Scenarios: the completed iterations' durations.
+if (DATA.iterations) {
+  spectrumChart("chart-iterations", DATA.iterations, "iteration time at percentile", COLORS[2], "iteration time (ms)");
+}
 const classes = ["2xx", "3xx", "1xx", "4xx", "5xx", "other"];
 const classColors = { "1xx": "#94a3b8", "2xx": "#16a34a", "3xx": "#0891b2", "4xx": "#f59e0b", "5xx": "#dc2626", other: "#7c3aed" };
 const statusSets = classes.filter(c => T.some(p => p.status_classes[c]))

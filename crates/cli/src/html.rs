@@ -145,17 +145,11 @@ fn percent(part: u64, whole: u64) -> String {
     }
 }
 
-/// The chart data of a result: its timeline and the percentile spectrum of its histogram.
-fn report_data(r: &Report) -> Value {
-    let hist = r
-        .histograms
-        .as_ref()
-        .map(|h| h.latency_us.clone())
-        .unwrap_or_default();
+/// A histogram's percentile spectrum as the charts draw it: `[x, value, percentile]`, x being
+/// 1/(1-q) capped at the count (the max is "one in N").
+fn spectrum_points(hist: &pelt_stats::LatencyHistogram) -> Vec<Value> {
     let count = hist.count().max(1) as f64;
-    // x = 1/(1-q), capped at the count: the max is "one in N".
-    let spectrum: Vec<Value> = hist
-        .spectrum()
+    hist.spectrum()
         .into_iter()
         .map(|(p, v)| {
             let q = p / 100.0;
@@ -166,7 +160,24 @@ fn report_data(r: &Report) -> Value {
             };
             json!([x, v, (p * 1e4).round() / 1e4])
         })
-        .collect();
+        .collect()
+}
+
+/// The chart data of a result: its timeline and the percentile spectrum of its histogram
+/// (and of its iterations', on a scenario run).
+fn report_data(r: &Report) -> Value {
+    let hist = r
+        .histograms
+        .as_ref()
+        .map(|h| h.latency_us.clone())
+        .unwrap_or_default();
+    let spectrum = spectrum_points(&hist);
+    let iterations = r
+        .histograms
+        .as_ref()
+        .and_then(|h| h.iteration_us.as_ref())
+        .filter(|h| r.scenario.is_some() && h.count() > 0)
+        .map(spectrum_points);
     let timeline: Vec<Value> = r
         .timeline
         .iter()
@@ -190,7 +201,8 @@ fn report_data(r: &Report) -> Value {
         .stages
         .as_ref()
         .map(|s| json!({ "of": s.of, "start": s.start }));
-    json!({ "timeline": timeline, "spectrum": spectrum, "targets": targets, "stages": stages })
+    json!({ "timeline": timeline, "spectrum": spectrum, "targets": targets, "stages": stages,
+            "iterations": iterations })
 }
 
 /// Targets shown in the HTML table and chart (the rest are summed in one row).
@@ -236,6 +248,75 @@ fn targets_section(b: &mut String, r: &Report) {
         );
     }
     b.push_str("</table></section>\n</div>\n");
+}
+
+/// A scenario run: its iterations and their time (a chart by percentile), its checks and
+/// captures (its steps are the targets above).
+fn scenario_section(b: &mut String, r: &Report) {
+    let Some(sc) = &r.scenario else {
+        return;
+    };
+    b.push_str("<div class=\"grid\">\n");
+    if sc.iterations.completed > 0 {
+        chart_boxes(b, &[("chart-iterations", "Iteration time by percentile")]);
+    }
+    let _ = writeln!(
+        b,
+        "<section class=\"box\"><h2>Scenario: {}</h2><table>",
+        esc(&sc.file)
+    );
+    let it = &sc.iterations;
+    b.push_str("<tr><th>iterations</th><th class=\"n\">started</th><th class=\"n\">completed</th><th class=\"n\">failed</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">max</th></tr>\n");
+    let d = &it.duration_us;
+    let (p50, p99, max) = if it.completed > 0 {
+        let us = |v: u64| latency(v as f64);
+        (us(d.p50_us), us(d.p99_us), us(d.max_us))
+    } else {
+        Default::default()
+    };
+    row(
+        b,
+        &[
+            "",
+            &thousands(it.started),
+            &thousands(it.completed),
+            &thousands(it.failed),
+            &p50,
+            &p99,
+            &max,
+        ],
+    );
+    b.push_str("</table>\n");
+    let tables = [
+        (
+            ["check", "passed", "failed"],
+            sc.checks
+                .iter()
+                .map(|c| (&c.name, c.passed, c.failed))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            ["capture", "found", "missing"],
+            sc.captures
+                .iter()
+                .map(|c| (&c.name, c.found, c.missing))
+                .collect(),
+        ),
+    ];
+    for ([what, a, z], rows) in tables {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            b,
+            "<table><tr><th>{what}</th><th class=\"n\">{a}</th><th class=\"n\">{z}</th></tr>"
+        );
+        for (name, x, y) in rows {
+            row(b, &[name, &thousands(x), &thousands(y)]);
+        }
+        b.push_str("</table>\n");
+    }
+    b.push_str("</section>\n</div>\n");
 }
 
 /// A fleet run's agents: each one's part, start and state.
@@ -479,6 +560,7 @@ pub fn report(r: &Report) -> String {
     );
     b.push_str("</section>\n</div>\n");
     targets_section(&mut b, r);
+    scenario_section(&mut b, r);
     fleet_section(&mut b, r);
     page(
         &format!("pelt: {}", i.target),

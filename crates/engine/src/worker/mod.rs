@@ -605,8 +605,9 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         while self.room(i) > 0 {
             let (target, seq, due) = if let Some(users) = &mut self.users {
                 // A scenario's user says what it sends, and when that was due; it may be
-                // thinking, waiting for an arrival, or done.
-                if !users.ready(i, now) || !self.model.spend(warm) {
+                // thinking, waiting for an arrival, or done. (Asked only while the budget
+                // has room, so no iteration begins that sends nothing.)
+                if self.model.exhausted() || !users.ready(i, now) || !self.model.spend(warm) {
                     break;
                 }
                 let (step, due) = users.take(i);
