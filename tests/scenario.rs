@@ -255,6 +255,50 @@ fn open_loop_iterations_arrive_on_schedule_and_every_user_keeps_its_own_session(
 }
 
 #[test]
+fn over_https_the_secure_session_cookie_goes_back_and_users_ramp_in_stages() {
+    let identity = pelt_server::TlsIdentity::self_signed().unwrap();
+    let files = Files::new(
+        "tls",
+        &[
+            ("shop.yaml", SHOP),
+            ("users.csv", &users(6)),
+            ("cert.pem", &identity.cert_pem),
+            ("key.pem", &identity.key_pem),
+        ],
+    );
+    let shop = Shop::start_tls(&files.path("cert.pem"), &files.path("key.pem"));
+    assert!(shop.url.starts_with("https://"));
+    // Closed loop, the users ramping 0 -> 6 -> 2: each logs in once over TLS, and its
+    // Secure cookie comes back on every request (the shop refuses any request without it).
+    let v = run_json(&[
+        &shop.url,
+        "--scenario",
+        &files.path("shop.yaml"),
+        "--cacert",
+        &files.path("cert.pem"),
+        "--stages",
+        "500ms:6,500ms:2",
+        "-t",
+        "2",
+    ]);
+    assert_schema(&v);
+    let stats = shop.stats();
+    assert_eq!(shop_count(&stats, "refused"), 0, "{stats}");
+    let logins = shop_count(&stats, "login ");
+    assert!((1..=6).contains(&logins), "{stats}");
+    assert!(shop_count(&stats, "items ") > 0, "{stats}");
+    assert_eq!(v["errors"], serde_json::json!({}), "{}", v["errors"]);
+    assert!(v["scenario"]["iterations"]["completed"].as_u64().unwrap() > 0);
+    let peak = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["connections"].as_u64().unwrap())
+        .max();
+    assert!(peak.is_some_and(|c| c <= 6), "{}", v["timeline"]);
+}
+
+#[test]
 fn a_stalled_server_shows_in_every_iteration_it_held_up() {
     let shop = Shop::start();
     // One user; an iteration every 50 ms; each takes 100 ms. Iteration k arrives at 50k ms

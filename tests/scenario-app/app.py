@@ -7,17 +7,21 @@ that carries NAME's token (Authorization: Bearer) *and* NAME's session cookie; a
 is refused with 401 and counted, with what it carried. GET /slow/MS answers anyone after MS
 milliseconds. GET /stats gives the counts: per
 endpoint and user, and the refusals. Listens on 127.0.0.1, on the port the system picks, which
-it prints as its first line. Python's standard library only.
+it prints as its first line. With `--tls CERT KEY` it speaks HTTPS, and the session cookie is
+Secure. Python's standard library only.
 """
 import collections
 import json
 import secrets
 import socket
+import ssl
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SECRET = secrets.token_hex(8)
+SECURE = ""
 counts = collections.Counter()
 lock = threading.Lock()
 
@@ -74,7 +78,7 @@ class Shop(BaseHTTPRequestHandler):
             user = body.partition("user=")[2]
             self.count("login", user)
             return self.answer(200, {"token": token(user)},
-                               [("Set-Cookie", f"sid={session(user)}; Path=/; HttpOnly")])
+                               [("Set-Cookie", f"sid={session(user)}; Path=/; HttpOnly{SECURE}")])
         user = self.who()
         if user and self.path.startswith("/cart/"):
             self.count("cart", user, self.path[len("/cart/"):])
@@ -101,5 +105,11 @@ class Shop(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Shop)
 server.daemon_threads = True
+if len(sys.argv) == 4 and sys.argv[1] == "--tls":
+    # HTTPS with this certificate and key; the session cookie is then marked Secure.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[2], sys.argv[3])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    SECURE = "; Secure"
 print(server.server_address[1], flush=True)
 server.serve_forever()

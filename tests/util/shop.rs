@@ -13,9 +13,19 @@ pub struct Shop {
 
 impl Shop {
     pub fn start() -> Shop {
+        Shop::start_with(&[], "http")
+    }
+
+    /// Over HTTPS, with this certificate and key (PEM files).
+    pub fn start_tls(cert: &str, key: &str) -> Shop {
+        Shop::start_with(&["--tls", cert, key], "https")
+    }
+
+    fn start_with(args: &[&str], scheme: &str) -> Shop {
         let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scenario-app/app.py");
         let mut child = Command::new("python3")
             .arg(app)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -26,23 +36,25 @@ impl Shop {
             .expect("the shop prints its port");
         Shop {
             child,
-            url: format!("http://127.0.0.1:{}/", line.trim()),
+            url: format!("{scheme}://127.0.0.1:{}/", line.trim()),
         }
     }
 
     /// What the shop counted: "login ann", "items ann", "cart ann 7", "refused /items"...
     pub fn stats(&self) -> serde_json::Value {
-        let addr = self.url.trim_start_matches("http://").trim_end_matches('/');
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        use std::io::{Read, Write};
-        write!(
-            s,
-            "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut text = String::new();
-        s.read_to_string(&mut text).unwrap();
-        serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+        // Python's client, over HTTP or HTTPS (the shop's own certificate, not verified).
+        let fetch = "import ssl, sys, urllib.request; \
+            print(urllib.request.urlopen(sys.argv[1], context=ssl._create_unverified_context()).read().decode())";
+        let out = Command::new("python3")
+            .args(["-c", fetch, &format!("{}stats", self.url)])
+            .output()
+            .expect("python3 reads the shop's counts");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 }
 
