@@ -11,11 +11,12 @@ generator's CPU-microseconds per request (user+sys of its process tree, from rus
 with min-max. pelt's plain closed loop on `GET /` runs beside it: the issue's yardstick is the
 journey's CPU per request against that.
 
-Tools: pelt (--pelt), and those found: k6 (on PATH, ~/go/bin/k6, or --k6) and Locust
-(`python3 -m locust`, FastHttpUser). Peers are not installed by this script: k6 from the Go
-module proxy (`go install go.k6.io/k6@latest`), Locust from PyPI (`pip install locust`).
-Artillery has no closed-loop users (its scenarios arrive at a rate), so it is left to a later
-open-loop comparison.
+Tools: pelt (--pelt), and those found: k6 (on PATH, ~/go/bin/k6, or --k6), Locust
+(`python3 -m locust`, FastHttpUser) and, in the open loop, Artillery (--artillery). Peers are
+not installed by this script: k6 from the Go module proxy (`go install go.k6.io/k6@latest`),
+Locust from PyPI (`pip install locust`), Artillery from npm (`npm install artillery`, with
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 where its browser cannot be fetched). Artillery has no
+users that live across arrivals: each of its arrivals logs in, lists and adds to its cart.
 
 Usage: bench/scenarios.py [--pelt target/release/pelt] [--users 64] [--duration 5] [--runs 3]
                           [--tools pelt-plain,pelt,k6,locust] [--rate R]
@@ -100,6 +101,34 @@ export default function () {
 }
 """
 
+# Artillery has no users that live across arrivals: each arrival is a new virtual user that
+# logs in, lists and adds to its cart once (three requests where pelt's and k6's iterations
+# are two, the login once per user): compare CPU per request.
+ARTILLERY_JOURNEY = """
+config:
+  target: "{base}"
+  phases:
+    - duration: {duration}
+      arrivalRate: {rate}
+scenarios:
+  - flow:
+      - post:
+          url: /login
+          body: "user=u"
+          capture:
+            - json: $.token
+              as: token
+      - get:
+          url: /items
+          headers: {{authorization: "Bearer {{{{ token }}}}"}}
+          capture:
+            - json: $.items[0].id
+              as: id
+      - post:
+          url: "/cart/{{{{ id }}}}"
+          headers: {{authorization: "Bearer {{{{ token }}}}"}}
+"""
+
 LOCUST_JOURNEY = """
 from locust import task
 from locust.contrib.fasthttp import FastHttpUser
@@ -149,6 +178,17 @@ def command(tool, args, base, work):
             total = [r for r in rows if len(r) > 3 and r[1].strip('"') == "Aggregated"][0]
             return int(total[2])
         return cmd, locust_count
+    if tool == "artillery":
+        script = os.path.join(work, "artillery.yml")
+        with open(script, "w") as f:
+            f.write(ARTILLERY_JOURNEY.format(base=base, duration=args.duration, rate=args.rate))
+        report = os.path.join(work, "artillery.json")
+        cmd = pin + [args.artillery, "run", "--quiet", "--output", report, script]
+
+        def artillery_count(_):
+            with open(report) as f:
+                return json.load(f)["aggregate"]["counters"]["http.responses"]
+        return cmd, artillery_count
     raise SystemExit(f"unknown tool {tool}")
 
 
@@ -156,6 +196,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pelt", default=os.path.join(ROOT, "target", "release", "pelt"))
     ap.add_argument("--k6", default=shutil.which("k6") or os.path.expanduser("~/go/bin/k6"))
+    ap.add_argument("--artillery", default=shutil.which("artillery"),
+                    help="Artillery's command (npm install artillery; open loop only)")
     ap.add_argument("--users", type=int, default=64)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
@@ -171,6 +213,7 @@ def main():
         "pelt": True,
         "k6": bool(args.k6) and os.path.exists(args.k6),
         "locust": subprocess.run([sys.executable, "-c", "import locust"], capture_output=True).returncode == 0,
+        "artillery": bool(args.rate) and bool(args.artillery) and os.path.exists(args.artillery),
     }
     if args.rate:
         found["locust"] = False
