@@ -76,14 +76,21 @@ fn an_open_loop_rate_split_over_slices_holds_in_total() {
     // Request i of the schedule is due at i / 2000 s and goes to worker i mod 6: each slice
     // sends its third of the 2,000 due in the second, and nothing is sent twice.
     // (A request due just before the end on a machine busy with other tests may still wait
-    // for a connection when the run ends: it is then in the backlog, never sent.)
+    // for a connection when the run ends: it is then in the backlog, never sent. One due in
+    // the last millisecond, the late threshold, is in neither, by design: at 2,000 a second
+    // that is at most 2 of them.)
     let sent: Vec<u64> = runs.iter().map(|r| r.stats.sent).collect();
     let due: Vec<u64> = runs
         .iter()
         .map(|r| r.stats.sent + r.backlog_at_end)
         .collect();
-    assert_eq!(due.iter().sum::<u64>(), 2_000, "{due:?}");
-    assert!(due.iter().all(|&n| n.abs_diff(667) <= 1), "{due:?}");
+    let last_ms = 2_000 * pelt_stats::LATE_THRESHOLD_US / 1_000_000;
+    let total = due.iter().sum::<u64>();
+    assert!((2_000 - last_ms..=2_000).contains(&total), "{due:?}");
+    assert!(
+        due.iter().all(|&n| n.abs_diff(667) <= 1 + last_ms),
+        "{due:?}"
+    );
     assert_eq!(server.stop(), sent.iter().sum::<u64>());
 }
 
