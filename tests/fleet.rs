@@ -419,19 +419,7 @@ fn a_scenario_fleet_ships_its_files_and_splits_users_and_rows_exactly() {
         assert_eq!(stats[format!("login u{k}")], 1, "{stats}");
     }
     // The merged steps are the shop's counts, and the merged scenario section adds up.
-    for (step, prefix) in [("login", "login "), ("items", "items "), ("cart", "cart ")] {
-        let t = v["targets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == step)
-            .unwrap();
-        assert_eq!(
-            t["completed"].as_u64(),
-            Some(shop_count(&stats, prefix)),
-            "{step}"
-        );
-    }
+    assert_steps_are_the_shops(&v, &stats, "fleet");
     let s = &v["scenario"];
     assert_eq!(s["file"], "shop.yaml");
     assert_eq!(s["checks"][0]["passed"], 6, "{s}");

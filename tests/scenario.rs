@@ -8,15 +8,6 @@ mod util;
 use util::shop::*;
 use util::*;
 
-fn target<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    v["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no step {name}: {}", v["targets"]))
-}
-
 #[test]
 fn each_user_logs_in_once_and_carries_its_own_token_and_cookie_on_both_backends() {
     for io in ["uring", "epoll"] {
@@ -57,14 +48,7 @@ fn each_user_logs_in_once_and_carries_its_own_token_and_cookie_on_both_backends(
         }
         assert_eq!(v["requests"]["completed"], 600, "{io}");
         assert_eq!(v["requests"]["errors"], 0, "{io}");
-        for (step, prefix) in [("login", "login "), ("items", "items "), ("cart", "cart ")] {
-            let t = target(&v, step);
-            assert_eq!(
-                t["completed"].as_u64(),
-                Some(shop_count(&stats, prefix)),
-                "{io} {step}"
-            );
-        }
+        assert_steps_are_the_shops(&v, &stats, io);
         // The cart got the id captured from the list (the second item's).
         assert!(
             stats
@@ -216,14 +200,7 @@ fn open_loop_iterations_arrive_on_schedule_and_every_user_keeps_its_own_session(
                 "{stats}"
             );
         }
-        for (step, prefix) in [("login", "login "), ("items", "items "), ("cart", "cart ")] {
-            let t = target(&v, step);
-            assert_eq!(
-                t["completed"].as_u64(),
-                Some(shop_count(&stats, prefix)),
-                "{io} {step}"
-            );
-        }
+        assert_steps_are_the_shops(&v, &stats, io);
         // Every completed iteration is a list, a think of 1 to 3 ms and a cart: none is
         // shorter than the think.
         let s = &v["scenario"];

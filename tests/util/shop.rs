@@ -150,3 +150,24 @@ scenarios:
             - status: 201
               name: added
 "#;
+
+/// A result's figures for the step `name` (its entry of `targets`).
+pub fn target<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name}: {}", v["targets"]))
+}
+
+/// The [`SHOP`] journey's steps completed, in result `v`, are what the shop counted (`stats`).
+pub fn assert_steps_are_the_shops(v: &serde_json::Value, stats: &serde_json::Value, run: &str) {
+    for (step, prefix) in [("login", "login "), ("items", "items "), ("cart", "cart ")] {
+        assert_eq!(
+            target(v, step)["completed"].as_u64(),
+            Some(shop_count(stats, prefix)),
+            "{run} {step}: {stats}"
+        );
+    }
+}
