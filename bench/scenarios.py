@@ -11,7 +11,8 @@ generator's CPU-microseconds per request (user+sys of its process tree, from rus
 with min-max. pelt's plain closed loop on `GET /` runs beside it: the issue's yardstick is the
 journey's CPU per request against that.
 
-Tools: pelt (--pelt), and those found: k6 (on PATH, ~/go/bin/k6, or --k6), Locust
+Tools: pelt (--pelt; `pelt-h2` is the same journey over cleartext HTTP/2, each of --users / 8
+connections seating 8 users, one stream each, against the same nginx on an h2c port), and those found: k6 (on PATH, ~/go/bin/k6, or --k6), Locust
 (`python3 -m locust`, FastHttpUser) and, in the open loop, Artillery (--artillery). Peers are
 not installed by this script: k6 from the Go module proxy (`go install go.k6.io/k6@latest`),
 Locust from PyPI (`pip install locust`), Artillery from npm (`npm install artillery`, with
@@ -19,7 +20,7 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 where its browser cannot be fetched). Artille
 users that live across arrivals: each of its arrivals logs in, lists and adds to its cart.
 
 Usage: bench/scenarios.py [--pelt target/release/pelt] [--users 64] [--duration 5] [--runs 3]
-                          [--tools pelt-plain,pelt,k6,locust] [--rate R]
+                          [--tools pelt-plain,pelt,pelt-h2,k6,locust] [--rate R]
 --rate R: the open loop: R iterations a second arrive (pelt --rate with --max-users, k6's
 constant-arrival-rate executor with as many VUs); pelt-plain sends 2R requests a second.
 Needs: nginx on PATH. Traffic stays on 127.0.0.1.
@@ -40,7 +41,10 @@ import peers  # noqa: E402  (free ports, waiting for a listener, rusage, medians
 
 # peers.py's nginx (one worker, no access log, keep-alive without a limit), its one location
 # replaced by the journey's endpoints.
-NGINX = peers.NGINX_CONF.replace('''        location / {{ return 200 "OK"; }}''', '''        default_type application/json;
+NGINX = peers.NGINX_CONF.replace("listen 127.0.0.1:{port} backlog=4096;",
+                                 "listen 127.0.0.1:{port} backlog=4096;\n"
+                                 "        listen 127.0.0.1:{h2port} backlog=4096 http2;\n"
+                                 "        http2_max_concurrent_streams 128;").replace('''        location / {{ return 200 "OK"; }}''', '''        default_type application/json;
         location = / {{ return 200 "OK"; }}
         location = /login {{ return 200 '{{"token":"t0k"}}'; }}
         location = /items {{
@@ -150,10 +154,16 @@ def command(tool, args, base, work):
     pin = ["taskset", "-c", args.client_cpu]
     secs = str(args.duration)
     users = str(args.users)
-    if tool in ("pelt", "pelt-plain"):
-        cmd = pin + [args.pelt, base + "/", "-c", users, "-t", "1", "-d", secs + "s", "--json", "-", "-q"]
-        if tool == "pelt":
+    if tool in ("pelt", "pelt-plain", "pelt-h2"):
+        url = base + "/"
+        if tool == "pelt-h2":
+            url = f"http://127.0.0.1:{args.h2port}/"
+        cmd = pin + [args.pelt, url, "-c", users, "-t", "1", "-d", secs + "s", "--json", "-", "-q"]
+        if tool != "pelt-plain":
             cmd[4:4] = ["--scenario", os.path.join(work, "journey.yaml")]
+        if tool == "pelt-h2":
+            cmd[cmd.index("-c", len(pin)) + 1] = str(max(1, args.users // 8))
+            cmd[4:4] = ["--http2", "--streams", "8"]
         if args.rate:
             # The journey's iterations, or the same requests a second for one URL (an
             # iteration is two requests).
@@ -211,6 +221,7 @@ def main():
     found = {
         "pelt-plain": True,
         "pelt": True,
+        "pelt-h2": True,
         "k6": bool(args.k6) and os.path.exists(args.k6),
         "locust": subprocess.run([sys.executable, "-c", "import locust"], capture_output=True).returncode == 0,
         "artillery": bool(args.rate) and bool(args.artillery) and os.path.exists(args.artillery),
@@ -226,9 +237,10 @@ def main():
         with open(os.path.join(work, name), "w") as f:
             f.write(text)
     port = peers.free_port()
+    args.h2port = peers.free_port()
     base = f"http://127.0.0.1:{port}"
     with open(os.path.join(work, "nginx.conf"), "w") as f:
-        f.write(NGINX.format(dir=work, port=port))
+        f.write(NGINX.format(dir=work, port=port, h2port=args.h2port))
     nginx = subprocess.Popen(["taskset", "-c", args.server_cpu, "nginx", "-p", work, "-c",
                               os.path.join(work, "nginx.conf")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -185,8 +185,6 @@ fn bad_templates() {
         line.contains("cannot read {{line:/nonexistent/pelt-lines}}"),
         "{line}"
     );
-    let line = rejected(&["{url}{{seq}}", "--http2"]);
-    assert!(line.contains("HTTP/1.1 only"), "{line}");
     let line = rejected(&["{url}", "-b", "{{seq}}", "-H", "Content-Length: 7"]);
     assert!(line.contains("Content-Length"), "{line}");
     let line = rejected_with_file("GET {url}a/{{uuid:1}}\n", &["--targets", "{file}"]);

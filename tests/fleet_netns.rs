@@ -117,27 +117,16 @@ impl Lab {
     fn start_nginx(&mut self) -> String {
         let d = self.dir.display();
         let addr = self.addr(2);
-        let conf = format!(
-            "worker_processes 1;
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log {d}/access.log;
+        let http = format!(
+            "    access_log {d}/access.log;
     keepalive_requests 1000000000;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
     server {{
         listen {addr}:8080;
         location / {{ return 200 \"OK\"; }}
     }}
-}}
 "
         );
+        let conf = util::real::nginx_conf(&self.dir, &http);
         std::fs::write(self.dir.join("nginx.conf"), conf).unwrap();
         let child = self
             .command("srv", NGINX)

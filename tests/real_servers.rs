@@ -14,9 +14,9 @@
 mod util;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::process::Command;
 use std::time::{Duration, Instant};
+use util::real::*;
 use util::*;
 
 /// The backends here: epoll, and io_uring where this kernel allows it.
@@ -28,92 +28,7 @@ fn backends() -> Vec<&'static str> {
     b
 }
 
-/// The first of `candidates` that exists, or `None` (and the test is skipped, outside CI).
-fn find_server(what: &str, package: &str, candidates: &[&str]) -> Option<PathBuf> {
-    let found = candidates.iter().map(PathBuf::from).find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what} is missing (Debian package: {package}); .ci/run installs it"
-        );
-        eprintln!("SKIPPED: {what} is not installed (Debian package: {package})");
-    }
-    found
-}
-
-/// A real server process in its own directory (configuration, logs, certificate).
-struct RealServer {
-    name: &'static str,
-    child: Child,
-    dir: PathBuf,
-    ports: Vec<u16>,
-    access_log: PathBuf,
-}
-
 impl RealServer {
-    /// Starts `command` (given the directory and `listeners` fresh ports), and waits until
-    /// every port accepts connections; on new ports again if the server exits first.
-    fn start(
-        name: &'static str,
-        listeners: usize,
-        command: impl Fn(&Path, &[u16]) -> Command,
-    ) -> RealServer {
-        // Tests run in parallel: each server its own directory (and access log).
-        static SERVERS: AtomicU64 = AtomicU64::new(0);
-        let k = SERVERS.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("pelt-{name}-{}-{k}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        for attempt in 0..3 {
-            // A port free a moment ago (util's closed_port: bound to 0 and released).
-            let ports: Vec<u16> = (0..listeners).map(|_| free_port()).collect();
-            let mut child = command(&dir, &ports)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap_or_else(|e| panic!("starting {name}: {e}"));
-            let start = Instant::now();
-            loop {
-                let up = ports.iter().all(|p| {
-                    std::net::TcpStream::connect_timeout(
-                        &([127, 0, 0, 1], *p).into(),
-                        Duration::from_millis(200),
-                    )
-                    .is_ok()
-                });
-                if up {
-                    return RealServer {
-                        name,
-                        child,
-                        access_log: dir.join("access.log"),
-                        dir,
-                        ports,
-                    };
-                }
-                if let Some(status) = child.try_wait().unwrap() {
-                    let out = child.wait_with_output().unwrap();
-                    let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
-                    eprintln!(
-                        "{name} exited ({status}) on attempt {attempt}: {}{log}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    break;
-                }
-                if start.elapsed() > Duration::from_secs(10) {
-                    stop_child(&mut child);
-                    panic!("{name} did not listen on {ports:?} within 10 s");
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        panic!("{name} would not start; see the messages above");
-    }
-
-    fn url(&self, scheme: &str, listener: usize) -> String {
-        format!("{scheme}://127.0.0.1:{}/", self.ports[listener])
-    }
-
     /// The access log from byte `from` on: how many requests each path got (query dropped).
     fn paths_since(&self, from: usize) -> std::collections::BTreeMap<String, u64> {
         let log = std::fs::read(&self.access_log).unwrap_or_default();
@@ -184,45 +99,6 @@ impl RealServer {
     }
 }
 
-/// Ends a server this test started, by its PID: SIGTERM (nginx and Apache stop their
-/// workers on it), then SIGKILL if it is still there after 10 s.
-fn stop_child(child: &mut Child) {
-    let pid = rustix::process::Pid::from_child(child);
-    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-impl Drop for RealServer {
-    fn drop(&mut self) {
-        stop_child(&mut self.child);
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// Writes a test CA and a server certificate signed by it into `dir`: (ca.pem, cert, key).
-fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let (ca, _, cert, key) = ca_and_server_cert();
-    let paths = (
-        dir.join("ca.pem"),
-        dir.join("server.pem"),
-        dir.join("server.key"),
-    );
-    std::fs::write(&paths.0, ca.pem()).unwrap();
-    std::fs::write(&paths.1, cert.pem()).unwrap();
-    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
-    paths
-}
-
 /// nginx 1.22 as the issue that found the HTTP/2 bug ran it: one worker, keep-alive without a
 /// request limit, 256 streams, a shared session cache and tickets. Listeners: 0 HTTP/1.1,
 /// 1 TLS (ALPN h2 and http/1.1), 2 h2c (prior knowledge).
@@ -230,25 +106,15 @@ fn nginx(bin: &Path) -> RealServer {
     RealServer::start("nginx", 3, |dir, ports| {
         let (_, cert, key) = certificates(dir);
         let d = dir.display();
-        let conf = format!(
-            "worker_processes 1;
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log {d}/access.log;
+        let http = format!(
+            "    log_format seq '$remote_addr - - [$time_local] \"$request\" $status $body_bytes_sent \"$http_x_seq\" $content_length';
+    access_log {d}/access.log seq;
     keepalive_requests 1000000000;
     http2_max_concurrent_streams 256;
     ssl_session_cache shared:S:10m;
     ssl_session_tickets on;
     ssl_certificate {cert};
     ssl_certificate_key {key};
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
     server {{
         listen 127.0.0.1:{p0};
         listen 127.0.0.1:{p1} ssl http2;
@@ -257,7 +123,6 @@ http {{
         listen unix:{d}/nginx-h2.sock http2;
         location / {{ return 200 \"OK\"; }}
     }}
-}}
 ",
             cert = cert.display(),
             key = key.display(),
@@ -265,10 +130,7 @@ http {{
             p1 = ports[1],
             p2 = ports[2],
         );
-        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-        let mut cmd = Command::new(bin);
-        cmd.arg("-p").arg(dir).arg("-c").arg(dir.join("nginx.conf"));
-        cmd
+        nginx_command(bin, dir, &http)
     })
 }
 
@@ -415,6 +277,48 @@ fn nginx_counts_exact_shares_per_target() {
                 .map(|t| (format!("{} /t{t}", ["GET", "POST", "HEAD"][t % 3]), k, k, k))
                 .collect();
             assert_eq!(per, expected, "{io} {flags}");
+        }
+    }
+}
+
+/// Templates over HTTP/2: each stream's request is rendered on its own (path, header and body
+/// from `{{seq}}`, its content-length from the rendered body), as nginx's log shows line by
+/// line, on h2c and on TLS.
+#[test]
+fn nginx_http2_renders_templates_per_stream() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let server = nginx(&bin);
+    let ca = format!("--cacert {}", server.dir.join("ca.pem").display());
+    let n = 3_000u64;
+    for io in backends() {
+        for (url, tls) in [
+            (server.url("http", 2), ""),
+            (server.url("https", 1), ca.as_str()),
+        ] {
+            let from = server.log_len();
+            let url = format!("{url}t/{{{{seq}}}}");
+            let flags = format!(
+                "--http2 -c 2 --streams 32 -t 2 -m POST -H X-Seq:{{{{seq}}}} -b {{\"seq\":{{{{seq}}}}}} {tls}"
+            );
+            server.exact(io, n, &url, &flags);
+            let log = std::fs::read(&server.access_log).unwrap();
+            let mut seen = std::collections::BTreeSet::new();
+            for line in String::from_utf8_lossy(&log[from..]).lines() {
+                // `... "POST /t/17 HTTP/2.0" 200 2 "17" 11`
+                let fields: Vec<&str> = line.split('"').collect();
+                let seq = fields[1]
+                    .split(' ')
+                    .nth(1)
+                    .unwrap()
+                    .trim_start_matches("/t/");
+                assert_eq!(fields[3], seq, "{io} {url}: {line}");
+                let length = format!("{{\"seq\":{seq}}}").len().to_string();
+                assert_eq!(fields[4].trim(), length, "{io} {url}: {line}");
+                seen.insert(seq.parse::<u64>().unwrap());
+            }
+            assert_eq!(seen, (0..n).collect(), "{io} {url}: every index once");
         }
     }
 }

@@ -5,6 +5,7 @@
 
 mod util;
 
+use util::real::*;
 use util::shop::*;
 use util::*;
 
@@ -13,10 +14,13 @@ fn each_user_logs_in_once_and_carries_its_own_token_and_cookie_on_both_backends(
     for io in ["uring", "epoll"] {
         let shop = Shop::start();
         let files = Files::new(io, &[("shop.yaml", SHOP), ("users.csv", &users(12))]);
+        let steps_csv = files.path("steps.csv");
         let v = run_json(&[
             &shop.url,
             "--scenario",
             &files.path("shop.yaml"),
+            "--csv-targets",
+            &steps_csv,
             "-c",
             "12",
             "-t",
@@ -49,16 +53,34 @@ fn each_user_logs_in_once_and_carries_its_own_token_and_cookie_on_both_backends(
         assert_eq!(v["requests"]["completed"], 600, "{io}");
         assert_eq!(v["requests"]["errors"], 0, "{io}");
         assert_steps_are_the_shops(&v, &stats, io);
-        // The cart got the id captured from the list (the second item's).
-        assert!(
-            stats
-                .as_object()
-                .unwrap()
-                .keys()
-                .filter(|k| k.starts_with("cart "))
-                .all(|k| k.ends_with(" 8")),
-            "{stats}"
+        // --csv-targets: a row per step, its counts and percentiles those of the JSON.
+        let csv = std::fs::read_to_string(&steps_csv).unwrap();
+        let mut rows = csv.lines();
+        assert_eq!(
+            rows.next(),
+            Some("name,sent,completed,errors,in_flight,rps,mean_us,p50_us,p90_us,p99_us,max_us,1xx,2xx,3xx,4xx,5xx,other")
         );
+        for (row, step) in rows.zip(["login", "items", "cart"]) {
+            let t = target(&v, step);
+            let f: Vec<&str> = row.split(',').collect();
+            let n = |k: &str| t[k].as_u64().unwrap().to_string();
+            let l = |k: &str| t["latency_us"][k].as_u64().unwrap().to_string();
+            assert_eq!(
+                (f[0], f[1], f[2], f[3], f[8], f[9], f[12]),
+                (
+                    step,
+                    n("sent").as_str(),
+                    n("completed").as_str(),
+                    "0",
+                    l("p90").as_str(),
+                    l("p99").as_str(),
+                    n("completed").as_str()
+                ),
+                "{io}: {row}"
+            );
+        }
+        assert_eq!(csv.lines().count(), 4, "{csv}");
+        assert_carts_took_the_captured_id(&stats);
         // The result, scenario section included, is what docs/result-schema.json says.
         assert_schema(&v);
         let s = &v["scenario"];
@@ -275,6 +297,106 @@ fn over_https_the_secure_session_cookie_goes_back_and_users_ramp_in_stages() {
     assert!(peak.is_some_and(|c| c <= 6), "{}", v["timeline"]);
 }
 
+/// nginx from Debian in front of the shop: HTTP/2 to pelt on listener 0 (h2c, prior
+/// knowledge) and 1 (TLS, ALPN h2), HTTP/1.1 keep-alive to the shop.
+fn nginx_before(bin: &std::path::Path, shop: &Shop) -> RealServer {
+    let upstream = shop
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let bin = bin.to_path_buf();
+    RealServer::start("nginx-shop", 2, move |dir, ports| {
+        let (_, cert, key) = certificates(dir);
+        let d = dir.display();
+        let http = format!(
+            "    access_log {d}/access.log;
+    upstream shop {{ server {upstream}; keepalive 32; }}
+    server {{
+        listen 127.0.0.1:{p0} http2;
+        listen 127.0.0.1:{p1} ssl http2;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        location / {{
+            proxy_pass http://shop;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+        }}
+    }}
+",
+            cert = cert.display(),
+            key = key.display(),
+            p0 = ports[0],
+            p1 = ports[1],
+        );
+        nginx_command(&bin, dir, &http)
+    })
+}
+
+/// Over HTTP/2 each stream of a connection is a user: 3 connections of 4 streams are 12 users,
+/// each logging in once and carrying its own token and cookie on its own stream, with the
+/// requests rendered from the steps' templates per stream. nginx speaks HTTP/2 to pelt (h2c
+/// on one backend, TLS on the other) and passes every request to the shop, whose counts are
+/// pelt's per step.
+#[test]
+fn over_http2_each_stream_is_a_user_with_its_own_session() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    for (io, listener) in [("uring", 0), ("epoll", 1)] {
+        let shop = Shop::start();
+        let front = nginx_before(&bin, &shop);
+        let url = front.url(if listener == 0 { "http" } else { "https" }, listener);
+        let ca = front.dir.join("ca.pem").display().to_string();
+        let tls = if listener == 1 {
+            vec!["--cacert", ca.as_str()]
+        } else {
+            vec![]
+        };
+        let files = Files::new(
+            &format!("h2-{io}"),
+            &[("shop.yaml", SHOP), ("users.csv", &users(12))],
+        );
+        let shop_yaml = files.path("shop.yaml");
+        let mut args = vec![
+            url.as_str(),
+            "--scenario",
+            &shop_yaml,
+            "--http2",
+            "-c",
+            "3",
+            "--streams",
+            "4",
+            "-t",
+            "1",
+            "-n",
+            "600",
+            "--io",
+            io,
+        ];
+        args.extend(tls);
+        let v = run_json(&args);
+        assert_eq!(v["http"], "2", "{io}");
+        assert_eq!(v["requests"]["completed"], 600, "{io}: {v}");
+        assert_eq!(v["requests"]["errors"], 0, "{io}: {v}");
+        assert_eq!(count(&v, &["connections_opened"]), 3, "{io}: {v}");
+        let stats = shop.stats();
+        assert_eq!(shop_count(&stats, "refused"), 0, "{io}: {stats}");
+        for k in 0..12 {
+            assert_eq!(stats[format!("login u{k}")], 1, "{io}: {stats}");
+        }
+        assert_steps_are_the_shops(&v, &stats, io);
+        let it = &v["scenario"]["iterations"];
+        assert_eq!(it["failed"], 0, "{io}: {it}");
+        assert_eq!(
+            it["completed"].as_u64(),
+            target(&v, "cart")["completed"].as_u64(),
+            "{io}: {it}"
+        );
+        assert_carts_took_the_captured_id(&stats);
+    }
+}
+
 #[test]
 fn a_stalled_server_shows_in_every_iteration_it_held_up() {
     let shop = Shop::start();
@@ -346,8 +468,14 @@ fn a_bad_scenario_is_one_line_naming_its_place_before_any_traffic() {
         "cannot read the scenario file",
     );
     assert_bad_input(
-        &[&url, "--scenario", &files.path("ok.yaml"), "--http2"],
-        "--scenario runs over HTTP/1.1 for now: drop --http2",
+        &[
+            &url,
+            "--scenario",
+            &files.path("ok.yaml"),
+            "--pipeline",
+            "2",
+        ],
+        "nothing to pipeline: drop --pipeline",
     );
     assert_bad_input(
         &[

@@ -103,6 +103,9 @@ class Shop(BaseHTTPRequestHandler):
             self.answer(404, {})
 
 
+# A proxy in front (nginx, in the HTTP/2 test) opens many connections at once: a listen
+# queue of 5, the default, drops their SYNs and stalls them for a second.
+ThreadingHTTPServer.request_queue_size = 128
 server = ThreadingHTTPServer(("127.0.0.1", 0), Shop)
 server.daemon_threads = True
 if len(sys.argv) == 4 and sys.argv[1] == "--tls":

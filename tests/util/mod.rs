@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod real;
 pub mod shop;
 
 use std::io::{Read, Write};

@@ -151,6 +151,20 @@ scenarios:
               name: added
 "#;
 
+/// Every cart request the shop counted was for the id captured from the list (the second
+/// item's).
+pub fn assert_carts_took_the_captured_id(stats: &serde_json::Value) {
+    assert!(
+        stats
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| k.starts_with("cart "))
+            .all(|k| k.ends_with(" 8")),
+        "{stats}"
+    );
+}
+
 /// A result's figures for the step `name` (its entry of `targets`).
 pub fn target<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     v["targets"]

@@ -486,6 +486,12 @@ pub struct Outputs {
     #[arg(long = "csv", value_name = "PATH")]
     pub csv: Option<PathBuf>,
 
+    /// Write the per-target table as CSV to PATH: one row per --targets name or --scenario
+    /// step (counts, requests/s, latency p50/p90/p99/max and mean in microseconds, status
+    /// classes, errors).
+    #[arg(long = "csv-targets", value_name = "PATH")]
+    pub csv_targets: Option<PathBuf>,
+
     /// Write a self-contained HTML report to PATH: configuration, summary tables, and charts
     /// of requests/s, latency over time, the percentile spectrum and status codes.
     #[arg(long = "html", value_name = "PATH")]

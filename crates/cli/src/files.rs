@@ -12,6 +12,7 @@ use std::path::PathBuf;
 pub fn check_outputs(o: &Outputs) -> Result<()> {
     for (flag, path) in [
         ("--csv", &o.csv),
+        ("--csv-targets", &o.csv_targets),
         ("--html", &o.html),
         ("--hdr-log", &o.hdr_log),
     ] {
@@ -24,6 +25,7 @@ pub fn check_outputs(o: &Outputs) -> Result<()> {
     for (flag, path) in [
         ("--json", &o.json),
         ("--csv", &o.csv),
+        ("--csv-targets", &o.csv_targets),
         ("--html", &o.html),
         ("--hdr-log", &o.hdr_log),
     ] {
@@ -38,9 +40,14 @@ pub fn check_outputs(o: &Outputs) -> Result<()> {
 /// For the commands that run many times (compare, find-max): the single-run outputs are
 /// refused with `instead`, the others checked.
 pub fn check_study_outputs(load: &LoadArgs, instead: &str) -> Result<()> {
-    if !load.spec.expect.is_empty() || load.jsonl.is_some() || load.out.hdr_log.is_some() {
+    let o = &load.out;
+    if !load.spec.expect.is_empty()
+        || load.jsonl.is_some()
+        || o.hdr_log.is_some()
+        || o.csv_targets.is_some()
+    {
         return Err(bad(anyhow!(
-            "--expect, --jsonl and --hdr-log are for single runs; {instead}"
+            "--expect, --jsonl, --hdr-log and --csv-targets are for single runs; {instead}"
         )));
     }
     check_outputs(&load.out)
@@ -73,6 +80,9 @@ pub fn write_outputs(report: &Report, o: &Outputs) -> Result<bool> {
     write_json(&o.json, report)?;
     if let Some(path) = &o.csv {
         output::write_atomic(path, output::timeline_csv(&report.timeline).as_bytes())?;
+    }
+    if let Some(path) = &o.csv_targets {
+        output::write_atomic(path, &output::targets_csv(report)?)?;
     }
     if let Some(path) = &o.hdr_log {
         output::write_atomic(path, &output::hdr_log(report)?)?;

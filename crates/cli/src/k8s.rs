@@ -51,6 +51,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("--json", "the coordinator writes its result to its log: kubectl logs job/NAME-coordinator > result.json"),
     ("--jsonl", "the coordinator writes its result to its log"),
     ("--csv", "render the result with pelt report result.json --csv FILE"),
+    ("--csv-targets", "render the result with pelt report result.json --csv-targets FILE"),
     ("--html", "render the result with pelt report result.json --html FILE"),
     ("--hdr-log", "render the result with pelt report result.json --hdr-log FILE"),
     ("--unix-socket", "agents in pods connect over the network"),

@@ -547,6 +547,60 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     s
 }
 
+/// `--csv-targets`: one row per target (a `--targets` name, a scenario's step), in the
+/// report's order, with a header row. A run without per-target figures has the header only.
+pub fn targets_csv(r: &Report) -> Result<Vec<u8>> {
+    const CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut head = vec![
+        "name",
+        "sent",
+        "completed",
+        "errors",
+        "in_flight",
+        "rps",
+        "mean_us",
+        "p50_us",
+        "p90_us",
+        "p99_us",
+        "max_us",
+    ];
+    head.extend(CLASSES);
+    w.write_record(&head)?;
+    for t in &r.targets {
+        let l = &t.latency_us;
+        let rps = if r.duration_s > 0.0 {
+            t.completed as f64 / r.duration_s
+        } else {
+            0.0
+        };
+        let mut row = vec![
+            t.name.clone(),
+            t.sent.to_string(),
+            t.completed.to_string(),
+            t.errors.to_string(),
+            t.in_flight.to_string(),
+            format!("{rps:.1}"),
+            format!("{:.1}", l.mean_us),
+            l.p50_us.to_string(),
+            l.p90_us.to_string(),
+            l.p99_us.to_string(),
+            l.max_us.to_string(),
+        ];
+        let mut classes = [0u64; 6];
+        for (code, n) in &t.status {
+            let k = match code.as_bytes().first() {
+                Some(c @ b'1'..=b'5') if code.len() == 3 => (c - b'1') as usize,
+                _ => 5,
+            };
+            classes[k] += n;
+        }
+        row.extend(classes.iter().map(u64::to_string));
+        w.write_record(&row)?;
+    }
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
 /// `--hdr-log`: the measured seconds' latency histograms as an HdrHistogram interval log
 /// (the format of Java's HistogramLogWriter: StartTime and BaseTime headers, a legend, one
 /// line per second with its start offset, length, max and compressed histogram).

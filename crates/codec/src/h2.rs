@@ -178,14 +178,16 @@ fn hpack_str(out: &mut Vec<u8>, s: &[u8]) {
 fn hpack_literal(out: &mut Vec<u8>, index: usize, name: &[u8], value: &[u8]) {
     hpack_int(out, 0, 4, index);
     if index == 0 {
-        hpack_str(out, name);
+        // HTTP/2 field names are lower case.
+        hpack_int(out, 0, 7, name.len());
+        out.extend(name.iter().map(u8::to_ascii_lowercase));
     }
     hpack_str(out, value);
 }
 
 /// Headers that describe an HTTP/1.1 connection and are forbidden in HTTP/2 (RFC 9113
 /// section 8.2.2); `Host` becomes `:authority`.
-fn connection_specific(name: &str) -> bool {
+fn connection_specific(name: &[u8]) -> bool {
     [
         "connection",
         "keep-alive",
@@ -195,7 +197,7 @@ fn connection_specific(name: &str) -> bool {
         "host",
     ]
     .iter()
-    .any(|h| name.eq_ignore_ascii_case(h))
+    .any(|h| name.eq_ignore_ascii_case(h.as_bytes()))
 }
 
 /// One request's header block, encoded once for every stream (see the module docs).
@@ -211,46 +213,112 @@ pub fn encode_headers(
     body_len: usize,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
-    match method {
-        "GET" => out.push(0x80 | 2),
-        "POST" => out.push(0x80 | 3),
-        m => hpack_literal(&mut out, 2, b"", m.as_bytes()),
+    let fields = headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
+    let head = Head {
+        method: method.as_bytes(),
+        scheme,
+        authority: authority.as_bytes(),
+        path: path.as_bytes(),
+    };
+    encode_into(&mut out, head, fields, body_len);
+    out
+}
+
+/// A request rendered as HTTP/1.1 (its request line, headers, the blank line and its body,
+/// as pelt's templates write it) turned into what HTTP/2 sends: its header block appended to
+/// `block` (as [`encode_headers`] builds it) and its body to `body`. Allocates nothing once
+/// the buffers have grown. An error names what does not parse (a template renders valid
+/// requests, so this is a bug, not the server's doing).
+pub fn encode_request(
+    rendered: &[u8],
+    scheme: &str,
+    block: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+) -> Result<(), String> {
+    let mut found = [httparse::EMPTY_HEADER; crate::response::MAX_HEADERS];
+    let mut head = httparse::Request::new(&mut found);
+    let n = match head.parse(rendered) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Err("a rendered request cut short".into()),
+        Err(e) => return Err(format!("a rendered request does not parse: {e}")),
+    };
+    let fields = head.headers.iter().map(|h| (h.name.as_bytes(), h.value));
+    let authority = fields
+        .clone()
+        .find(|(n, _)| n.eq_ignore_ascii_case(b"host"))
+        .map_or(&b""[..], |(_, v)| v);
+    let h = Head {
+        method: head.method.unwrap_or("GET").as_bytes(),
+        scheme,
+        authority,
+        path: head.path.unwrap_or("/").as_bytes(),
+    };
+    body.extend_from_slice(&rendered[n..]);
+    encode_into(block, h, fields, rendered.len() - n);
+    Ok(())
+}
+
+/// A request's pseudo-header fields.
+struct Head<'a> {
+    method: &'a [u8],
+    scheme: &'a str,
+    authority: &'a [u8],
+    path: &'a [u8],
+}
+
+/// Appends a request's header block: its pseudo-headers, then `fields` (see
+/// [`encode_headers`]).
+fn encode_into<'a>(
+    out: &mut Vec<u8>,
+    head: Head<'_>,
+    fields: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
+    body_len: usize,
+) {
+    match head.method {
+        b"GET" => out.push(0x80 | 2),
+        b"POST" => out.push(0x80 | 3),
+        m => hpack_literal(out, 2, b"", m),
     }
-    match scheme {
+    match head.scheme {
         "https" => out.push(0x80 | 7),
         _ => out.push(0x80 | 6),
     }
-    let authority = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
-        .map_or(authority, |(_, v)| v.as_str());
-    hpack_literal(&mut out, 1, b"", authority.as_bytes());
-    if path == "/" {
+    let authority = fields
+        .clone()
+        .find(|(n, _)| n.eq_ignore_ascii_case(b"host"))
+        .map_or(head.authority, |(_, v)| v);
+    hpack_literal(out, 1, b"", authority);
+    if head.path == b"/" {
         out.push(0x80 | 4);
     } else {
-        hpack_literal(&mut out, 4, b"", path.as_bytes());
+        hpack_literal(out, 4, b"", head.path);
     }
     let mut has_length = false;
-    for (name, value) in headers {
+    for (name, value) in fields {
         if connection_specific(name) {
             continue;
         }
-        if name.eq_ignore_ascii_case("te") && !value.eq_ignore_ascii_case("trailers") {
+        if name.eq_ignore_ascii_case(b"te") && !value.eq_ignore_ascii_case(b"trailers") {
             continue;
         }
-        has_length |= name.eq_ignore_ascii_case("content-length");
-        hpack_literal(
-            &mut out,
-            0,
-            name.to_ascii_lowercase().as_bytes(),
-            value.as_bytes(),
-        );
+        has_length |= name.eq_ignore_ascii_case(b"content-length");
+        hpack_literal(out, 0, name, value);
     }
     if body_len > 0 && !has_length {
-        // Static table entry 28 is content-length.
-        hpack_literal(&mut out, 28, b"", body_len.to_string().as_bytes());
+        // Static table entry 28 is content-length; its digits written without allocating.
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = body_len;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        hpack_literal(out, 28, b"", &digits[at..]);
     }
-    out
 }
 
 /// What the server said, one frame's worth at a time.
@@ -282,6 +350,16 @@ pub enum Event<'a> {
     },
     /// The server opened a send window (`stream` 0: the connection's).
     WindowUpdate { stream: u32, increment: u32 },
+    /// One field of a header block on `stream`, decoded (before that block's
+    /// [`Event::Headers`]); only after [`Session::read_responses`].
+    Field {
+        stream: u32,
+        name: &'a [u8],
+        value: &'a [u8],
+    },
+    /// Bytes of a DATA frame's content on `stream` (padding left out), as they arrive (before
+    /// that frame's [`Event::Data`]); only after [`Session::read_responses`].
+    Body { stream: u32, bytes: &'a [u8] },
 }
 
 /// A DATA payload being skipped.
@@ -291,6 +369,11 @@ struct DataFrame {
     len: u32,
     left: usize,
     end_stream: bool,
+    /// PADDED: the first payload byte is the pad length.
+    padded: bool,
+    /// Read responses: payload bytes seen so far, and the pad length once known.
+    pos: usize,
+    pad: usize,
 }
 
 /// One HTTP/2 connection as a client sees it: what the server allows, and the frames it sent
@@ -319,6 +402,8 @@ pub struct Session {
     next_stream: u32,
     /// The lowest `last_stream` of the server's GOAWAYs.
     goaway: Option<u32>,
+    /// Header fields and body bytes are reported ([`Session::read_responses`]).
+    responses: bool,
 }
 
 impl Default for Session {
@@ -344,7 +429,16 @@ impl Session {
             consumed: 0,
             next_stream: 1,
             goaway: None,
+            responses: false,
         }
+    }
+
+    /// From now on, reports each response header field ([`Event::Field`]) and the bytes of
+    /// each DATA frame ([`Event::Body`]), for a caller that reads responses (a scenario's
+    /// captures and checks). Without it, fields other than `:status` are decoded and
+    /// dropped, and DATA payloads are skipped by length.
+    pub fn read_responses(&mut self) {
+        self.responses = true;
     }
 
     /// Whether the server's first SETTINGS has arrived.
@@ -442,6 +536,9 @@ impl Session {
         loop {
             if let Some(d) = self.data.as_mut() {
                 let n = d.left.min(rest.len());
+                if self.responses && n > 0 {
+                    data_bytes(d, &rest[..n], on)?;
+                }
                 d.left -= n;
                 rest = &rest[n..];
                 if d.left > 0 {
@@ -549,6 +646,9 @@ impl Session {
             len: head.len as u32,
             left: head.len,
             end_stream: head.flags & flag::END_STREAM != 0,
+            padded: head.flags & flag::PADDED != 0,
+            pos: 0,
+            pad: 0,
         });
     }
 
@@ -747,8 +847,16 @@ impl Session {
     ) -> Result<(), H2Error> {
         let mut status = None;
         let mut bad_status = false;
+        let responses = self.responses;
         self.decoder
             .decode(block, |name, v| {
+                if responses {
+                    on(Event::Field {
+                        stream,
+                        name,
+                        value: v,
+                    });
+                }
                 if name == b":status" {
                     match v {
                         [a @ b'1'..=b'9', b @ b'0'..=b'9', c @ b'0'..=b'9'] => {
@@ -770,6 +878,36 @@ impl Session {
         });
         Ok(())
     }
+}
+
+/// Reports `chunk`, the next bytes of DATA frame `d`'s payload, without its padding.
+fn data_bytes(
+    d: &mut DataFrame,
+    mut chunk: &[u8],
+    on: &mut impl FnMut(Event) -> u32,
+) -> Result<(), H2Error> {
+    if d.padded && d.pos == 0 {
+        let pad = chunk[0] as usize;
+        if pad >= d.len as usize {
+            return Err(err(
+                code::PROTOCOL_ERROR,
+                "DATA padding as long as the frame or longer",
+            ));
+        }
+        d.pad = pad;
+        d.pos = 1;
+        chunk = &chunk[1..];
+    }
+    let end = d.len as usize - d.pad;
+    let content = &chunk[..end.saturating_sub(d.pos).min(chunk.len())];
+    d.pos += chunk.len();
+    if !content.is_empty() {
+        on(Event::Body {
+            stream: d.stream,
+            bytes: content,
+        });
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -925,6 +1063,123 @@ mod tests {
             assert_eq!(events(&mut s, &wire, split), (whole.clone(), acks.clone()));
             assert_eq!(s.max_streams(), 7);
         }
+    }
+
+    /// Reading responses: every header field and the DATA content, padding left out, the
+    /// same however the bytes are split; the fields of a block come before its Headers event.
+    #[test]
+    fn fields_and_body_bytes_are_reported_when_asked() {
+        let mut enc = loona_hpack::Encoder::new();
+        let mut wire = frame(kind::SETTINGS, 0, 0, b"");
+        wire.extend(frame(
+            kind::HEADERS,
+            flag::END_HEADERS,
+            1,
+            &server_block(&mut enc, b"200"),
+        ));
+        let mut padded = vec![3u8];
+        padded.extend_from_slice(b"{\"id\":");
+        padded.extend_from_slice(&[0, 0, 0]);
+        wire.extend(frame(kind::DATA, flag::PADDED, 1, &padded));
+        wire.extend(frame(kind::DATA, flag::END_STREAM, 1, b"42}"));
+        let want = [
+            "Settings { window_delta: 0 }",
+            "Field { stream: 1, name: \":status\", value: \"200\" }",
+            "Field { stream: 1, name: \"content-length\", value: \"2\" }",
+            "Field { stream: 1, name: \"date\", value: \"Sun, 22 Nov 2026 16:00:00 GMT\" }",
+            "Headers { stream: 1, status: Some(200), end_stream: false }",
+            "Data { stream: 1, len: 10, end_stream: false }",
+            "Data { stream: 1, len: 3, end_stream: true }",
+        ];
+        for split in 1..=wire.len() {
+            let mut s = Session::new();
+            s.read_responses();
+            let mut seen = vec![];
+            let mut body = vec![];
+            for chunk in wire.chunks(split) {
+                s.receive(chunk, &mut vec![], &mut |e| {
+                    match e {
+                        Event::Body { stream: 1, bytes } => body.extend_from_slice(bytes),
+                        e => seen.push(fields_as_text(&format!("{e:?}"))),
+                    }
+                    0
+                })
+                .unwrap();
+            }
+            assert_eq!(seen, want, "split {split}");
+            assert_eq!(body, b"{\"id\":42}", "split {split}");
+        }
+        // Padding as long as the frame is a connection error.
+        let mut s = Session::new();
+        s.read_responses();
+        let bad = frame(kind::DATA, flag::PADDED, 1, &[2, 0]);
+        let e = s.receive(&bad, &mut vec![], &mut |_| 0).unwrap_err();
+        assert_eq!(e.code, code::PROTOCOL_ERROR);
+        // Without read_responses: neither kind of event.
+        let (plain, _) = events(&mut Session::new(), &wire, wire.len());
+        assert_eq!(plain.len(), 4);
+    }
+
+    /// `Field { name: [..], value: [..] }` with the byte lists shown as text.
+    fn fields_as_text(e: &str) -> String {
+        let mut out = String::new();
+        let mut rest = e;
+        while let Some(open) = rest.find('[') {
+            let close = rest[open..].find(']').unwrap() + open;
+            out.push_str(&rest[..open]);
+            let bytes: Vec<u8> = rest[open + 1..close]
+                .split(", ")
+                .filter(|b| !b.is_empty())
+                .map(|b| b.parse().unwrap())
+                .collect();
+            out.push_str(&format!("{:?}", String::from_utf8(bytes).unwrap()));
+            rest = &rest[close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// A rendered HTTP/1.1 request becomes the same block `encode_headers` builds from its
+    /// parts, and its body.
+    #[test]
+    fn a_rendered_request_becomes_its_header_block_and_body() {
+        let text = b"POST /cart/7?x=1 HTTP/1.1\r\nHost: shop.test\r\nAuthorization: Bearer T1\r\nConnection: keep-alive\r\nCookie: sid=a\r\nContent-Length: 9\r\n\r\n{\"id\":42}";
+        let (mut block, mut body) = (vec![], vec![]);
+        encode_request(text, "https", &mut block, &mut body).unwrap();
+        assert_eq!(body, b"{\"id\":42}");
+        let h: Vec<(String, String)> = [
+            ("Host", "shop.test"),
+            ("Authorization", "Bearer T1"),
+            ("Connection", "keep-alive"),
+            ("Cookie", "sid=a"),
+            ("Content-Length", "9"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(
+            block,
+            encode_headers("POST", "https", "x", "/cart/7?x=1", &h, 9)
+        );
+        let decoded = loona_hpack::Decoder::new().decode(&block).unwrap();
+        let names: Vec<&[u8]> = decoded.iter().map(|(n, _)| &n[..]).collect();
+        assert_eq!(
+            names,
+            [
+                &b":method"[..],
+                b":scheme",
+                b":authority",
+                b":path",
+                b"authorization",
+                b"cookie",
+                b"content-length"
+            ]
+        );
+        assert!(
+            encode_request(b"GET / HTTP/1.1\r\nHost", "http", &mut block, &mut body)
+                .unwrap_err()
+                .contains("cut short")
+        );
     }
 
     #[test]

@@ -723,8 +723,17 @@ impl Fields {
         &self.all[..self.len]
     }
 
-    fn clear(&mut self) {
+    /// Forgets the fields (keeping the strings for the next response).
+    pub fn clear(&mut self) {
         self.len = 0;
+    }
+
+    /// Adds a field as it came over HTTP/2 (name and value as bytes; not UTF-8 is replaced,
+    /// the value trimmed).
+    pub fn push_bytes(&mut self, name: &[u8], value: &[u8]) {
+        let name = String::from_utf8_lossy(name);
+        let value = String::from_utf8_lossy(value);
+        self.push(&name, value.trim());
     }
 
     fn push(&mut self, name: &str, value: &str) {

@@ -723,12 +723,6 @@ impl SetBuilder<'_> {
         let has_length = all
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("content-length"));
-        if !m.is_empty() && self.h2 {
-            return Err(bad(format!(
-                "{}templates ({{{{...}}}}) are for HTTP/1.1 only for now; drop --http2",
-                at.prefix()
-            )));
-        }
         if !m.is_empty() && has_length {
             return Err(bad(format!(
                 "{}with templates Content-Length is written per request; drop -H Content-Length",
@@ -767,22 +761,19 @@ impl SetBuilder<'_> {
     }
 }
 
-/// The scenario file compiled, and what a scenario run does not do yet refused.
+/// The scenario file compiled, and what a scenario run does not do refused.
 fn scenario_program(
     spec: &LoadSpec,
     source: &crate::ScenarioSource,
 ) -> Result<crate::scenario::Program, SpecError> {
     let (program, _) = crate::scenario::load_source(source).map_err(bad)?;
-    let not_yet = |what: &str| {
-        bad(format!(
-            "--scenario runs over HTTP/1.1 for now: drop {what}"
-        ))
-    };
-    if spec.http2 {
-        return Err(not_yet("--http2"));
-    }
     if spec.pipeline > 1 {
-        return Err(not_yet("--pipeline"));
+        // A user's next step depends on the response before it: nothing to pipeline.
+        return Err(bad(
+            "--scenario: a user sends a step after the response before it, so there is \
+             nothing to pipeline: drop --pipeline (over HTTP/2, --streams seats that many \
+             users on each connection)",
+        ));
     }
     Ok(program)
 }

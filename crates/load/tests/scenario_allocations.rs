@@ -2,8 +2,11 @@
 //! (`read_complete` into reused fields), its checks and JSON captures (walked in place, the
 //! values written over the old ones), its cookie jar's `Cookie` value (made again only when the
 //! jar changes). Counted by a global allocator over a thousand iterations of a journey whose
-//! login sets a cookie and whose every step captures or checks.
+//! login sets a cookie and whose every step captures or checks; over HTTP/1.1 and over HTTP/2
+//! (the session's header fields and body bytes into the same reused storage, and each request,
+//! rendered as text, turned into its header block).
 
+use pelt_codec::h2::{self, Event, Session};
 use pelt_codec::response::{read_complete, Fields};
 use pelt_load::scenario::{Next, Response, Rows, ScenarioCounts, User};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -35,6 +38,9 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
+
+/// The tests count allocations one at a time.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const JOURNEY: &str = r#"
 scenarios:
@@ -75,8 +81,79 @@ const LOGIN: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Us
 const ITEMS: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2e\r\n{\"items\": [{\"id\": 7}, {\"id\": 8}], \"name\": \"x\"}\r\n0\r\n\r\n";
 const CART: &[u8] = b"HTTP/1.1 201 Created\r\nServer: nginx\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"added\": \"8\"}\n";
 
+/// How a response reaches the user: from its HTTP/1.1 bytes, or from HTTP/2 frames.
+enum Wire {
+    Http1,
+    Http2 {
+        session: Box<Session>,
+        out: Vec<u8>,
+        /// Each response as the server's frames, on stream 1.
+        frames: [Vec<u8>; 3],
+        /// A request rendered as text, and its header block and body.
+        text: Vec<u8>,
+        block: Vec<u8>,
+        request_body: Vec<u8>,
+    },
+}
+
+/// `raw` (an HTTP/1.1 response) as an HTTP/2 server sends it: HEADERS with literal fields, then
+/// its body in two DATA frames, the second ending the stream.
+fn frames_of(raw: &[u8]) -> Vec<u8> {
+    let mut fields = Fields::default();
+    let mut body = Vec::new();
+    let status = read_complete(raw, &mut fields, &mut body).unwrap();
+    let mut block = Vec::new();
+    let literal = |block: &mut Vec<u8>, name: &[u8], value: &[u8]| {
+        block.push(0);
+        block.push(name.len() as u8);
+        block.extend_from_slice(name);
+        block.push(value.len() as u8);
+        block.extend_from_slice(value);
+    };
+    literal(&mut block, b":status", status.to_string().as_bytes());
+    for (n, v) in fields.as_slice() {
+        if n != "transfer-encoding" {
+            literal(&mut block, n.as_bytes(), v.as_bytes());
+        }
+    }
+    let mut wire = Vec::new();
+    h2::frame_header(
+        &mut wire,
+        block.len(),
+        h2::kind::HEADERS,
+        h2::flag::END_HEADERS,
+        1,
+    );
+    wire.extend_from_slice(&block);
+    let (a, b) = body.split_at(body.len() / 2);
+    h2::frame_header(&mut wire, a.len(), h2::kind::DATA, 0, 1);
+    wire.extend_from_slice(a);
+    h2::frame_header(&mut wire, b.len(), h2::kind::DATA, h2::flag::END_STREAM, 1);
+    wire.extend_from_slice(b);
+    wire
+}
+
 #[test]
 fn a_user_allocates_nothing_per_request_once_warm() {
+    journey_allocates_nothing(Wire::Http1);
+}
+
+#[test]
+fn over_http2_too() {
+    let mut session = Session::new();
+    session.read_responses();
+    journey_allocates_nothing(Wire::Http2 {
+        session: Box::new(session),
+        out: Vec::new(),
+        frames: [frames_of(LOGIN), frames_of(ITEMS), frames_of(CART)],
+        text: Vec::new(),
+        block: Vec::new(),
+        request_body: Vec::new(),
+    });
+}
+
+fn journey_allocates_nothing(mut wire: Wire) {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("pelt-alloc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("journey.yaml");
@@ -99,7 +176,46 @@ fn a_user_allocates_nothing_per_request_once_warm() {
         let id = s.id as usize;
         let cookie_len = user.cookie_header(s.id, &urls[id]).len();
         let raw = [LOGIN, ITEMS, CART][id];
-        let status = read_complete(raw, &mut fields, &mut body).unwrap();
+        let status = match &mut wire {
+            Wire::Http1 => read_complete(raw, &mut fields, &mut body).unwrap(),
+            Wire::Http2 {
+                session,
+                out,
+                frames,
+                text,
+                block,
+                request_body,
+            } => {
+                // The request as the worker sends it: rendered, then made a header block.
+                text.clear();
+                text.extend_from_slice(b"POST /cart/8 HTTP/1.1\r\nHost: shop.test\r\n");
+                text.extend_from_slice(b"Cookie: ");
+                text.extend_from_slice(user.cookie().as_bytes());
+                text.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n{}");
+                block.clear();
+                request_body.clear();
+                h2::encode_request(text, "https", block, request_body).unwrap();
+                assert_eq!(request_body, b"{}");
+                fields.clear();
+                body.clear();
+                let mut status = 0;
+                session
+                    .receive(&frames[id], out, &mut |e| {
+                        match e {
+                            Event::Field { name, value, .. } if !name.starts_with(b":") => {
+                                fields.push_bytes(name, value)
+                            }
+                            Event::Body { bytes, .. } => body.extend_from_slice(bytes),
+                            Event::Headers { status: s, .. } => status = s.unwrap(),
+                            _ => {}
+                        }
+                        0
+                    })
+                    .unwrap();
+                out.clear();
+                status
+            }
+        };
         let r = Response {
             status,
             headers: fields.as_slice(),

@@ -28,10 +28,10 @@ pub(super) struct H1Conn {
     /// `Config::sample_responses` or scenarios: the bytes of the response being parsed, so
     /// far.
     capture: Vec<u8>,
-    /// Scenarios: the last complete response's bytes, and the step it answered (until the
-    /// worker takes it).
+    /// Scenarios: the last complete response's bytes, and the step it answered and the seat
+    /// of the user that sent it (until the worker takes it).
     answer: Vec<u8>,
-    answered: Option<u32>,
+    answered: Option<(u32, u32)>,
 }
 
 impl Default for H1Conn {
@@ -67,9 +67,10 @@ impl Protocol for Http1 {
         }
     }
 
-    fn answer(conn: &mut H1Conn) -> Option<(u32, &[u8])> {
-        let step = conn.answered.take()?;
-        Some((step, &conn.answer))
+    fn answer(conn: &mut H1Conn, users: &mut Users, now: Instant) {
+        if let Some((step, user)) = conn.answered.take() {
+            users.answered_raw(user as usize, step, &conn.answer, now);
+        }
     }
 
     #[inline]
@@ -157,7 +158,7 @@ impl Protocol for Http1 {
                             let h1 = &mut conn.proto;
                             std::mem::swap(&mut h1.answer, &mut h1.capture);
                             let front = conn.slots.front().expect("a request is in flight");
-                            h1.answered = Some(front.target);
+                            h1.answered = Some((front.target, front.user));
                         }
                         conn.proto.capture.clear();
                     }
@@ -213,7 +214,7 @@ impl Protocol for Http1 {
                 // Scenarios: the user reads a response the close ended, too.
                 if let Some(users) = &mut w.users {
                     let kept = &w.conns[i].proto.capture;
-                    users.answered(i, slot.target, kept, now);
+                    users.answered_raw(slot.user as usize, slot.target, kept, now);
                 }
                 w.fail_all(i, ErrorKind::Closed, now, || {
                     "the server closed the connection with pipelined requests unanswered"
@@ -254,7 +255,8 @@ fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, n
             for k in conn.slots.len - n..conn.slots.len {
                 let slot = *conn.slots.get_mut(k);
                 let t = slot.target as usize;
-                let (vars, cookie) = w.users.as_ref().map_or((&[][..], ""), |u| u.render(i));
+                let user = slot.user as usize;
+                let (vars, cookie) = w.users.as_ref().map_or((&[][..], ""), |u| u.render(user));
                 match set.template(t) {
                     Some(template) => template.render(
                         &mut conn.proto.scratch,

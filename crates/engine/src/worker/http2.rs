@@ -1,16 +1,45 @@
 //! HTTP/2 on a connection: the session started after the connect (and TLS), streams opened as
 //! the server's limit allows, frames flushed once per batch of events, responses booked at
 //! END_STREAM, GOAWAY and RST_STREAM, and streams past the timeout reset.
+//!
+//! Templates and scenarios give each open stream a [`Lane`]: the request rendered for it (a
+//! template renders HTTP/1.1 text, turned into a header block and a body by
+//! [`h2::encode_request`]) and, for a scenario's user, its response as it comes (header fields
+//! and body bytes from the session). Lanes are made when the connection starts, one per
+//! stream it may carry, and reused: no allocation per request once they have grown.
 
 use super::*;
+use crate::scenario::Response;
+use crate::template::Render;
 use crate::Http2 as Request;
 use pelt_codec::h2::{self as h2, Session};
+use pelt_codec::response::Fields;
 
 /// The HTTP/2 protocol: the request, and the batching of each connection's frames.
 pub(super) struct Http2<'a> {
     request: &'a Request,
     /// The connections with frames waiting for the turn's `flush`.
     deferred: Vec<usize>,
+    /// Templates: a request rendered as HTTP/1.1 text, and its body while its length is found.
+    text: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+/// One stream's storage, for templates and scenarios.
+#[derive(Default)]
+struct Lane {
+    /// The request rendered from its template (`rendered`), else the entry's own is sent.
+    block: Vec<u8>,
+    body: Vec<u8>,
+    rendered: bool,
+    /// Scenarios: the seat of the user whose request it is, and its step.
+    user: u32,
+    step: u32,
+    /// Scenarios: its response so far (the final status once it ended), or its failure.
+    status: u16,
+    fields: Fields,
+    data: Vec<u8>,
+    failed: bool,
 }
 
 /// The header block and body of entry `target` (the request itself without `--targets`).
@@ -27,6 +56,8 @@ impl<'a> Http2<'a> {
         Http2 {
             request,
             deferred: Vec::new(),
+            text: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 }
@@ -42,6 +73,42 @@ pub(super) struct H2 {
     settle_by: Instant,
     /// A request body waits for a window (its DATA goes when a WINDOW_UPDATE opens it).
     blocked: bool,
+    /// Templates and scenarios: a lane per stream the connection may carry (none otherwise).
+    lanes: Lanes,
+}
+
+/// A connection's lanes: all of them, those not in use, and those whose stream the last read
+/// ended (for `answer`).
+#[derive(Default)]
+struct Lanes {
+    all: Vec<Lane>,
+    free: Vec<u32>,
+    ended: Vec<u32>,
+}
+
+impl Lanes {
+    fn new(n: usize) -> Lanes {
+        Lanes {
+            all: (0..n).map(|_| Lane::default()).collect(),
+            free: (0..n as u32).rev().collect(),
+            ended: Vec::with_capacity(n),
+        }
+    }
+
+    /// `slot`'s stream ended with a final `status` (0: without one): its lane goes back,
+    /// its outcome kept for `answer` when `answers` (scenarios).
+    fn end(&mut self, slot: &Slot<Stream>, status: u16, answers: bool) {
+        let Some(l) = slot.stream.lane.checked_sub(1) else {
+            return;
+        };
+        self.free.push(l);
+        if answers {
+            let lane = &mut self.all[l as usize];
+            lane.status = status;
+            lane.failed = status == 0;
+            self.ended.push(l);
+        }
+    }
 }
 
 /// One request's stream.
@@ -56,6 +123,8 @@ pub(super) struct Stream {
     /// Request body bytes sent, and the stream's send window.
     body_sent: usize,
     send_window: i64,
+    /// Its lane, plus one (0: none).
+    lane: u32,
 }
 
 impl Slots<Stream> {
@@ -121,14 +190,46 @@ impl<'a> Protocol for Http2<'a> {
         }
         let mut out = Vec::with_capacity(4096);
         h2::client_preface(&mut out);
+        let mut session = Session::new();
+        if config.scenario.is_some() {
+            session.read_responses();
+        }
+        let templates = config.targets.as_ref().is_some_and(|s| s.has_templates());
+        let lanes = if templates || config.scenario.is_some() {
+            conn.slots.ring.len()
+        } else {
+            0
+        };
         conn.proto = Some(Box::new(H2 {
-            session: Session::new(),
+            session,
             out,
             deferred: false,
             settle_by: now + config.connect_timeout,
             blocked: false,
+            lanes: Lanes::new(lanes),
         }));
         Ok(())
+    }
+
+    /// Hands each scenario response (or failed stream) the last read ended to its user.
+    fn answer(conn: &mut Option<Box<H2>>, users: &mut Users, now: Instant) {
+        let Some(h2) = conn.as_mut() else {
+            return;
+        };
+        for &k in &h2.lanes.ended {
+            let lane = &h2.lanes.all[k as usize];
+            if lane.failed {
+                users.failed(lane.user as usize, now);
+            } else {
+                let r = Response {
+                    status: lane.status,
+                    headers: lane.fields.as_slice(),
+                    body: &lane.data,
+                };
+                users.answered(lane.user as usize, lane.step, &r, now);
+            }
+        }
+        h2.lanes.ended.clear();
     }
 
     /// Once the server's SETTINGS are in: opens streams for the requests not written yet,
@@ -150,13 +251,14 @@ impl<'a> Protocol for Http2<'a> {
     fn receive(
         conn: &mut Conn<Self>,
         ledger: &mut Ledger,
-        _config: &Config,
+        config: &Config,
         data: &[u8],
         arrived: Option<Instant>,
         now: Instant,
         _sending: bool,
     ) -> AfterRead {
-        receive(conn, ledger, data, arrived, now)
+        let answers = config.scenario.is_some();
+        receive(conn, ledger, data, arrived, now, answers)
     }
 
     fn on_eof<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
@@ -238,42 +340,126 @@ fn flush_now<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instan
 /// Opens a stream for each request not written yet on connection `i`, as far as the server's
 /// stream limit allows, with its HEADERS and as much of its body as the windows allow.
 fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
-    let request = w.proto.request;
-    let conn = &mut w.conns[i];
+    let Worker {
+        config,
+        conns,
+        proto,
+        values,
+        users,
+        ..
+    } = w;
+    let request = proto.request;
+    let conn = &mut conns[i];
     let Some(h2) = conn.proto.as_mut() else {
         return;
     };
-    let limit = if h2.session.can_open() {
-        h2.session.max_streams() as usize
+    let H2 {
+        session,
+        out,
+        blocked,
+        lanes,
+        ..
+    } = &mut **h2;
+    let limit = if session.can_open() {
+        session.max_streams() as usize
     } else {
         0
     };
     let written = conn.slots.len - conn.unwritten;
     let n = conn.unwritten.min(limit.saturating_sub(written));
-    let window = h2.session.initial_window() as i64;
+    let window = session.initial_window() as i64;
     for k in written..written + n {
-        let id = h2.session.open_stream();
+        let id = session.open_stream();
         let slot = conn.slots.get_mut(k);
-        let (header_block, body) = entry(request, slot.target);
-        let end_stream = body.is_empty();
+        // A request retried after a GOAWAY keeps its lane (and what was rendered in it).
+        let mut lane = slot.stream.lane;
+        if lane == 0 && !lanes.all.is_empty() {
+            let l = lanes.free.pop().expect("a lane for every slot");
+            lane = l + 1;
+            let (vars, cookie) = users
+                .as_ref()
+                .map_or((&[][..], ""), |u| u.render(slot.user as usize));
+            let render = Render {
+                seq: slot.seq,
+                rng: values,
+                lines: &[],
+                vars,
+                cookie,
+            };
+            prepare_lane(&mut lanes.all[l as usize], config, proto, slot, render);
+        }
         // A fresh stream (a request retried after a GOAWAY starts over); the request keeps
         // its entry and index.
         slot.sent = now;
         slot.stream = Stream {
             id,
             send_window: window,
+            lane,
             ..Stream::default()
         };
-        h2.session
-            .headers(&mut h2.out, id, header_block, end_stream);
+        let (header_block, body) = stream_request(request, &lanes.all, slot);
+        let end_stream = body.is_empty();
+        session.headers(out, id, header_block, end_stream);
         if !end_stream {
             let s = &mut slot.stream;
-            h2.session
-                .data(&mut h2.out, id, body, &mut s.body_sent, &mut s.send_window);
-            h2.blocked |= s.body_sent < body.len();
+            session.data(out, id, body, &mut s.body_sent, &mut s.send_window);
+            *blocked |= s.body_sent < body.len();
         }
     }
     conn.unwritten -= n;
+}
+
+/// Makes `lane` ready for `slot`'s stream: its user and step, its response cleared, and its
+/// request rendered when its entry is a template.
+fn prepare_lane<'c>(
+    lane: &mut Lane,
+    config: &'c Config,
+    proto: &mut Http2<'_>,
+    slot: &Slot<Stream>,
+    mut render: Render<'c>,
+) {
+    lane.user = slot.user;
+    lane.step = slot.target;
+    lane.status = 0;
+    lane.failed = false;
+    lane.fields.clear();
+    lane.data.clear();
+    lane.rendered = false;
+    let Some(set) = config.targets.as_ref() else {
+        return;
+    };
+    let Some(template) = set.template(slot.target as usize) else {
+        return;
+    };
+    render.lines = set.lines();
+    proto.text.clear();
+    template.render(&mut proto.text, &mut proto.scratch, &mut render);
+    lane.block.clear();
+    lane.body.clear();
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    // A template renders a valid request unless a value put a line break in a header (a
+    // captured value can hold one): the entry's own request goes then, as a lane not
+    // rendered.
+    lane.rendered =
+        h2::encode_request(&proto.text, scheme, &mut lane.block, &mut lane.body).is_ok();
+}
+
+/// The header block and body `slot`'s stream sends: its lane's rendered request, or its
+/// entry's.
+#[inline]
+fn stream_request<'r>(
+    request: &'r Request,
+    lanes: &'r [Lane],
+    slot: &Slot<Stream>,
+) -> (&'r [u8], &'r [u8]) {
+    match slot.stream.lane.checked_sub(1).map(|l| &lanes[l as usize]) {
+        Some(lane) if lane.rendered => (&lane.block, &lane.body),
+        _ => entry(request, slot.target),
+    }
 }
 
 /// Sends the request bodies the windows now let through (only while one waits for a
@@ -284,20 +470,21 @@ fn send_bodies<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize) {
     let Some(h2) = conn.proto.as_mut().filter(|h| h.blocked) else {
         return;
     };
-    h2.blocked = false;
+    let H2 {
+        session,
+        out,
+        blocked,
+        lanes,
+        ..
+    } = &mut **h2;
+    *blocked = false;
     for k in 0..conn.slots.len - conn.unwritten {
         let slot = conn.slots.get_mut(k);
-        let (_, body) = entry(request, slot.target);
+        let (_, body) = stream_request(request, &lanes.all, slot);
         let s = &mut slot.stream;
         if s.body_sent < body.len() {
-            h2.session.data(
-                &mut h2.out,
-                s.id,
-                body,
-                &mut s.body_sent,
-                &mut s.send_window,
-            );
-            h2.blocked |= s.body_sent < body.len();
+            session.data(out, s.id, body, &mut s.body_sent, &mut s.send_window);
+            *blocked |= s.body_sent < body.len();
         }
     }
 }
@@ -337,11 +524,14 @@ fn goaway<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
 /// CANCEL); the connection and its other streams go on.
 fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
     let timeout = w.config.timeout;
-    let conn = &mut w.conns[i];
-    let Some(h2) = conn.proto.as_mut() else {
-        return;
-    };
-    while let Some(slot) = conn.slots.front().copied() {
+    loop {
+        let conn = &mut w.conns[i];
+        let Some(h2) = conn.proto.as_mut() else {
+            return;
+        };
+        let Some(slot) = conn.slots.front().copied() else {
+            break;
+        };
         if now < slot.sent + timeout {
             break;
         }
@@ -352,10 +542,10 @@ fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: I
         } else {
             h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
         }
-        w.ledger
-            .error(slot.warm, slot.target, slot.seq, ErrorKind::Timeout, || {
-                format!("no complete response within {timeout:?}")
-            });
+        h2.lanes.end(&slot, 0, false);
+        w.lost(&slot, ErrorKind::Timeout, now, || {
+            format!("no complete response within {timeout:?}")
+        });
     }
     flush(w, i);
     w.refill(i, now);
@@ -374,10 +564,9 @@ fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
     }
     for _ in 0..w.conns[i].written() {
         let slot = w.conns[i].slots.pop().expect("a request is in flight");
-        w.ledger
-            .error(slot.warm, slot.target, slot.seq, ErrorKind::Closed, || {
-                "the server closed the HTTP/2 connection with the stream open".to_string()
-            });
+        w.lost(&slot, ErrorKind::Closed, now, || {
+            "the server closed the HTTP/2 connection with the stream open".to_string()
+        });
     }
     w.close(i);
     if w.conns[i].unwritten > 0 {
@@ -388,21 +577,29 @@ fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
 }
 
 /// Reads one read's frames, and books each response that completes (at its END_STREAM) or
-/// stream the server reset.
+/// stream the server reset. `answers` (scenarios): each ended stream's response, or its
+/// failure, is kept in its lane for `answer`.
 fn receive(
     conn: &mut Conn<Http2<'_>>,
     ledger: &mut Ledger,
     data: &[u8],
     arrived: Option<Instant>,
     now: Instant,
+    answers: bool,
 ) -> AfterRead {
     let Conn { proto, slots, .. } = conn;
     let Some(h2) = proto.as_mut() else {
         return AfterRead::Keep;
     };
-    let H2 { session, out, .. } = &mut **h2;
-    let finish = |slots: &mut Slots<Stream>, k: usize, ledger: &mut Ledger| {
+    let H2 {
+        session,
+        out,
+        lanes,
+        ..
+    } = &mut **h2;
+    let finish = |slots: &mut Slots<Stream>, k: usize, ledger: &mut Ledger, lanes: &mut Lanes| {
         let slot = slots.remove(k);
+        lanes.end(&slot, slot.stream.status, answers);
         if slot.stream.status == 0 {
             ledger.error(
                 slot.warm,
@@ -416,6 +613,14 @@ fn receive(
         let (status, due, sent) = (slot.stream.status, slot.due, slot.sent);
         let at = arrived.unwrap_or(now);
         ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, at);
+    };
+    // Scenarios: where a response's fields and bytes go (a stream pelt gave up on has none).
+    let lane_of = |slots: &Slots<Stream>, stream: u32| {
+        let k = slots.position(stream)?;
+        slots.ring[(slots.head + k) % slots.ring.len()]
+            .stream
+            .lane
+            .checked_sub(1)
     };
     let result = session.receive(data, out, &mut |event| match event {
         h2::Event::Headers {
@@ -431,9 +636,37 @@ fn receive(
             // 1xx heads come first and trailers last; the first final status is the one.
             if s.status == 0 {
                 s.status = status.filter(|&s| s >= 200).unwrap_or(0);
+                if s.status == 0 && answers {
+                    // An interim head's fields are not the response's.
+                    if let Some(l) = s.lane.checked_sub(1) {
+                        lanes.all[l as usize].fields.clear();
+                    }
+                }
             }
             if end_stream {
-                finish(slots, k, ledger);
+                finish(slots, k, ledger, lanes);
+            }
+            0
+        }
+        h2::Event::Field {
+            stream,
+            name,
+            value,
+        } => {
+            // The status is the lane's own; the other fields are what a check reads.
+            match lane_of(slots, stream) {
+                Some(l) if !name.starts_with(b":") => {
+                    lanes.all[l as usize].fields.push_bytes(name, value)
+                }
+                _ => {}
+            }
+            0
+        }
+        h2::Event::Body { stream, bytes } => {
+            if let Some(l) = lane_of(slots, stream) {
+                let kept = &mut lanes.all[l as usize].data;
+                let room = pelt_stats::SAMPLED_RESPONSE_MAX.saturating_sub(kept.len());
+                kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
             0
         }
@@ -446,7 +679,7 @@ fn receive(
                 return 0;
             };
             if end_stream {
-                finish(slots, k, ledger);
+                finish(slots, k, ledger, lanes);
                 return 0;
             }
             let s = &mut slots.get_mut(k).stream;
@@ -459,6 +692,7 @@ fn receive(
         h2::Event::Reset { stream, code } => {
             if let Some(k) = slots.position(stream) {
                 let slot = slots.remove(k);
+                lanes.end(&slot, 0, answers);
                 ledger.error(
                     slot.warm,
                     slot.target,

@@ -229,7 +229,8 @@ impl<I: Io> Setup<'_, I> {
             io,
             batch,
             depth,
-            refill_at: if P::MULTIPLEXED {
+            // Scenarios: each user's next step goes as soon as it is ready.
+            refill_at: if P::MULTIPLEXED && config.scenario.is_none() {
                 (depth / STREAM_GROUPS).max(1)
             } else {
                 depth
@@ -250,10 +251,11 @@ impl<I: Io> Setup<'_, I> {
                     ^ (plan.worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             ),
             ledger,
-            users: config
-                .scenario
-                .clone()
-                .map(|run| Users::new(run, plan.worker, plan.workers, open)),
+            users: config.scenario.clone().map(|run| {
+                // Over HTTP/2 each stream of a connection is a user's.
+                let lanes = if P::MULTIPLEXED { depth } else { 1 };
+                Users::new(run, plan.worker, plan.workers, open, lanes)
+            }),
             window_ns: config.batch_window.as_nanos() as u64,
             stamps: StampClock::new(),
             unstamped: false,
@@ -539,7 +541,10 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             };
             self.conns[i].queued = false;
             if let Some(users) = &mut self.users {
-                // Scenarios: the arrival is an iteration for this idle user.
+                // Scenarios: the arrival is an iteration for an idle user of the connection.
+                if !users.idle(i) {
+                    continue;
+                }
                 let Some(due_ns) = self.model.arrive(elapsed) else {
                     return;
                 };
@@ -603,14 +608,19 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         let mut taken = 0;
         let warm = self.ledger.is_warm(now);
         while self.room(i) > 0 {
+            let mut user = 0;
             let (target, seq, due) = if let Some(users) = &mut self.users {
                 // A scenario's user says what it sends, and when that was due; it may be
                 // thinking, waiting for an arrival, or done. (Asked only while the budget
                 // has room, so no iteration begins that sends nothing.)
-                if self.model.exhausted() || !users.ready(i, now) || !self.model.spend(warm) {
+                if self.model.exhausted() {
                     break;
                 }
-                let (step, due) = users.take(i);
+                let Some(seat) = users.ready(i, now).filter(|_| self.model.spend(warm)) else {
+                    break;
+                };
+                let (step, due) = users.take(seat);
+                user = seat as u32;
                 let seq = self.picker.pick(warm).1;
                 (step, seq, if self.model.is_open() { due } else { now })
             } else {
@@ -630,6 +640,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             conn.slots.push(Slot {
                 target,
                 seq,
+                user,
                 ..Slot::new(due, now, warm)
             });
             conn.unwritten += 1;
@@ -758,9 +769,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     #[inline]
     fn after_read(&mut self, i: usize, after: AfterRead, now: Instant) {
         if let Some(users) = &mut self.users {
-            if let Some((step, raw)) = P::answer(&mut self.conns[i].proto) {
-                users.answered(i, step, raw, now);
-            }
+            P::answer(&mut self.conns[i].proto, users, now);
         }
         match after {
             AfterRead::Keep => {
@@ -787,14 +796,25 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
 
     /// Every request left on connection `i` ends in an error of `kind`.
     fn fail_all(&mut self, i: usize, kind: ErrorKind, now: Instant, message: impl Fn() -> String) {
-        if let Some(users) = self.users.as_mut().filter(|_| self.conns[i].slots.len > 0) {
-            users.failed(i, now);
-        }
         while let Some(slot) = self.conns[i].slots.pop() {
-            self.ledger
-                .error(slot.warm, slot.target, slot.seq, kind, &message);
+            self.lost(&slot, kind, now, &message);
         }
         self.conns[i].unwritten = 0;
+    }
+
+    /// A request ended in an error of `kind` (its user, in a scenario, is told).
+    fn lost<S>(
+        &mut self,
+        slot: &Slot<S>,
+        kind: ErrorKind,
+        now: Instant,
+        message: impl FnOnce() -> String,
+    ) {
+        if let Some(users) = &mut self.users {
+            users.failed(slot.user as usize, now);
+        }
+        self.ledger
+            .error(slot.warm, slot.target, slot.seq, kind, message);
     }
 
     /// The requests on connection `i` failed: count them, drop the connection, go on.

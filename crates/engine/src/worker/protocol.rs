@@ -1,7 +1,7 @@
 //! The two traits the worker is generic over: the protocol (HTTP/1.1, HTTP/2) and the
 //! transport (plain TCP, TLS), and what a read leaves a connection to do.
 
-use super::{Conn, Worker};
+use super::{Conn, Users, Worker};
 use crate::backend::Io;
 use crate::ledger::Ledger;
 use crate::Config;
@@ -53,12 +53,9 @@ pub(super) trait Protocol: Sized {
     /// Hands what waits to the transport: the rest of a write under way, the requests not
     /// written yet (on an open connection), and what a read left to say.
     fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// Scenarios: the last complete response on the connection, as it came, and the step
-    /// (request set entry) it answered; each is handed over once. None without scenarios, or
-    /// where the protocol does not keep them (HTTP/2, for now).
-    fn answer(_conn: &mut Self::Conn) -> Option<(u32, &[u8])> {
-        None
-    }
+    /// Scenarios: hands each response the last read completed (or each stream it ended
+    /// without one) to the user that asked for it, once.
+    fn answer(conn: &mut Self::Conn, users: &mut Users, now: Instant);
     /// Reads one read's (plain) bytes; `sending`: the transport still holds output.
     /// Responses complete at `arrived` (the kernel's stamp of the read) or, without one, at
     /// `now` (the read's time).

@@ -32,6 +32,8 @@ pub(super) struct Slot<S> {
     pub(super) target: u32,
     /// Its index in the run (`{{seq}}`).
     pub(super) seq: u64,
+    /// Scenarios: the seat of the user that sends it (see `users.rs`).
+    pub(super) user: u32,
     /// What the protocol keeps per request (HTTP/1.1: nothing; HTTP/2: its stream).
     pub(super) stream: S,
 }
@@ -51,6 +53,7 @@ impl<S: Default> Slot<S> {
             warm,
             target: 0,
             seq: 0,
+            user: 0,
             stream: S::default(),
         }
     }

@@ -1,6 +1,11 @@
-//! Scenarios in the worker: each connection is a virtual user ([`User`]) that says which step
-//! its next request sends, waits its think times, and reads the responses to the steps whose
-//! captures, checks and cookies need them. Nothing here runs for a run without scenarios.
+//! Scenarios in the worker: each virtual user ([`User`]) has a seat on a connection, says
+//! which step its next request sends, waits its think times, and reads the responses to the
+//! steps whose captures, checks and cookies need them. Nothing here runs for a run without
+//! scenarios.
+//!
+//! Over HTTP/1.1 a connection seats one user; over HTTP/2 it seats `--streams` users, each
+//! with at most one stream open at a time (seat `s` is lane `s % lanes` of connection
+//! `s / lanes`).
 //!
 //! Closed loop, a user starts its next iteration as soon as the last one ends. Open loop, an
 //! iteration begins only when the schedule hands the user an arrival ([`Users::arrive`]); each
@@ -13,12 +18,14 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// One connection's virtual user and where it stands.
+/// One virtual user and where it stands.
 struct Seat {
     /// Made when it first has something to do.
     user: Option<User>,
     /// The step its next request sends, once the user has said.
     pending: Option<u32>,
+    /// Its request is on the connection, unanswered.
+    busy: bool,
     /// Thinking until then.
     wait: Option<Instant>,
     /// Nothing left to do (a unique data file ran out).
@@ -40,6 +47,7 @@ impl Seat {
         Seat {
             user: None,
             pending: None,
+            busy: false,
             wait: None,
             done: false,
             arrival: None,
@@ -54,7 +62,9 @@ pub(super) struct Users {
     run: Arc<ScenarioRun>,
     /// Open loop: iterations begin at arrivals.
     open: bool,
-    /// By connection.
+    /// Seats per connection.
+    lanes: usize,
+    /// By seat (connection `i` has seats `i * lanes..(i + 1) * lanes`).
     seats: Vec<Seat>,
     rows: Rows,
     /// This worker's next user number (worker k of n numbers k, k + n, ...).
@@ -63,19 +73,27 @@ pub(super) struct Users {
     pub counts: ScenarioCounts,
     headers: pelt_codec::response::Fields,
     body: Vec<u8>,
-    /// Think times under way, soonest first: (end, connection).
+    /// Think times under way, soonest first: (end, seat).
     thinking: BinaryHeap<Reverse<(Instant, usize)>>,
-    /// Connections whose think time ended (lent by `woken`).
+    /// Connections with a seat whose think time ended (lent by `woken`).
     woken: Vec<usize>,
 }
 
 impl Users {
-    pub(super) fn new(run: Arc<ScenarioRun>, worker: usize, workers: usize, open: bool) -> Users {
+    /// `lanes`: the users each connection seats.
+    pub(super) fn new(
+        run: Arc<ScenarioRun>,
+        worker: usize,
+        workers: usize,
+        open: bool,
+        lanes: usize,
+    ) -> Users {
         let rows = Rows::new(&run.program, worker as u64, workers as u64, run.seed);
         let counts = ScenarioCounts::new(&run.program);
         Users {
             run,
             open,
+            lanes: lanes.max(1),
             seats: Vec::new(),
             rows,
             next_user: worker as u64,
@@ -88,35 +106,45 @@ impl Users {
         }
     }
 
-    fn seat(&mut self, i: usize, now: Instant) -> &mut Seat {
-        if self.seats.len() <= i {
-            self.seats.resize_with(i + 1, || Seat::new(now));
+    /// Connection `i`'s seats, made on first use.
+    fn seats_of(&mut self, i: usize, now: Instant) -> std::ops::Range<usize> {
+        let range = i * self.lanes..(i + 1) * self.lanes;
+        if self.seats.len() < range.end {
+            self.seats.resize_with(range.end, || Seat::new(now));
         }
-        &mut self.seats[i]
+        range
     }
 
-    /// Open loop: an iteration arrives for connection `i`'s user, due at `due`.
+    /// Open loop: an iteration arrives for an idle user of connection `i` (see
+    /// [`Users::idle`]), due at `due`.
     pub(super) fn arrive(&mut self, i: usize, due: Instant, now: Instant) {
-        self.seat(i, now).arrival = Some(due);
+        let seats = self.seats_of(i, now);
+        if let Some(s) = seats.into_iter().find(|&s| seat_idle(&self.seats[s])) {
+            self.seats[s].arrival = Some(due);
+        }
     }
 
-    /// Open loop: whether connection `i`'s user waits for an arrival (nothing under way).
+    /// Open loop: whether a user of connection `i` waits for an arrival (nothing under way).
     pub(super) fn idle(&self, i: usize) -> bool {
-        self.seats.get(i).is_none_or(|s| {
-            !s.done
-                && s.pending.is_none()
-                && s.wait.is_none()
-                && s.arrival.is_none()
-                && s.user.as_ref().is_none_or(User::between)
-        })
+        let range = i * self.lanes..(i + 1) * self.lanes;
+        range
+            .into_iter()
+            .any(|s| self.seats.get(s).is_none_or(seat_idle))
     }
 
-    /// Whether connection `i`'s user has a request to send now (its step kept for
-    /// [`Users::take`]); `false`: it thinks, waits for an arrival, or has nothing left to do.
-    pub(super) fn ready(&mut self, i: usize, now: Instant) -> bool {
+    /// A user of connection `i` with a request to send now (its step kept for
+    /// [`Users::take`]); `None`: each one has a request out, thinks, waits for an arrival, or
+    /// has nothing left to do.
+    pub(super) fn ready(&mut self, i: usize, now: Instant) -> Option<usize> {
+        let seats = self.seats_of(i, now);
+        seats.into_iter().find(|&s| self.seat_ready(s, now))
+    }
+
+    /// Whether seat `s`'s user has a request to send now.
+    fn seat_ready(&mut self, s: usize, now: Instant) -> bool {
         let open = self.open;
-        let seat = self.seat(i, now);
-        if seat.done {
+        let seat = &mut self.seats[s];
+        if seat.done || seat.busy {
             return false;
         }
         if seat.pending.is_some() {
@@ -130,7 +158,6 @@ impl Users {
             seat.due = until;
         }
         let run = &self.run;
-        let seat = &mut self.seats[i];
         loop {
             let between = seat.user.as_ref().is_none_or(User::between);
             if open && between {
@@ -177,7 +204,7 @@ impl Users {
                     count_end(&mut self.counts, seat, iteration_ended, until);
                     if !pause.is_zero() {
                         seat.wait = Some(until);
-                        self.thinking.push(Reverse((until, i)));
+                        self.thinking.push(Reverse((until, s)));
                         return false;
                     }
                 }
@@ -192,46 +219,65 @@ impl Users {
     /// Whether every one of the `conns` connections' users has nothing left to do (the run
     /// then ends: nothing more will be sent).
     pub(super) fn all_done(&self, conns: usize) -> bool {
-        self.seats.len() >= conns && self.seats[..conns].iter().all(|s| s.done)
+        let n = conns * self.lanes;
+        self.seats.len() >= n && self.seats[..n].iter().all(|s| s.done)
     }
 
-    /// The step of the request connection `i` sends now (after [`Users::ready`] said yes), and
-    /// when it was due (open loop: its latency counts from then).
-    pub(super) fn take(&mut self, i: usize) -> (u32, Instant) {
-        let seat = &mut self.seats[i];
+    /// The step of the request seat `s`'s user sends now (after [`Users::ready`] named it),
+    /// and when it was due (open loop: its latency counts from then).
+    pub(super) fn take(&mut self, s: usize) -> (u32, Instant) {
+        let seat = &mut self.seats[s];
         let step = seat.pending.take().expect("ready() said there is one");
+        seat.busy = true;
         (step, seat.due)
     }
 
-    /// Connection `i`'s user's variables and Cookie value, for rendering its request.
-    pub(super) fn render(&self, i: usize) -> (&[String], &str) {
-        match self.seats.get(i).and_then(|s| s.user.as_ref()) {
+    /// Seat `s`'s user's variables and Cookie value, for rendering its request.
+    pub(super) fn render(&self, s: usize) -> (&[String], &str) {
+        match self.seats.get(s).and_then(|s| s.user.as_ref()) {
             Some(u) => (u.vars(), u.cookie()),
             None => (&[], ""),
         }
     }
 
-    /// The response to connection `i`'s request, as it came (`raw`), read at `now`.
-    pub(super) fn answered(&mut self, i: usize, step: u32, raw: &[u8], now: Instant) {
-        let Some(seat) = self.seats.get_mut(i) else {
+    /// The response to seat `s`'s request, as it came over HTTP/1.1 (`raw`), read at `now`.
+    pub(super) fn answered_raw(&mut self, s: usize, step: u32, raw: &[u8], now: Instant) {
+        let (mut headers, mut body) = (
+            std::mem::take(&mut self.headers),
+            std::mem::take(&mut self.body),
+        );
+        match pelt_codec::response::read_complete(raw, &mut headers, &mut body) {
+            Some(status) => {
+                let r = Response {
+                    status,
+                    headers: headers.as_slice(),
+                    body: &body,
+                };
+                self.answered(s, step, &r, now);
+            }
+            // Not a response the user can read (kept only in part): its steps go on.
+            None => {
+                if let Some(seat) = self.seats.get_mut(s) {
+                    seat.busy = false;
+                    seat.due = now;
+                }
+            }
+        }
+        (self.headers, self.body) = (headers, body);
+    }
+
+    /// The response to seat `s`'s request (to step `step`), read at `now`.
+    pub(super) fn answered(&mut self, s: usize, step: u32, r: &Response<'_>, now: Instant) {
+        let Some(seat) = self.seats.get_mut(s) else {
             return;
         };
+        seat.busy = false;
         let Some(user) = seat.user.as_mut() else {
             return;
         };
         seat.due = now;
-        let Some(status) =
-            pelt_codec::response::read_complete(raw, &mut self.headers, &mut self.body)
-        else {
-            return;
-        };
-        let r = Response {
-            status,
-            headers: self.headers.as_slice(),
-            body: &self.body,
-        };
         let url = &self.run.urls[step as usize];
-        let outcome = user.respond(&self.run.program, url, &r, &mut self.counts);
+        let outcome = user.respond(&self.run.program, url, r, &mut self.counts);
         let login_failed = user.logged_out();
         count_end(&mut self.counts, seat, outcome.iteration_ended, now);
         if login_failed {
@@ -239,11 +285,12 @@ impl Users {
         }
     }
 
-    /// Connection `i`'s request failed without a response, at `now`.
-    pub(super) fn failed(&mut self, i: usize, now: Instant) {
-        let Some(seat) = self.seats.get_mut(i) else {
+    /// Seat `s`'s request failed without a response, at `now`.
+    pub(super) fn failed(&mut self, s: usize, now: Instant) {
+        let Some(seat) = self.seats.get_mut(s) else {
             return;
         };
+        seat.busy = false;
         if let Some(user) = seat.user.as_mut() {
             seat.due = now;
             let ended = user.fail();
@@ -260,8 +307,8 @@ impl Users {
         self.thinking.peek().map(|Reverse((at, _))| *at)
     }
 
-    /// Connections whose think time has ended by `now` (give the list back with
-    /// [`Users::done_with`]).
+    /// The connections of the users whose think time has ended by `now` (give the list back
+    /// with [`Users::done_with`]).
     pub(super) fn woken(&mut self, now: Instant) -> Vec<usize> {
         let mut woken = std::mem::take(&mut self.woken);
         woken.clear();
@@ -271,7 +318,7 @@ impl Users {
             }
             self.thinking.pop();
             if self.seats[i].wait == Some(at) {
-                woken.push(i);
+                woken.push(i / self.lanes);
             }
         }
         woken
@@ -281,6 +328,16 @@ impl Users {
     pub(super) fn done_with(&mut self, woken: Vec<usize>) {
         self.woken = woken;
     }
+}
+
+/// A user waits for an arrival: nothing under way, nothing left to say.
+fn seat_idle(s: &Seat) -> bool {
+    !s.done
+        && !s.busy
+        && s.pending.is_none()
+        && s.wait.is_none()
+        && s.arrival.is_none()
+        && s.user.as_ref().is_none_or(User::between)
 }
 
 /// An iteration ended (`Some(failed)`) at `end`: counted, and a completed one's duration

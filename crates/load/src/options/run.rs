@@ -391,7 +391,8 @@ pub static RUN: &[Row] = &[
                connection is a virtual user with its own variables and cookie jar, running the \
                file's once steps, then its flow again and again; per-step figures, checks and \
                iterations in the report. Closed loop: -c users; open loop: --rate iterations \
-               per second, each given to an idle user (up to --max-users). HTTP/1.1 for now. \
+               per second, each given to an idle user (up to --max-users). Over --http2 each \
+               connection seats --streams users, one stream each. \
                The URL argument (or the file's config.target) gives the origin.",
         ts: "string | Record<string, unknown>",
         example: r#""shop.yaml""#,
