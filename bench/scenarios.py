@@ -13,14 +13,16 @@ journey's CPU per request against that.
 
 Tools: pelt (--pelt; `pelt-h2` is the same journey over cleartext HTTP/2, each of --users / 8
 connections seating 8 users, one stream each, against the same nginx on an h2c port), and those found: k6 (on PATH, ~/go/bin/k6, or --k6), Locust
-(`python3 -m locust`, FastHttpUser) and, in the open loop, Artillery (--artillery). Peers are
+(`python3 -m locust`, FastHttpUser), goose (bench/goose, the journey on goose 0.19 from
+crates.io: `cargo build --release` there; closed loop only: its users start all at once and every
+request counts, the start included) and, in the open loop, Artillery (--artillery). Peers are
 not installed by this script: k6 from the Go module proxy (`go install go.k6.io/k6@latest`),
 Locust from PyPI (`pip install locust`), Artillery from npm (`npm install artillery`, with
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 where its browser cannot be fetched). Artillery has no
 users that live across arrivals: each of its arrivals logs in, lists and adds to its cart.
 
 Usage: bench/scenarios.py [--pelt target/release/pelt] [--users 64] [--duration 5] [--runs 3]
-                          [--tools pelt-plain,pelt,pelt-h2,k6,locust] [--rate R]
+                          [--tools pelt-plain,pelt,pelt-h2,k6,locust,goose] [--rate R]
 --rate R: the open loop: R iterations a second arrive (pelt --rate with --max-users, k6's
 constant-arrival-rate executor with as many VUs); pelt-plain sends 2R requests a second.
 Needs: nginx on PATH. Traffic stays on 127.0.0.1.
@@ -188,6 +190,16 @@ def command(tool, args, base, work):
             total = [r for r in rows if len(r) > 3 and r[1].strip('"') == "Aggregated"][0]
             return int(total[2])
         return cmd, locust_count
+    if tool == "goose":
+        report = os.path.join(work, "goose.json")
+        cmd = pin + [args.goose, "--host", base, "-u", users, "-r", "100000", "-t", secs + "s", "-q",
+                     "--no-reset-metrics", "--report-file", report]
+
+        def goose_count(_):
+            with open(report) as f:
+                requests = json.load(f)["raw_metrics"]["requests"]
+            return sum(r["raw_data"]["counter"] for r in requests.values())
+        return cmd, goose_count
     if tool == "artillery":
         script = os.path.join(work, "artillery.yml")
         with open(script, "w") as f:
@@ -206,12 +218,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pelt", default=os.path.join(ROOT, "target", "release", "pelt"))
     ap.add_argument("--k6", default=shutil.which("k6") or os.path.expanduser("~/go/bin/k6"))
+    ap.add_argument("--goose", default=os.path.join(HERE, "goose", "target", "release", "goose-journey"))
     ap.add_argument("--artillery", default=shutil.which("artillery"),
                     help="Artillery's command (npm install artillery; open loop only)")
     ap.add_argument("--users", type=int, default=64)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--tools", default="pelt-plain,pelt,k6,locust")
+    ap.add_argument("--tools", default="pelt-plain,pelt,k6,locust,goose")
     ap.add_argument("--rate", type=int, default=0,
                     help="open loop: iterations a second (pelt --rate, k6 constant-arrival-rate); "
                          "Locust, which has no arrival rate, is left out")
@@ -224,6 +237,7 @@ def main():
         "pelt-h2": True,
         "k6": bool(args.k6) and os.path.exists(args.k6),
         "locust": subprocess.run([sys.executable, "-c", "import locust"], capture_output=True).returncode == 0,
+        "goose": not args.rate and os.path.exists(args.goose),
         "artillery": bool(args.rate) and bool(args.artillery) and os.path.exists(args.artillery),
     }
     if args.rate:

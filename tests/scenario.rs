@@ -36,12 +36,7 @@ fn each_user_logs_in_once_and_carries_its_own_token_and_cookie_on_both_backends(
             "--expect",
             "step[items].p99<10s",
         ]);
-        let held: Vec<bool> = v["thresholds"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["passed"].as_bool().unwrap())
-            .collect();
+        let held = thresholds_held(&v);
         assert_eq!(held, [true, true, true], "{io}: {}", v["thresholds"]);
         let stats = shop.stats();
         // Nobody was refused: every request carried its own user's token and cookie.

@@ -220,6 +220,13 @@ export interface RunOptions {
    */
   expect?: string | string[]
   /**
+   * --monitor: Sample the server's processes on this machine each second: a process ID, or a
+   * name (every process of that name); children included. Their CPU (and CPU-us per request),
+   * memory, threads and file descriptors, the host's CPU and network and pelt's own CPU join the
+   * timeline, and the summary says what limited the run.
+   */
+  monitor?: string | number
+  /**
    * Keep every N-th request that ends, per thread, for the 'samples' event (at most 4,096 per
    * thread and second; the rest counted in samples_dropped).
    */
@@ -278,6 +285,65 @@ export interface TimelinePoint {
   /** Only in a 'tick' (the result's timeline does not keep it): the second's responses by
    * status code, errors by kind, and bytes sent and received. */
   detail?: { codes: Record<string, number>; errors: Record<string, number>; bytes_sent: number; bytes_received: number }
+  /** With `monitor`: the server's processes, the host and pelt over this second. */
+  resources?: ResourceSample
+}
+
+/** One process group over one second: CPU in cores (1: one core all second). */
+export interface ProcessSample {
+  processes: number
+  cpu_user: number
+  cpu_system: number
+  /** The most CPU it could use: its threads that ran, at most the cores it may run on. */
+  cpu_capacity: number
+  rss_bytes: number
+  threads: number
+  fds: number
+  ctx_switches: number
+  /** pelt only: each worker thread's CPU in cores. */
+  workers?: number[]
+}
+
+/** `monitor`: one second's resources. */
+export interface ResourceSample {
+  server?: ProcessSample
+  host: {
+    cores: number
+    cpu_user: number; cpu_system: number; cpu_softirq: number; cpu_irq: number; cpu_iowait: number; cpu_steal: number
+    mem_used_bytes: number; mem_total_bytes: number
+    net_rx_bytes: number; net_tx_bytes: number; net_rx_packets: number; net_tx_packets: number
+    /** The busiest interface with a known link speed, and its busier direction's share of it. */
+    busiest_link?: [string, number]
+    tcp_retransmits: number; listen_overflows: number; listen_drops: number
+  }
+  pelt: ProcessSample
+}
+
+/** A process group over the run. */
+export interface ProcessSummary {
+  cpu_mean: number
+  cpu_peak: number
+  cpu_capacity: number
+  cpu_us_per_request: number
+  rss_peak_bytes: number
+  threads_peak: number
+  fds_peak: number
+  ctx_switches: number
+  worker_peak?: number
+}
+
+/** `monitor`: the resources over the run, and what limited it. */
+export interface ResourcesResult {
+  /** What `monitor` named and matched: "nginx: 2 processes". */
+  monitored?: string
+  server?: ProcessSummary
+  pelt: ProcessSummary
+  host: {
+    cores: number; cpu_busy_mean: number; cpu_busy_peak: number; cpu_softirq_mean: number
+    mem_used_peak_bytes: number; net_rx_bytes: number; net_tx_bytes: number
+    tcp_retransmits: number; listen_overflows: number; listen_drops: number
+  }
+  verdict: { bottleneck: 'server-cpu' | 'network' | 'pelt' | 'latency' | 'unknown'; evidence: string }
 }
 
 /** What a scenario run's virtual users did. */
@@ -333,6 +399,8 @@ export interface Result {
   targets: TargetResult[]
   /** A scenario run (`scenario`): its users' iterations and checks (its steps are `targets`). */
   scenario: ScenarioResult | null
+  /** With `monitor`; null otherwise. */
+  resources: ResourcesResult | null
   duration_s: number
   stopped_by: 'requests' | 'duration' | 'signal'
   interrupted: boolean

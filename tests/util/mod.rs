@@ -65,7 +65,8 @@ fn spawn_piped(mut cmd: Command, args: &[&str]) -> Child {
 
 /// `pelt serve ARGS` as a child: its stdout lines as they come, stopped by SIGTERM.
 pub struct ServeProcess {
-    child: Child,
+    /// Taken by `stop`; killed (by its PID, through the handle) when dropped with it.
+    child: Option<Child>,
     lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
 }
 
@@ -80,7 +81,15 @@ impl ServeProcess {
             .spawn()
             .expect("spawn pelt serve");
         let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        ServeProcess { child, lines }
+        ServeProcess {
+            child: Some(child),
+            lines,
+        }
+    }
+
+    /// Its process ID.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
     }
 
     /// The next line it printed.
@@ -90,15 +99,25 @@ impl ServeProcess {
 
     /// Sends SIGTERM (to its PID), returns its last line, and checks it exited cleanly.
     pub fn stop(mut self) -> String {
+        let child = self.child.take().expect("running");
         rustix::process::kill_process(
-            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Pid::from_child(&child),
             rustix::process::Signal::TERM,
         )
         .unwrap();
         let last = self.line();
-        let (out, _) = wait_bounded(self.child, Duration::from_secs(10));
+        let (out, _) = wait_bounded(child, Duration::from_secs(10));
         assert!(out.status.success());
         last
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -199,6 +218,16 @@ pub fn assert_invariant(v: &serde_json::Value) {
         n("errors"),
         "error counts != errors: {v}"
     );
+}
+
+/// Whether each `--expect` of result `v` held, in order.
+pub fn thresholds_held(v: &serde_json::Value) -> Vec<bool> {
+    v["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["passed"].as_bool().unwrap())
+        .collect()
 }
 
 pub fn count(v: &serde_json::Value, path: &[&str]) -> u64 {

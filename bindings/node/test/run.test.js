@@ -41,6 +41,24 @@ test('each second arrives as a tick, and the ticks add up to the result', async 
   await server.close()
 })
 
+test('monitor samples a process each second and says what limited the run', async () => {
+  const server = await startServer()
+  // The server runs in this very process: monitor it by its PID.
+  const handle = run({ url: server.url, duration: '2s', connections: 2, threads: 1, monitor: process.pid })
+  const ticks = []
+  handle.on('tick', p => ticks.push(p))
+  const r = await handle
+  assert.equal(r.resources.monitored, `PID ${process.pid}: 1 process`)
+  assert.ok(r.resources.server.cpu_mean > 0, JSON.stringify(r.resources))
+  assert.ok(r.resources.server.rss_peak_bytes > 1 << 20)
+  assert.ok(['server-cpu', 'pelt', 'latency', 'network'].includes(r.resources.verdict.bottleneck))
+  assert.ok(r.timeline.every(p => p.resources && p.resources.host.cores >= 1))
+  assert.ok(ticks.some(p => p.resources), 'ticks carry the second\'s sample once it is in')
+  await server.close()
+  assert.throws(() => run({ url: server.url, requests: 1, monitor: 'no-such-server-here' }),
+    { name: 'RangeError', message: /--monitor: no process is named/ })
+})
+
 test('stop() ends a run as Ctrl-C does, and the result is kept', async () => {
   const server = await startServer()
   const started = Date.now()

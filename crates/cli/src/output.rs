@@ -471,6 +471,7 @@ pub fn summary(r: &Report) -> String {
             list.join(", ")
         );
     }
+    resources_table(&mut s, r);
     if let Some(w) = &r.warmup {
         let q = &w.requests;
         let _ = writeln!(
@@ -502,12 +503,97 @@ pub fn summary(r: &Report) -> String {
     s
 }
 
+/// `--monitor`: the server's, pelt's and the host's resources, and what limited the run.
+fn resources_table(s: &mut String, r: &Report) {
+    let Some(res) = &r.resources else {
+        return;
+    };
+    let cores = |n: f64| format!("{n:.2}");
+    let _ = writeln!(s);
+    let process = |s: &mut String, label: &str, what: &str, p: &pelt_stats::ProcessSummary| {
+        let _ = writeln!(
+            s,
+            "{label:<15}{what}CPU {} cores mean, {} peak (of {} it may use), {:.1} us per \
+             request; RSS peak {}",
+            cores(p.cpu_mean),
+            cores(p.cpu_peak),
+            trim_number(p.cpu_capacity),
+            p.cpu_us_per_request,
+            bytes(p.rss_peak_bytes as f64),
+        );
+    };
+    if let Some(server) = &res.server {
+        let what = res
+            .monitored
+            .as_ref()
+            .map_or(String::new(), |m| format!("{m}; "));
+        process(s, "  Server", &what, server);
+        let _ = writeln!(
+            s,
+            "{:<15}threads {}, open files {}, {} context switches",
+            "",
+            thousands(server.threads_peak),
+            thousands(server.fds_peak),
+            thousands(server.ctx_switches)
+        );
+    }
+    process(s, "  pelt", "", &res.pelt);
+    if let Some(w) = res.pelt.worker_peak {
+        let _ = writeln!(
+            s,
+            "{:<15}busiest worker {:.0}% of a core in its busiest second",
+            "",
+            w * 100.0
+        );
+    }
+    let h = &res.host;
+    let _ = writeln!(
+        s,
+        "  Host         {} cores, {} busy mean ({} softirq), {} peak; network {} in, {} out; \
+         {} retransmits, {} listen overflows, {} SYN drops",
+        h.cores,
+        cores(h.cpu_busy_mean),
+        cores(h.cpu_softirq_mean),
+        cores(h.cpu_busy_peak),
+        bytes(h.net_rx_bytes as f64),
+        bytes(h.net_tx_bytes as f64),
+        thousands(h.tcp_retransmits),
+        thousands(h.listen_overflows),
+        thousands(h.listen_drops),
+    );
+    let v = &res.verdict;
+    let what = match v.bottleneck {
+        pelt_stats::Bottleneck::ServerCpu => "the server's CPU",
+        pelt_stats::Bottleneck::Network => "the network",
+        pelt_stats::Bottleneck::Pelt => "pelt itself",
+        pelt_stats::Bottleneck::Latency => "neither: latency-bound",
+        pelt_stats::Bottleneck::Unknown => "not known",
+    };
+    let _ = writeln!(s, "  Bottleneck   {what}: {}", v.evidence);
+}
+
 /// A measured value with at most 3 decimals and no trailing zeros: `12.5`, `0.013`, `3`.
 fn trim_number(v: f64) -> String {
     let t = format!("{v:.3}");
     let t = t.trim_end_matches('0').trim_end_matches('.');
     t.to_string()
 }
+
+/// The timeline CSV's `--monitor` columns (CPU in cores, sizes and network in bytes).
+const RESOURCE_COLUMNS: [&str; 12] = [
+    "server_cpu",
+    "server_rss",
+    "server_threads",
+    "server_fds",
+    "pelt_cpu",
+    "host_cpu_busy",
+    "host_softirq",
+    "net_rx_bytes",
+    "net_tx_bytes",
+    "tcp_retransmits",
+    "listen_overflows",
+    "listen_drops",
+];
 
 /// `--csv`: the timeline, one row per second, with a header row.
 pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
@@ -519,8 +605,10 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         let _ = write!(s, ",{c}");
     }
     // After the classes, so the earlier columns keep their places; target is empty without
-    // --stages.
-    s.push_str(",connections,target\n");
+    // --stages, the resources' columns without --monitor.
+    s.push_str(",connections,target,");
+    s.push_str(RESOURCE_COLUMNS.join(",").as_str());
+    s.push('\n');
     for p in points {
         let l = &p.latency_us;
         let _ = write!(
@@ -542,7 +630,35 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
             let _ = write!(s, ",{}", p.status_classes.get(c).copied().unwrap_or(0));
         }
         let target = p.target.map_or(String::new(), trim_number);
-        let _ = writeln!(s, ",{},{target}", p.connections);
+        let _ = write!(s, ",{},{target}", p.connections);
+        match &p.resources {
+            Some(r) => {
+                let server = r.server.as_ref();
+                let cpu = |c: Option<f64>| c.map_or(String::new(), |c| format!("{c:.3}"));
+                let n = |c: Option<u64>| c.map_or(String::new(), |c| c.to_string());
+                let h = &r.host;
+                let _ = writeln!(
+                    s,
+                    ",{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{}",
+                    cpu(server.map(|p| p.cpu())),
+                    n(server.map(|p| p.rss_bytes)),
+                    n(server.map(|p| p.threads)),
+                    n(server.map(|p| p.fds)),
+                    r.pelt.cpu(),
+                    h.cpu_busy(),
+                    h.cpu_softirq,
+                    h.net_rx_bytes,
+                    h.net_tx_bytes,
+                    h.tcp_retransmits,
+                    h.listen_overflows,
+                    h.listen_drops,
+                );
+            }
+            None => {
+                s.push_str(&",".repeat(RESOURCE_COLUMNS.len()));
+                s.push('\n');
+            }
+        }
     }
     s
 }

@@ -6,7 +6,10 @@
 //! - `errors`: a count (`errors<10`) or a share of the requests that ended (`errors<0.1%`);
 //! - `rps`: completed responses per second (`rps>5000`, `rps>=20k`);
 //! - a status class `1xx`..`5xx` or a code such as `503`: a count or a share of the requests
-//!   that ended.
+//!   that ended;
+//! - with `--monitor`: `server_cpu` and `pelt_cpu` (the mean CPU, as a share of what the
+//!   process could use, `server_cpu<80%`, or in cores, `server_cpu<1.5`), `server_rss` (the
+//!   peak, in bytes with `KB`, `MB`, `GB` or `KiB`, `MiB`, `GiB`: `server_rss<1GiB`).
 //!
 //! Parsed before the run (a malformed expression is bad input), checked after it.
 
@@ -78,6 +81,10 @@ enum Metric {
     Checks,
     /// Scenarios: iterations failed, of those that ended (`iterations_failed<0.1%`).
     IterationsFailed,
+    /// `--monitor`: the server's and pelt's mean CPU, and the server's peak RSS.
+    ServerCpu,
+    PeltCpu,
+    ServerRss,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,6 +94,10 @@ enum Unit {
     Count,
     Percent,
     PerSecond,
+    /// CPU in cores.
+    Cores,
+    /// Bytes per unit of the expression.
+    Bytes(f64, &'static str),
 }
 
 /// One parsed `--expect` expression.
@@ -102,7 +113,7 @@ pub struct Expectation {
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
                     5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min errors rps 1xx..5xx \
                     or a status code; with --scenario also step[NAME].p99, checks, \
-                    iterations_failed)";
+                    iterations_failed; with --monitor server_cpu, pelt_cpu, server_rss)";
 
 /// Parses one expression; the error names what is wrong (the caller adds the flag and value).
 pub fn parse(text: &str) -> Result<Expectation, String> {
@@ -159,6 +170,9 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
             "rps" => Metric::Rps,
             "checks" => Metric::Checks,
             "iterations_failed" => Metric::IterationsFailed,
+            "server_cpu" => Metric::ServerCpu,
+            "pelt_cpu" => Metric::PeltCpu,
+            "server_rss" => Metric::ServerRss,
             c if c.len() == 3 && c.ends_with("xx") && (b'1'..=b'5').contains(&c.as_bytes()[0]) => {
                 Metric::Class(u16::from(c.as_bytes()[0] - b'0'))
             }
@@ -168,6 +182,8 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
             },
         };
         let (num, unit) = match value.strip_suffix('%') {
+            _ if metric == Metric::ServerRss => bytes(value)?,
+            None if matches!(metric, Metric::ServerCpu | Metric::PeltCpu) => (value, Unit::Cores),
             Some(p) if metric != Metric::Rps => (p.trim(), Unit::Percent),
             Some(_) => return Err("rps is a rate, not a share: rps>5000".into()),
             None if metric == Metric::Rps => {
@@ -190,6 +206,30 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
     })
 }
 
+/// A size's number and unit: `1GiB`, `512MB`, `100000` (bytes).
+fn bytes(value: &str) -> Result<(&str, Unit), String> {
+    const UNITS: [(&str, f64); 7] = [
+        ("GiB", 1073741824.0),
+        ("MiB", 1048576.0),
+        ("KiB", 1024.0),
+        ("GB", 1e9),
+        ("MB", 1e6),
+        ("KB", 1e3),
+        ("B", 1.0),
+    ];
+    for (name, per) in UNITS {
+        if let Some(num) = value.strip_suffix(name) {
+            return Ok((num.trim(), Unit::Bytes(per, name)));
+        }
+    }
+    if value.ends_with(|c: char| c.is_ascii_alphabetic() || c == '%') {
+        return Err(format!(
+            "a size is bytes, KB, MB, GB, KiB, MiB or GiB: {value} is none"
+        ));
+    }
+    Ok((value, Unit::Bytes(1.0, "B")))
+}
+
 impl Expectation {
     /// The expression as the user wrote it (trimmed).
     pub fn text(&self) -> &str {
@@ -207,6 +247,8 @@ impl Expectation {
             }
         };
         let scenario = r.scenario.as_ref();
+        let resources = r.resources.as_ref();
+        let server = resources.and_then(|r| r.server.as_ref());
         let (checks_passed, checks_made) = scenario.map_or((0, 0), |s| {
             let passed: u64 = s.checks.iter().map(|c| c.passed).sum();
             (
@@ -250,6 +292,22 @@ impl Expectation {
             (Metric::Checks, Unit::Percent) => part(checks_passed, checks_made),
             (Metric::IterationsFailed, Unit::Percent) => part(count, ended_iterations),
             (Metric::Rps, _) => r.rps,
+            // Not sampled (no --monitor, or no second sampled): cannot be said to hold.
+            (Metric::ServerCpu | Metric::ServerRss, _) if server.is_none() => f64::NAN,
+            (Metric::PeltCpu, _) if resources.is_none() => f64::NAN,
+            (Metric::ServerCpu | Metric::PeltCpu, Unit::Percent) => {
+                let p = if self.metric == Metric::ServerCpu {
+                    server
+                } else {
+                    resources.map(|r| &r.pelt)
+                };
+                p.map_or(f64::NAN, |p| p.busy_share() * 100.0)
+            }
+            (Metric::ServerCpu, _) => server.map_or(f64::NAN, |s| s.cpu_mean),
+            (Metric::PeltCpu, _) => resources.map_or(f64::NAN, |r| r.pelt.cpu_mean),
+            (Metric::ServerRss, Unit::Bytes(per, _)) => {
+                server.map_or(f64::NAN, |s| s.rss_peak_bytes as f64 / per)
+            }
             (_, Unit::Percent) => share(count),
             _ => count as f64,
         };
@@ -264,6 +322,8 @@ impl Expectation {
             Unit::Count => "count",
             Unit::Percent => "%",
             Unit::PerSecond => "/s",
+            Unit::Cores => "cores",
+            Unit::Bytes(_, name) => name,
         };
         Threshold {
             expect: self.text.clone(),
@@ -298,6 +358,12 @@ mod tests {
             "step[GET /items].max<=1s",
             "checks>99.9%",
             "iterations_failed<0.1%",
+            "server_cpu<80%",
+            "server_cpu<1.5",
+            "pelt_cpu<=90%",
+            "server_rss<1GiB",
+            "server_rss<=512MB",
+            "server_rss<100000",
             "iterations_failed<=3",
         ] {
             assert!(parse(t).is_ok(), "{t}: {:?}", parse(t));

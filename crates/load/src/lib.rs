@@ -34,6 +34,7 @@ pub mod expect;
 pub mod fleet;
 pub mod fmt;
 pub mod metrics;
+pub mod monitor;
 pub mod options;
 mod prepare;
 #[cfg(test)]
@@ -66,6 +67,61 @@ pub fn run(
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(&TimelinePoint),
 ) -> Report {
-    let result = pelt_engine::run(&prepared.config, stop, on_second);
+    let Some((watch, _)) = &prepared.monitor else {
+        let result = pelt_engine::run(&prepared.config, stop, on_second);
+        return prepared.report(&result);
+    };
+    // `--monitor`: a thread of its own (never a worker) samples at each second since the start,
+    // sample k covering second k, and once more at the end (the last, shorter second). Each
+    // point gets its second's sample: as it comes when the sample is in, and in the result.
+    let start = std::time::Instant::now();
+    let samples = std::sync::Mutex::new(Vec::new());
+    let (ended, end) = std::sync::mpsc::channel::<()>();
+    let mut result = std::thread::scope(|s| {
+        let watch = watch.clone();
+        let samples = &samples;
+        s.spawn(move || {
+            let mut sampler = monitor::Sampler::new(Some(watch));
+            for k in 1u32.. {
+                let due = start + std::time::Duration::from_secs(k.into());
+                let wait = due.saturating_duration_since(std::time::Instant::now());
+                let last = end.recv_timeout(wait).is_ok()
+                    || matches!(
+                        end.try_recv(),
+                        Err(std::sync::mpsc::TryRecvError::Disconnected)
+                    );
+                let sample = sampler.sample();
+                samples
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(sample);
+                if last {
+                    break;
+                }
+            }
+        });
+        let mut sampled = |point: &TimelinePoint| {
+            let sample = samples
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(point.second as usize)
+                .cloned();
+            match sample {
+                Some(sample) => {
+                    let mut point = point.clone();
+                    point.resources = Some(sample);
+                    on_second(&point);
+                }
+                None => on_second(point),
+            }
+        };
+        let result = pelt_engine::run(&prepared.config, stop, &mut sampled);
+        let _ = ended.send(());
+        result
+    });
+    let samples = samples.into_inner().unwrap_or_else(|e| e.into_inner());
+    for p in &mut result.timeline {
+        p.resources = samples.get(p.second as usize).cloned();
+    }
     prepared.report(&result)
 }

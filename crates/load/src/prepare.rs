@@ -32,6 +32,8 @@ pub struct Prepared {
     pub config: Config,
     pub info: RunInfo,
     pub expect: Vec<crate::expect::Expectation>,
+    /// `--monitor`: what to sample, and what it matched when the run was prepared.
+    pub monitor: Option<(crate::monitor::Watch, String)>,
 }
 
 /// Validates `spec` and does the I/O a run needs first: resolves the host, reads the body
@@ -102,10 +104,24 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         config.scenario = Some(std::sync::Arc::new(scenario_run(program, &e.list)?));
     }
     let info = run_info(spec, &target, &config, method, set_info);
+    let monitor = match (&spec.monitor, here) {
+        (None, _) => None,
+        (Some(w), Here::Connects) => {
+            let matched = w.check().map_err(|e| bad(format!("--monitor: {e}")))?;
+            Some((w.clone(), matched))
+        }
+        (Some(_), _) => {
+            return Err(bad(
+                "--monitor samples processes on the machine that sends the load; a fleet's \
+                 agents send it from elsewhere: run pelt on the server's machine instead",
+            ))
+        }
+    };
     Ok(Prepared {
         config,
         info,
         expect: spec.expect.clone(),
+        monitor,
     })
 }
 

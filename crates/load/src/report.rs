@@ -147,7 +147,36 @@ impl Prepared {
                 );
             }
         }
+        report.resources = p.resources(&report);
         report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();
         report
+    }
+
+    /// `--monitor`: the measured seconds' resources summed up, with the verdict (pelt's own
+    /// lag past the late threshold, in the open loop, counts against pelt).
+    fn resources(&self, report: &pelt_stats::Report) -> Option<pelt_stats::ResourcesReport> {
+        let measured: Vec<&pelt_stats::TimelinePoint> = report
+            .timeline
+            .iter()
+            .filter(|p| !p.warmup && p.resources.is_some())
+            .collect();
+        if measured.is_empty() {
+            return None;
+        }
+        let samples: Vec<pelt_stats::Sampled> = measured
+            .iter()
+            .filter_map(|p| p.resources.as_ref().map(|r| (r, p.length_s)))
+            .collect();
+        let completed = measured.iter().map(|p| p.completed).sum();
+        let limit = LATE_THRESHOLD_US + self.config.batch_window.as_micros() as u64;
+        let lag = report
+            .open_loop
+            .as_ref()
+            .map(|o| o.lag_us.p99_us)
+            .filter(|&p99| p99 > limit);
+        let monitored = self.monitor.as_ref().map(|(_, matched)| matched.clone());
+        Some(pelt_stats::ResourcesReport::new(
+            monitored, &samples, completed, lag,
+        ))
     }
 }

@@ -70,6 +70,9 @@ pub struct LoadSpec {
     pub grace: Duration,
     /// Thresholds checked against the report (`--expect`).
     pub expect: Vec<crate::expect::Expectation>,
+    /// `--monitor`: the server's processes on this machine, sampled each second with the host
+    /// and pelt itself.
+    pub monitor: Option<crate::monitor::Watch>,
     /// This process runs one part of a fleet's run (`threads` must then be given): the
     /// figures above are the whole fleet's, and this process takes its workers' shares.
     pub slice: Option<pelt_engine::Slice>,
@@ -109,6 +112,7 @@ impl LoadSpec {
             io: IoChoice::Auto,
             warmup: None,
             grace: pelt_engine::DEFAULT_GRACE,
+            monitor: None,
             expect: Vec::new(),
             slice: None,
         }

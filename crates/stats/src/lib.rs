@@ -27,6 +27,7 @@ mod histogram;
 mod kinds;
 mod merge;
 mod report;
+mod resources;
 mod targets;
 mod timeline;
 
@@ -39,6 +40,10 @@ pub use report::{
     BytesReport, CaptureReport, CheckReport, HandshakesReport, Histograms, IterationsReport,
     OpenLoopReport, Report, RequestSetInfo, RequestsReport, RunInfo, ScenarioReport, StageInfo,
     StagesInfo, Threshold, TlsInfo, WarmupReport,
+};
+pub use resources::{
+    Bottleneck, HostSample, HostSummary, ProcessSample, ProcessSummary, ResourceSample,
+    ResourcesReport, Sampled, Verdict, SATURATED,
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{

@@ -147,6 +147,8 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
     Ok(Report {
         pelt_version: env!("CARGO_PKG_VERSION").to_string(),
         targets: merged_targets(reports),
+        // Each machine's own resources: no sum of them means anything.
+        resources: None,
         info: merged_info(reports),
         duration_s,
         interrupted: reports.iter().any(|r| r.interrupted),
@@ -498,6 +500,7 @@ impl Second {
             histogram: Some(self.latency.encode()),
             connections: self.connections,
             target: self.target,
+            resources: None,
             samples: Vec::new(),
             samples_dropped: 0,
             detail: self.detail,

@@ -288,6 +288,10 @@ pub struct Report {
     /// `null` otherwise.
     #[serde(default)]
     pub scenario: Option<ScenarioReport>,
+    /// The server's, the host's and pelt's resources over the run, with a verdict on what
+    /// limited it (`--monitor`); `null` when not sampled.
+    #[serde(default)]
+    pub resources: Option<crate::ResourcesReport>,
 }
 
 /// What a scenario run's virtual users did.
@@ -372,6 +376,7 @@ impl Report {
         };
         Report {
             pelt_version: env!("CARGO_PKG_VERSION").to_string(),
+            resources: None,
             info,
             duration_s,
             stopped_by,

@@ -190,6 +190,7 @@ impl Interval {
         let s = self.latency.summary();
         const NAMES: [&str; 6] = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"];
         TimelinePoint {
+            resources: None,
             second: self.index,
             length_s,
             warmup,
@@ -267,6 +268,9 @@ pub struct TimelinePoint {
     /// Sampled requests left out of this second (over [`SAMPLES_PER_SECOND`] per worker).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub samples_dropped: u64,
+    /// `--monitor`: the server's processes, the host and pelt over this second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<crate::ResourceSample>,
     /// The second's codes, error kinds, bytes and lag, for the caller of `on_second` only
     /// (live metrics; never serialized, never kept in the result's timeline).
     #[serde(skip)]

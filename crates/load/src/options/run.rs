@@ -858,6 +858,28 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "monitor",
+        long: "monitor",
+        value: "PID|NAME",
+        help: "Sample the server's processes on this machine each second: a process ID, or a \
+               name (every process of that name); children included. Their CPU (and CPU-us per \
+               request), memory, threads and file descriptors, the host's CPU and network and \
+               pelt's own CPU join the timeline, and the summary says what limited the run.",
+        ts: "string | number",
+        example: r#""nginx""#,
+        read: |s, g| {
+            s.monitor = Some(g.parse(crate::monitor::Watch::parse)?);
+            Ok(())
+        },
+        write: |s| {
+            Ok(s.monitor.as_ref().map(|w| match w {
+                crate::monitor::Watch::Pid(pid) => Value::from(*pid),
+                crate::monitor::Watch::Name(name) => Value::from(name.as_str()),
+            }))
+        },
+        ..BASE
+    },
+    Row {
         name: "sampleEvery",
         value: "N",
         form: Form::Library,

@@ -1,0 +1,202 @@
+//! `--monitor`: the server's processes, the host and pelt sampled each second beside the load,
+//! and the verdict on what limited the run. Against nginx from Debian pinned to one CPU (its
+//! CPU as pelt sampled it agrees with the kernel's own accounting of its processes over the
+//! run, and a saturating run is judged CPU-bound) and against `pelt serve --delay` (nothing
+//! saturated: latency-bound).
+
+mod util;
+
+use std::process::Command;
+use util::real::*;
+use util::*;
+
+/// Clock ticks (user + system) of `pid` and every process descended from it, from /proc.
+fn ticks_of_tree(pid: u32) -> u64 {
+    let stats: Vec<(u32, u32, u64)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // After the command name (in parentheses): state, ppid, ... utime (14), stime (15).
+            let (head, rest) = text.rsplit_once(") ")?;
+            let f: Vec<&str> = rest.split(' ').collect();
+            let me = head.split(' ').next()?.parse().ok()?;
+            let ppid = f[1].parse().ok()?;
+            let ticks = f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?;
+            Some((me, ppid, ticks))
+        })
+        .collect();
+    let mut tree = vec![pid];
+    let mut k = 0;
+    while k < tree.len() {
+        let parent = tree[k];
+        tree.extend(stats.iter().filter(|s| s.1 == parent).map(|s| s.0));
+        k += 1;
+    }
+    stats
+        .iter()
+        .filter(|s| tree.contains(&s.0))
+        .map(|s| s.2)
+        .sum()
+}
+
+fn ticks_per_second() -> f64 {
+    let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+#[test]
+fn nginx_pinned_to_one_cpu_is_judged_cpu_bound_and_its_cpu_is_the_kernels() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let server = RealServer::start("nginx-monitor", 1, |dir, ports| {
+        let http = format!(
+            "    access_log off;
+    keepalive_requests 1000000000;
+    server {{
+        listen 127.0.0.1:{} backlog=4096;
+        location / {{ return 200 \"OK\"; }}
+    }}
+",
+            ports[0]
+        );
+        // The command nginx_command builds, run by taskset on CPU 0.
+        let nginx = nginx_command(&bin, dir, &http);
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", "0"])
+            .arg(nginx.get_program())
+            .args(nginx.get_args());
+        cmd
+    });
+    let master = server.child.id();
+    let before = ticks_of_tree(master);
+    let pid = master.to_string();
+    let csv = server.dir.join("timeline.csv");
+    let v = run_json(&[
+        &server.url("http", 0),
+        "-c",
+        "16",
+        "--pipeline",
+        "16",
+        "-t",
+        "1",
+        "-d",
+        "3s",
+        "--monitor",
+        &pid,
+        "--csv",
+        csv.to_str().unwrap(),
+        "--expect",
+        "server_cpu>50%",
+        "--expect",
+        "server_rss<1GiB",
+    ]);
+    let after = ticks_of_tree(master);
+    assert_schema(&v);
+    let r = &v["resources"];
+    assert_eq!(r["monitored"], format!("PID {master}: 2 processes"), "{r}");
+    assert_eq!(r["verdict"]["bottleneck"], "server-cpu", "{r}");
+    assert_eq!(r["server"]["cpu_capacity"], 1.0, "{r}");
+    assert!(
+        r["server"]["rss_peak_bytes"].as_u64().unwrap() > 1 << 20,
+        "{r}"
+    );
+    assert!(r["host"]["cores"].as_u64().unwrap() >= 1, "{r}");
+    assert_eq!(thresholds_held(&v), [true, true], "{}", v["thresholds"]);
+    // The CPU pelt sampled, second by second, is the kernel's count over the run.
+    let sampled: f64 = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let s = &p["resources"]["server"];
+            (s["cpu_user"].as_f64().unwrap() + s["cpu_system"].as_f64().unwrap())
+                * p["length_s"].as_f64().unwrap()
+        })
+        .sum();
+    let kernel = (after - before) as f64 / ticks_per_second();
+    assert!(
+        (sampled - kernel).abs() <= 0.05 * kernel + 0.05,
+        "sampled {sampled:.3} s of CPU, the kernel counted {kernel:.3} s"
+    );
+    // CPU-us per request: the server's CPU over the responses.
+    let per_request = r["server"]["cpu_us_per_request"].as_f64().unwrap();
+    let completed = count(&v, &["requests", "completed"]) as f64;
+    assert!(
+        (per_request * completed / 1e6 - sampled).abs() <= 0.05 * sampled + 0.05,
+        "{per_request} us x {completed}"
+    );
+    // The CSV's server_cpu column, second by second.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "server_cpu").unwrap();
+    assert_eq!(header.len(), 31, "{header:?}");
+    for (line, point) in lines.zip(v["timeline"].as_array().unwrap()) {
+        let cell: f64 = line.split(',').nth(col).unwrap().parse().unwrap();
+        let s = &point["resources"]["server"];
+        let cpu = s["cpu_user"].as_f64().unwrap() + s["cpu_system"].as_f64().unwrap();
+        assert!((cell - cpu).abs() < 0.001, "{line}");
+    }
+}
+
+#[test]
+fn a_server_that_sleeps_is_judged_latency_bound() {
+    let mut serve = ServeProcess::start(&["--port", "0", "--delay", "50ms"]);
+    let url = serve
+        .line()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let pid = serve.pid().to_string();
+    let v = run_json(&[
+        &format!("{url}/"),
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "-d",
+        "2s",
+        "--monitor",
+        &pid,
+    ]);
+    let r = &v["resources"];
+    assert_eq!(r["verdict"]["bottleneck"], "latency", "{r}");
+    assert!(r["server"]["cpu_mean"].as_f64().unwrap() < 0.5, "{r}");
+    // pelt's own CPU, and each worker's, are in every second (but the last: the points of
+    // the run's end come when the workers have ended).
+    let timeline = v["timeline"].as_array().unwrap();
+    for p in &timeline[..timeline.len() - 1] {
+        let pelt = &p["resources"]["pelt"];
+        assert_eq!(pelt["workers"].as_array().unwrap().len(), 1, "{p}");
+        assert!(pelt["threads"].as_u64().unwrap() >= 2, "{p}");
+    }
+    let (out, _) = run(&[&format!("{url}/"), "-c", "4", "-d", "1s", "--monitor", &pid]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Bottleneck   neither: latency-bound"),
+        "{text}"
+    );
+    assert!(text.contains("  Server       PID "), "{text}");
+    serve.stop();
+}
+
+#[test]
+fn a_monitor_that_matches_nothing_is_one_line_before_any_traffic() {
+    let (server, url) = serve(pelt_server::ServerConfig::default());
+    assert_bad_input(
+        &[&url, "-n", "10", "--monitor", "2147483647"],
+        "--monitor: no process has the ID 2147483647",
+    );
+    assert_bad_input(
+        &[&url, "-n", "10", "--monitor", "no-such-server-here"],
+        "--monitor: no process is named \"no-such-server-here\"",
+    );
+    assert_bad_input(&[&url, "-n", "10", "--monitor=-5"], "is no process ID");
+    assert_bad_input(
+        &[&url, "-n", "10", "--expect", "server_rss<10%"],
+        "a size is bytes",
+    );
+    assert_eq!(server.stop(), 0);
+}
