@@ -145,6 +145,67 @@ fn html_report_shows_a_scenario_in_a_real_browser() {
 }
 
 #[test]
+fn html_report_charts_the_servers_cpu_beside_requests_per_second() {
+    let dir = test_dir("html-monitor");
+    let (server, url) = serve_process(&[]);
+    let pid = server.pid().to_string();
+    let html = dir.join("r.html");
+    let url = format!("{url}/");
+    let args = [
+        url.as_str(),
+        "-d",
+        "2s",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--monitor",
+        &pid,
+    ];
+    let mut all = args.to_vec();
+    all.extend(["--html", s(&html), "-q"]);
+    run_expect(&all, 0);
+    drop(server);
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<h2>Bottleneck: "), "no verdict");
+    assert!(
+        text.contains(&format!("<td>server (PID {pid}: ")),
+        "no server row"
+    );
+    let Some(page) = browser_check(&html, &dir.join("monitor.png")) else {
+        return;
+    };
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    for (id, labels) in [
+        (
+            "chart-server",
+            &["server CPU (cores)", "completed responses/s"][..],
+        ),
+        (
+            "chart-pelt",
+            &[
+                "pelt (cores)",
+                "busiest worker (cores)",
+                "host busy (cores)",
+                "host softirq (cores)",
+            ][..],
+        ),
+        ("chart-net", &["received (MiB/s)", "sent (MiB/s)"][..]),
+    ] {
+        let c = chart(&page, id);
+        let sets = c["datasets"].as_array().unwrap();
+        let got: Vec<&str> = sets.iter().map(|d| d["label"].as_str().unwrap()).collect();
+        assert_eq!(got, labels, "{c}");
+        assert!(c["painted"].as_u64().unwrap() > 2000, "not drawn: {c}");
+        // Something was measured: the busiest dataset is not all zeros.
+        assert!(
+            sets.iter().any(|d| d["max"].as_f64().unwrap_or(0.0) > 0.0),
+            "{c}"
+        );
+    }
+}
+
+#[test]
 fn html_report_charts_stages_target_beside_reached() {
     let dir = test_dir("html-stages");
     let (server, url) = serve(ServerConfig::default());

@@ -343,7 +343,7 @@ export interface ResourcesResult {
     mem_used_peak_bytes: number; net_rx_bytes: number; net_tx_bytes: number
     tcp_retransmits: number; listen_overflows: number; listen_drops: number
   }
-  verdict: { bottleneck: 'server-cpu' | 'network' | 'pelt' | 'latency' | 'unknown'; evidence: string }
+  verdict: { bottleneck: 'server-cpu' | 'network' | 'host-cpu' | 'pelt' | 'latency' | 'unknown'; evidence: string }
 }
 
 /** What a scenario run's virtual users did. */
@@ -480,6 +480,9 @@ export interface CompareRun {
   errors: number
   non_2xx: number
   duration_s: number
+  /** With `monitor`: the server's CPU-microseconds per request and peak RSS. */
+  server_cpu_us_per_request?: number
+  server_rss_peak_bytes?: number
 }
 
 /** compare()'s result: `pelt compare --json`'s document. */
@@ -497,7 +500,9 @@ export interface CompareResult {
     target: string
     url: string
     settings: Record<string, string>
-    median: { rps: number; p50_us: number; p99_us: number; errors_pct: number; non_2xx_pct: number; rps_min: number; rps_max: number }
+    median: { rps: number; p50_us: number; p99_us: number; errors_pct: number; non_2xx_pct: number; rps_min: number; rps_max: number;
+              /** With `monitor`: the server's CPU-microseconds per request and peak RSS (medians). */
+              server_cpu_us_per_request?: number; server_rss_peak_bytes?: number }
     runs: CompareRun[]
   }[]
 }

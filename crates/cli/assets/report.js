@@ -84,3 +84,37 @@ if (DATA.stages) {
                interaction: { mode: "index", intersect: false } }
   });
 }
+// --monitor: the server's CPU beside requests/s on one time axis; pelt's CPU (and its busiest
+// worker's) with the host's; the network's bytes per second.
+const R = T.filter(p => p.resources);
+if (R.length && document.getElementById("chart-server")) {
+  const line = (label, color, f, extra) => Object.assign({ label, data: R.map(p => ({ x: p.second, y: f(p) })),
+    borderColor: color, backgroundColor: color, pointRadius: 0, segment: warmSeg }, extra || {});
+  const cores = { callbacks: { label: c => c.dataset.label + ": " + c.parsed.y.toFixed(2) } };
+  new Chart(document.getElementById("chart-server"), {
+    type: "line",
+    data: { datasets: [
+      line("server CPU (cores)", COLORS[3], p => p.resources.server ?? 0, { yAxisID: "y" }),
+      line("completed responses/s", COLORS[0], p => p.rps, { yAxisID: "y2", borderDash: [6, 4] })] },
+    options: { scales: { x: xSec, y: axis("cores", { beginAtZero: true }),
+                         y2: axis("requests/s", { beginAtZero: true, position: "right", grid: { drawOnChartArea: false } }) },
+               interaction: { mode: "index", intersect: false } }
+  });
+  new Chart(document.getElementById("chart-pelt"), {
+    type: "line",
+    data: { datasets: [
+      line("pelt (cores)", COLORS[0], p => p.resources.pelt),
+      line("busiest worker (cores)", COLORS[1], p => p.resources.worker ?? 0),
+      line("host busy (cores)", COLORS[2], p => p.resources.host),
+      line("host softirq (cores)", COLORS[4], p => p.resources.softirq)] },
+    options: { scales: { x: xSec, y: axis("cores", { beginAtZero: true }) }, interaction: { mode: "index", intersect: false },
+               plugins: { tooltip: cores } }
+  });
+  new Chart(document.getElementById("chart-net"), {
+    type: "line",
+    data: { datasets: [
+      line("received (MiB/s)", COLORS[0], p => p.resources.rx / 1048576),
+      line("sent (MiB/s)", COLORS[1], p => p.resources.tx / 1048576)] },
+    options: { scales: { x: xSec, y: axis("MiB/s", { beginAtZero: true }) }, interaction: { mode: "index", intersect: false } }
+  });
+}

@@ -190,6 +190,14 @@ pub fn markdown(doc: &CompareDoc) -> String {
     let mut header = vec!["target"];
     header.extend(&keys);
     header.extend(["krps", "p50", "p99", "errors", "non-2xx"]);
+    // --monitor: the HTTP.SYS matrix's two columns, the server's CPU per request and memory.
+    let monitored = doc
+        .rows
+        .iter()
+        .any(|r| r.median.server_cpu_us_per_request.is_some());
+    if monitored {
+        header.extend(["server CPU/req", "server RSS"]);
+    }
     if repeat > 1 {
         header.push("krps range");
     }
@@ -209,6 +217,16 @@ pub fn markdown(doc: &CompareDoc) -> String {
         cells.push(latency(m.p99_us));
         cells.push(pct_text(m.errors_pct));
         cells.push(pct_text(m.non_2xx_pct));
+        if monitored {
+            cells.push(
+                m.server_cpu_us_per_request
+                    .map_or("-".to_string(), |us| format!("{us:.1}us")),
+            );
+            cells.push(
+                m.server_rss_peak_bytes
+                    .map_or("-".to_string(), crate::output::bytes),
+            );
+        }
         if repeat > 1 {
             cells.push(format!(
                 "{:.1}-{:.1}",
@@ -240,7 +258,8 @@ fn csv(doc: &CompareDoc) -> String {
     for k in doc.keys() {
         let _ = write!(s, ",{k}");
     }
-    s.push_str(",rps,p50_us,p99_us,errors_pct,non_2xx_pct,rps_min,rps_max,runs\n");
+    s.push_str(",rps,p50_us,p99_us,errors_pct,non_2xx_pct,rps_min,rps_max,runs");
+    s.push_str(",server_cpu_us_per_request,server_rss_peak_bytes\n");
     let field = |v: &str| {
         if v.contains([',', '"', '\n']) {
             format!("\"{}\"", v.replace('"', "\"\""))
@@ -254,7 +273,7 @@ fn csv(doc: &CompareDoc) -> String {
         for k in doc.keys() {
             let _ = write!(s, ",{}", field(row.settings.get(k)));
         }
-        let _ = writeln!(
+        let _ = write!(
             s,
             ",{:.1},{},{},{:.4},{:.4},{:.1},{:.1},{}",
             m.rps,
@@ -265,6 +284,14 @@ fn csv(doc: &CompareDoc) -> String {
             m.rps_min,
             m.rps_max,
             row.runs.len()
+        );
+        let opt =
+            |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
+        let _ = writeln!(
+            s,
+            ",{},{}",
+            opt(m.server_cpu_us_per_request, 2),
+            opt(m.server_rss_peak_bytes, 0)
         );
     }
     s

@@ -187,6 +187,15 @@ fn report_data(r: &Report) -> Value {
                 "status_classes": p.status_classes, "latency_us": p.latency_us,
                 "sent_rate": p.sent as f64 / p.length_s.max(1e-9), "length_s": p.length_s,
                 "connections": p.connections, "target": p.target,
+                "resources": p.resources.as_ref().map(|r| json!({
+                    "server": r.server.as_ref().map(|s| s.cpu()),
+                    "pelt": r.pelt.cpu(),
+                    "worker": r.pelt.workers.iter().copied().fold(None, |m: Option<f64>, w| Some(m.map_or(w, |m| m.max(w)))),
+                    "host": r.host.cpu_busy(),
+                    "softirq": r.host.cpu_softirq,
+                    "rx": r.host.net_rx_bytes as f64 / p.length_s.max(1e-9),
+                    "tx": r.host.net_tx_bytes as f64 / p.length_s.max(1e-9),
+                })),
             })
         })
         .collect();
@@ -248,6 +257,64 @@ fn targets_section(b: &mut String, r: &Report) {
         );
     }
     b.push_str("</table></section>\n</div>\n");
+}
+
+/// `--monitor`: the verdict, a table of the server's, pelt's and the host's figures, and their
+/// charts: the server's CPU beside requests/s on one time axis, pelt's CPU, the network.
+fn resources_section(b: &mut String, r: &Report) {
+    let Some(res) = &r.resources else {
+        return;
+    };
+    let what = res.verdict.bottleneck.title();
+    let _ = writeln!(
+        b,
+        "<section class=\"box\"><h2>Bottleneck: {}</h2><p>{}</p>",
+        esc(what),
+        esc(&res.verdict.evidence)
+    );
+    b.push_str("<table>\n<tr><th></th><th class=\"n\">CPU mean (cores)</th><th class=\"n\">CPU peak</th><th class=\"n\">could use</th><th class=\"n\">CPU-us per request</th><th class=\"n\">RSS peak</th></tr>\n");
+    let mut group = |name: &str, p: &pelt_stats::ProcessSummary| {
+        row(
+            b,
+            &[
+                name,
+                &format!("{:.2}", p.cpu_mean),
+                &format!("{:.2}", p.cpu_peak),
+                &format!("{:.2}", p.cpu_capacity),
+                &format!("{:.1}", p.cpu_us_per_request),
+                &crate::output::bytes(p.rss_peak_bytes as f64),
+            ],
+        )
+    };
+    if let Some(server) = &res.server {
+        let name = format!("server ({})", res.monitored.as_deref().unwrap_or(""));
+        group(&name, server);
+    }
+    group("pelt", &res.pelt);
+    let h = &res.host;
+    let _ = writeln!(
+        b,
+        "</table><p class=\"note\">Host: {} cores, {:.2} busy on average ({:.2} softirq); {} in, \
+         {} out; {} TCP retransmits, {} listen overflows, {} SYN drops.</p></section>",
+        h.cores,
+        h.cpu_busy_mean,
+        h.cpu_softirq_mean,
+        crate::output::bytes(h.net_rx_bytes as f64),
+        crate::output::bytes(h.net_tx_bytes as f64),
+        thousands(h.tcp_retransmits),
+        thousands(h.listen_overflows),
+        thousands(h.listen_drops)
+    );
+    b.push_str("<div class=\"grid\">\n");
+    chart_boxes(
+        b,
+        &[
+            ("chart-server", "Server CPU beside requests per second"),
+            ("chart-pelt", "pelt's CPU and the host's"),
+            ("chart-net", "Network, every interface"),
+        ],
+    );
+    b.push_str("</div>\n");
 }
 
 /// A scenario run: its iterations and their time (a chart by percentile), its checks and
@@ -561,6 +628,7 @@ pub fn report(r: &Report) -> String {
     b.push_str("</section>\n</div>\n");
     targets_section(&mut b, r);
     scenario_section(&mut b, r);
+    resources_section(&mut b, r);
     fleet_section(&mut b, r);
     page(
         &format!("pelt: {}", i.target),

@@ -72,6 +72,17 @@ impl LiveView {
             )),
             _ => {}
         }
+        // --monitor: the server's CPU and pelt's, once the second's sample is in.
+        if let Some(r) = &p.resources {
+            if let Some(server) = &r.server {
+                line.push_str(&format!(
+                    "  server {:.2} of {} cores",
+                    server.cpu(),
+                    server.cpu_capacity
+                ));
+            }
+            line.push_str(&format!("  pelt {:.2} cores", r.pelt.cpu()));
+        }
         if let Some(n) = self.requests {
             let pct = (self.ended as f64 * 100.0 / n as f64).min(100.0);
             line.push_str(&format!(

@@ -562,13 +562,7 @@ fn resources_table(s: &mut String, r: &Report) {
         thousands(h.listen_drops),
     );
     let v = &res.verdict;
-    let what = match v.bottleneck {
-        pelt_stats::Bottleneck::ServerCpu => "the server's CPU",
-        pelt_stats::Bottleneck::Network => "the network",
-        pelt_stats::Bottleneck::Pelt => "pelt itself",
-        pelt_stats::Bottleneck::Latency => "neither: latency-bound",
-        pelt_stats::Bottleneck::Unknown => "not known",
-    };
+    let what = v.bottleneck.title();
     let _ = writeln!(s, "  Bottleneck   {what}: {}", v.evidence);
 }
 

@@ -50,6 +50,9 @@ pub struct Metrics {
     /// Per target name (`--targets` with names): the names, and their counts so far.
     target_names: Vec<String>,
     targets: Vec<pelt_stats::TargetCounts>,
+    /// `--monitor`: the last second's sample, and the host's counters summed over the seconds.
+    resources: Option<pelt_stats::ResourceSample>,
+    host_totals: [u64; 5],
 }
 
 /// A Prometheus histogram: cumulative counts at each bound of [`LATENCY_BUCKETS_S`], the
@@ -115,6 +118,8 @@ impl Metrics {
             finished: false,
             target_names: Vec::new(),
             targets: Vec::new(),
+            resources: None,
+            host_totals: [0; 5],
         }
     }
 
@@ -152,6 +157,20 @@ impl Metrics {
             a.completed += b.completed;
             a.errors += b.errors;
         }
+        if let Some(r) = &p.resources {
+            let h = &r.host;
+            let add = [
+                h.net_rx_bytes,
+                h.net_tx_bytes,
+                h.tcp_retransmits,
+                h.listen_overflows,
+                h.listen_drops,
+            ];
+            for (total, n) in self.host_totals.iter_mut().zip(add) {
+                *total += n;
+            }
+            self.resources = Some(r.clone());
+        }
         self.connections = p.connections;
         if p.target.is_some() {
             self.rate = p.target.filter(|_| self.model == "open");
@@ -184,6 +203,7 @@ impl Metrics {
             out: Vec::new(),
         };
         self.run_families(&mut f);
+        self.resource_families(&mut f);
         self.target_families(&mut f);
         self.latency_families(&mut f);
         f.out
@@ -265,6 +285,82 @@ impl Metrics {
             "pelt_achieved_rate_requests_per_second",
             "Complete responses per second in the last second.",
             self.last_rps,
+        );
+    }
+
+    /// `--monitor`: the last second's CPU and memory, the host's network and TCP counters.
+    fn resource_families(&self, f: &mut Families) {
+        let Some(r) = &self.resources else {
+            return;
+        };
+        if let Some(s) = &r.server {
+            f.gauge(
+                "pelt_server_cpu_cores",
+                "The monitored server's CPU in the last second, in cores.",
+                s.cpu(),
+            );
+            f.gauge(
+                "pelt_server_cpu_capacity_cores",
+                "The most CPU the server could use in the last second (its threads that ran, at \
+                 most its cores).",
+                s.cpu_capacity,
+            );
+            f.gauge(
+                "pelt_server_resident_memory_bytes",
+                "The monitored server's resident memory.",
+                s.rss_bytes as f64,
+            );
+            f.gauge(
+                "pelt_server_threads",
+                "The monitored server's threads.",
+                s.threads as f64,
+            );
+            f.gauge(
+                "pelt_server_open_fds",
+                "The monitored server's open file descriptors.",
+                s.fds as f64,
+            );
+        }
+        f.gauge(
+            "pelt_self_cpu_cores",
+            "pelt's own CPU in the last second, in cores.",
+            r.pelt.cpu(),
+        );
+        f.gauge(
+            "pelt_host_cpu_busy_cores",
+            "The host's CPU busy in the last second (every mode but idle), in cores.",
+            r.host.cpu_busy(),
+        );
+        f.gauge(
+            "pelt_host_cpu_softirq_cores",
+            "The host's CPU in softirq in the last second, in cores.",
+            r.host.cpu_softirq,
+        );
+        let [rx, tx, retransmits, overflows, drops] = self.host_totals;
+        f.counter(
+            "pelt_host_network_received_bytes_total",
+            "Bytes received over every interface of the host since the run started.",
+            rx,
+        );
+        f.counter(
+            "pelt_host_network_sent_bytes_total",
+            "Bytes sent over every interface of the host since the run started.",
+            tx,
+        );
+        f.counter(
+            "pelt_host_tcp_retransmits_total",
+            "TCP segments the host retransmitted since the run started.",
+            retransmits,
+        );
+        f.counter(
+            "pelt_host_listen_overflows_total",
+            "Connections the host refused for a full listen queue since the run started.",
+            overflows,
+        );
+        f.counter(
+            "pelt_host_listen_drops_total",
+            "SYNs the host dropped since the run started.",
+            drops,
         );
     }
 
@@ -581,6 +677,39 @@ mod tests {
     fn info() -> RunInfo {
         let spec = crate::LoadSpec::new("http://127.0.0.1:1/a\"b");
         crate::fleet::validate_elsewhere(&spec).unwrap().info
+    }
+
+    #[test]
+    fn monitor_samples_are_series() {
+        let mut m = Metrics::new(&info(), "r1", &[]);
+        assert!(!m.text().contains("pelt_server_cpu_cores"));
+        for second in 0..2 {
+            let mut p = point(second, &[100], 0);
+            p.resources = Some(pelt_stats::ResourceSample {
+                server: Some(pelt_stats::ProcessSample {
+                    cpu_user: 0.5,
+                    cpu_system: 0.25,
+                    rss_bytes: 4096,
+                    ..Default::default()
+                }),
+                host: pelt_stats::HostSample {
+                    net_rx_bytes: 1000,
+                    listen_overflows: 3,
+                    ..Default::default()
+                },
+                pelt: Default::default(),
+            });
+            m.add(&p).unwrap();
+        }
+        let text = m.text();
+        for line in [
+            "pelt_server_cpu_cores{run=\"r1\"} 0.75",
+            "pelt_server_resident_memory_bytes{run=\"r1\"} 4096",
+            "pelt_host_network_received_bytes_total{run=\"r1\"} 2000",
+            "pelt_host_listen_overflows_total{run=\"r1\"} 6",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
     }
 
     #[test]

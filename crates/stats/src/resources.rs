@@ -153,6 +153,9 @@ pub enum Bottleneck {
     ServerCpu,
     /// A network link ran (nearly) full.
     Network,
+    /// The machine's CPUs were (nearly) all busy, though neither pelt nor the server used all
+    /// it could: they (and whatever else runs there) share too few cores.
+    HostCpu,
     /// pelt itself: a worker's core was (nearly) full, or requests started late.
     Pelt,
     /// Nothing was saturated: the server waits on something else (a database, a sleep, locks).
@@ -160,6 +163,20 @@ pub enum Bottleneck {
     /// No server was monitored and pelt was not saturated: nothing to judge by.
     #[default]
     Unknown,
+}
+
+impl Bottleneck {
+    /// As the summary and the HTML report name it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Bottleneck::ServerCpu => "the server's CPU",
+            Bottleneck::Network => "the network",
+            Bottleneck::HostCpu => "the machine's CPUs",
+            Bottleneck::Pelt => "pelt itself",
+            Bottleneck::Latency => "neither: latency-bound",
+            Bottleneck::Unknown => "not known",
+        }
+    }
 }
 
 /// A share at or above this of what could be used counts as saturated.
@@ -372,6 +389,24 @@ impl Verdict {
                 ),
             };
         }
+        let host = median(
+            samples
+                .iter()
+                .map(|s| s.host.cpu_busy() / s.host.cores.max(1) as f64)
+                .collect(),
+        );
+        if host >= SATURATED {
+            return Verdict {
+                bottleneck: Bottleneck::HostCpu,
+                evidence: format!(
+                    "the machine's {} cores were {:.0}% busy in the median second, while \
+                     neither pelt nor the server used all it could: they share too few cores \
+                     (pin them apart with taskset, or run pelt on another machine)",
+                    samples.first().map_or(0, |s| s.host.cores),
+                    host * 100.0
+                ),
+            };
+        }
         let Some(server) = server else {
             return Verdict {
                 bottleneck: Bottleneck::Unknown,
@@ -458,6 +493,17 @@ mod tests {
         // Neither: latency-bound; without a server: unknown.
         let idle = [0.1, 0.1, 0.2].map(|c| second(Some((c, 2.0)), 0.1));
         assert_eq!(judge(&idle, None).verdict.bottleneck, Bottleneck::Latency);
+        // A full machine that neither filled.
+        let mut shared = [0.5, 0.5, 0.5].map(|c| second(Some((c, 2.0)), 0.5));
+        for s in &mut shared {
+            s.host.cpu_user = 1.9;
+        }
+        let r = judge(&shared, None);
+        assert_eq!(r.verdict.bottleneck, Bottleneck::HostCpu, "{r:?}");
+        assert!(
+            r.verdict.evidence.contains("2 cores were 95% busy"),
+            "{r:?}"
+        );
         let none = [second(None, 0.5)];
         let r = judge(&none, None);
         assert_eq!(r.verdict.bottleneck, Bottleneck::Unknown);

@@ -49,10 +49,16 @@ pub struct RunFigures {
     pub errors: u64,
     pub non_2xx: u64,
     pub duration_s: f64,
+    /// With `--monitor`: the server's CPU-microseconds per request and its peak RSS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us_per_request: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_rss_peak_bytes: Option<u64>,
 }
 
 impl RunFigures {
     pub fn of(r: &Report) -> RunFigures {
+        let server = r.resources.as_ref().and_then(|x| x.server.as_ref());
         RunFigures {
             rps: r.rps,
             p50_us: r.latency_us.p50_us,
@@ -67,6 +73,8 @@ impl RunFigures {
                 .map(|(_, n)| n)
                 .sum(),
             duration_s: r.duration_s,
+            server_cpu_us_per_request: server.map(|s| s.cpu_us_per_request),
+            server_rss_peak_bytes: server.map(|s| s.rss_peak_bytes),
         }
     }
 
@@ -186,6 +194,11 @@ pub struct Median {
     pub non_2xx_pct: f64,
     pub rps_min: f64,
     pub rps_max: f64,
+    /// With `--monitor`: medians of the server's CPU-microseconds per request and peak RSS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us_per_request: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_rss_peak_bytes: Option<f64>,
 }
 
 impl CompareDoc {
@@ -228,6 +241,14 @@ impl Cell {
             non_2xx_pct: m(RunFigures::non_2xx_pct),
             rps_min: runs.iter().map(|r| r.rps).fold(f64::INFINITY, f64::min),
             rps_max: runs.iter().map(|r| r.rps).fold(0.0, f64::max),
+            server_cpu_us_per_request: runs
+                .iter()
+                .all(|r| r.server_cpu_us_per_request.is_some())
+                .then(|| m(|r| r.server_cpu_us_per_request.unwrap_or(0.0))),
+            server_rss_peak_bytes: runs
+                .iter()
+                .all(|r| r.server_rss_peak_bytes.is_some())
+                .then(|| m(|r| r.server_rss_peak_bytes.unwrap_or(0) as f64)),
         };
         Row {
             target: self.target.clone(),
