@@ -825,11 +825,14 @@ fn compare_refuses_bad_input_before_any_traffic() {
 fn find_max_lands_near_a_known_capacity() {
     let dir = test_dir("find-max");
     let (server, url) = serve_process(&["--threads", "1", "--work", "2ms"]);
+    let pid = server.pid().to_string();
     let (json, html) = (dir.join("fm.json"), dir.join("fm.html"));
     let table = run_expect(
         &[
             "find-max",
             &url,
+            "--monitor",
+            &pid,
             "--slo",
             "p99<50ms",
             "--slo",
@@ -857,6 +860,18 @@ fn find_max_lands_near_a_known_capacity() {
     );
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps[0]["phase"], "probe", "{v}");
+    // --monitor: the server's CPU at every step, and at the knee in the answer's line.
+    assert!(
+        steps
+            .iter()
+            .all(|st| st["server"]["cpu_cores"].as_f64().is_some()),
+        "{v}"
+    );
+    let knee = &v["answer"]["server"];
+    assert!(knee["cpu_capacity"].as_f64().unwrap() >= 1.0, "{v}");
+    assert!(knee["bottleneck"].is_string(), "{v}");
+    let answer_line = table.lines().last().unwrap();
+    assert!(answer_line.contains("; server at "), "{answer_line}");
     assert!(steps.len() <= 21, "{v}");
     // Every rate that held is at most the answer; some rate above it failed.
     for st in &steps[1..] {

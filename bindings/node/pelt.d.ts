@@ -580,6 +580,8 @@ export interface FindMaxStep {
   thresholds: Threshold[]
   /** Every objective held, and the rate did. */
   passed: boolean
+  /** With `monitor`. */
+  server?: FindMaxServer
 }
 
 /** findMax()'s result: `pelt find-max --json`'s document. */
@@ -597,7 +599,15 @@ export interface FindMaxResult {
   interrupted: boolean
   steps: FindMaxStep[]
   /** The highest rate that passed (null: none did). */
-  answer: { rate: number; step: number; achieved_rps: number; p50_us: number; p99_us: number } | null
+  answer: { rate: number; step: number; achieved_rps: number; p50_us: number; p99_us: number; server?: FindMaxServer } | null
+}
+
+/** With `monitor`: the server's CPU at a step, and what limited the step. */
+export interface FindMaxServer {
+  cpu_cores: number
+  cpu_capacity: number
+  cpu_us_per_request: number
+  bottleneck: 'server-cpu' | 'network' | 'host-cpu' | 'pelt' | 'latency' | 'unknown'
 }
 
 /** findMax()'s own options (`pelt find-max`'s flags); the rest are run()'s. */

@@ -78,9 +78,13 @@ pub fn markdown(doc: &FindMaxDoc) -> String {
     let _ = writeln!(s);
     match &doc.answer {
         Some(a) => {
+            // --monitor: the server at the knee, on the same line (the HTML shows the last).
+            let server = a
+                .server
+                .map_or(String::new(), |server| format!("; {}", server.text()));
             let _ = writeln!(
                 s,
-                "max rate meeting {slo}: {}/s (step {}: p50 {}, p99 {}; {:?} s per step, within {}%)",
+                "max rate meeting {slo}: {}/s (step {}: p50 {}, p99 {}; {:?} s per step, within {}%){server}",
                 rate_text(a.rate),
                 a.step,
                 latency(a.p50_us as f64),

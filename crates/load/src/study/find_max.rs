@@ -77,6 +77,39 @@ pub struct Answer {
     pub achieved_rps: f64,
     pub p50_us: u64,
     pub p99_us: u64,
+    /// With `--monitor`: the server at that step (the knee).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<StepServer>,
+}
+
+/// With `--monitor`: the server's CPU at a step, and what limited the step.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StepServer {
+    /// Mean CPU in cores, and the most it could use.
+    pub cpu_cores: f64,
+    pub cpu_capacity: f64,
+    pub cpu_us_per_request: f64,
+    pub bottleneck: pelt_stats::Bottleneck,
+}
+
+impl StepServer {
+    /// "server at 97% of 1 core: the server's CPU".
+    pub fn text(&self) -> String {
+        let share = if self.cpu_capacity > 0.0 {
+            self.cpu_cores / self.cpu_capacity * 100.0
+        } else {
+            0.0
+        };
+        let cores = if (self.cpu_capacity - 1.0).abs() < 1e-9 {
+            "1 core".to_string()
+        } else {
+            format!("{} cores", trim(self.cpu_capacity))
+        };
+        format!(
+            "server at {share:.0}% of {cores}: {}",
+            self.bottleneck.title()
+        )
+    }
 }
 
 /// One run of the search.
@@ -101,6 +134,9 @@ pub struct Step {
     pub thresholds: Vec<Threshold>,
     /// Every objective held, and the rate did.
     pub passed: bool,
+    /// With `--monitor`: the server's CPU in this step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<StepServer>,
 }
 
 impl Step {
@@ -122,6 +158,14 @@ impl Step {
             rate_held,
             thresholds: r.thresholds.clone(),
             passed,
+            server: r.resources.as_ref().and_then(|res| {
+                res.server.as_ref().map(|s| StepServer {
+                    cpu_cores: s.cpu_mean,
+                    cpu_capacity: s.cpu_capacity,
+                    cpu_us_per_request: s.cpu_us_per_request,
+                    bottleneck: res.verdict.bottleneck,
+                })
+            }),
         }
     }
 
@@ -403,6 +447,7 @@ impl FindMax {
             achieved_rps: s.achieved_rps,
             p50_us: s.p50_us,
             p99_us: s.p99_us,
+            server: s.server,
         });
         let info = &self.probe.info;
         Ok(FindMaxDoc {
