@@ -270,6 +270,7 @@ export interface Requests {
 /** One second of the run: the JSON result's `timeline`, and each 'tick'. */
 export interface TimelinePoint {
   second: number
+  /** 1 for a whole second; more for seconds older than the run's last 15 minutes, merged. */
   length_s: number
   warmup: boolean
   sent: number

@@ -357,11 +357,12 @@ pub(crate) fn share(total: u64, parts: usize, i: usize) -> u64 {
 }
 
 /// Runs the load described by `config` until its duration, its request count, or `stop`;
-/// calls `on_second` on this thread with each second's merged figures as they become known.
+/// calls `on_second` on this thread with each second's merged figures as they become known
+/// (what it adds to the point, such as its resources, stays in the result's timeline).
 pub fn run(
     config: &Config,
     stop: &AtomicBool,
-    on_second: &mut dyn FnMut(&TimelinePoint),
+    on_second: &mut dyn FnMut(&mut TimelinePoint),
 ) -> RunResult {
     let threads = config.effective_threads();
     let started_at = std::time::SystemTime::now();
@@ -434,7 +435,7 @@ pub fn run(
     RunResult {
         stats,
         warmup: (!config.warmup.is_zero()).then_some(warm),
-        timeline: timeline.points,
+        timeline: timeline.points.into_points(),
         started_at,
         elapsed,
         measured: elapsed.saturating_sub(config.warmup),
@@ -465,7 +466,8 @@ struct TimelineBuilder {
     stages: Option<stages::Stages>,
     /// The part of the stages' targets this process runs (1: all of it).
     part: f64,
-    points: Vec<TimelinePoint>,
+    /// Bounded however long the run (see [`pelt_stats::Timeline`]).
+    points: pelt_stats::Timeline,
 }
 
 impl TimelineBuilder {
@@ -477,11 +479,11 @@ impl TimelineBuilder {
             warmup_s: warmup.as_secs_f64(),
             stages,
             part: 1.0,
-            points: Vec::new(),
+            points: pelt_stats::Timeline::new(),
         }
     }
 
-    fn add(&mut self, p: Published, on_second: &mut dyn FnMut(&TimelinePoint)) {
+    fn add(&mut self, p: Published, on_second: &mut dyn FnMut(&mut TimelinePoint)) {
         let index = p.interval.index;
         match self.pending.get_mut(&index) {
             Some(iv) => iv.merge(&p.interval),
@@ -506,7 +508,7 @@ impl TimelineBuilder {
     }
 
     /// Emits what is left once every worker has finished; the last second is partial.
-    fn finish(&mut self, elapsed: Duration, on_second: &mut dyn FnMut(&TimelinePoint)) {
+    fn finish(&mut self, elapsed: Duration, on_second: &mut dyn FnMut(&mut TimelinePoint)) {
         let elapsed = elapsed.as_secs_f64();
         while let Some(&k) = self.pending.keys().next() {
             let length = (elapsed - k as f64).clamp(0.0, 1.0);
@@ -520,7 +522,7 @@ impl TimelineBuilder {
         }
     }
 
-    fn emit(&mut self, k: u64, length_s: f64, on_second: &mut dyn FnMut(&TimelinePoint)) {
+    fn emit(&mut self, k: u64, length_s: f64, on_second: &mut dyn FnMut(&mut TimelinePoint)) {
         if let Some(iv) = self.pending.remove(&k) {
             let mut point = iv.point(length_s, (k as f64) < self.warmup_s);
             let (from, to) = (k as f64, k as f64 + length_s);
@@ -528,9 +530,10 @@ impl TimelineBuilder {
                 stages::Ramped::Rate => s.mean_over(from, to),
                 stages::Ramped::Connections => s.connections_at(to) as f64,
             } * self.part);
-            on_second(&point);
-            // The samples were for on_second; the result's timeline keeps none.
+            on_second(&mut point);
+            // The samples and the detail were for on_second; the result's timeline keeps none.
             point.samples = Vec::new();
+            point.detail = pelt_stats::Detail::default();
             self.points.push(point);
         }
     }
@@ -598,7 +601,7 @@ mod tests {
     fn timeline_emits_each_second_once_every_worker_is_past_it() {
         let mut t = TimelineBuilder::new(2, 0, Duration::from_millis(1500), None);
         let mut seen = vec![];
-        let mut on = |p: &TimelinePoint| seen.push((p.second, p.length_s, p.warmup, p.sent));
+        let mut on = |p: &mut TimelinePoint| seen.push((p.second, p.length_s, p.warmup, p.sent));
         let iv = |index, sent| Interval {
             sent,
             ..Interval::new(index)

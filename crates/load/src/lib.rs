@@ -59,6 +59,9 @@ pub use spec::{
 
 use std::sync::atomic::AtomicBool;
 
+/// The longest a timeline point waits for its second's resources when they are due.
+const MONITOR_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Runs a prepared load test until its duration or request count is reached, or `stop` is
 /// set (then requests in flight get the spec's grace period), calling `on_second` with each
 /// second's figures as the run goes. Returns the report, thresholds checked.
@@ -68,60 +71,51 @@ pub fn run(
     on_second: &mut dyn FnMut(&TimelinePoint),
 ) -> Report {
     let Some((watch, _)) = &prepared.monitor else {
-        let result = pelt_engine::run(&prepared.config, stop, on_second);
+        let result = pelt_engine::run(&prepared.config, stop, &mut |p| on_second(p));
         return prepared.report(&result);
     };
     // `--monitor`: a thread of its own (never a worker) samples at each second since the start,
     // sample k covering second k, and once more at the end (the last, shorter second). Each
-    // point gets its second's sample: as it comes when the sample is in, and in the result.
+    // point takes its second's sample as it is emitted, so the timeline can coarsen old seconds
+    // with their resources; a point emitted when its sample is due waits for it (on this
+    // thread, a moment); the last points, emitted before the final sample, take theirs after.
     let start = std::time::Instant::now();
-    let samples = std::sync::Mutex::new(Vec::new());
+    let samples = monitor::Samples::default();
     let (ended, end) = std::sync::mpsc::channel::<()>();
     let mut result = std::thread::scope(|s| {
         let watch = watch.clone();
         let samples = &samples;
         s.spawn(move || {
             let mut sampler = monitor::Sampler::new(Some(watch));
-            for k in 1u32.. {
-                let due = start + std::time::Duration::from_secs(k.into());
+            for k in 0u64.. {
+                let due = start + std::time::Duration::from_secs(k + 1);
                 let wait = due.saturating_duration_since(std::time::Instant::now());
                 let last = end.recv_timeout(wait).is_ok()
                     || matches!(
                         end.try_recv(),
                         Err(std::sync::mpsc::TryRecvError::Disconnected)
                     );
-                let sample = sampler.sample();
-                samples
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(sample);
+                samples.put(k, sampler.sample());
                 if last {
                     break;
                 }
             }
         });
-        let mut sampled = |point: &TimelinePoint| {
-            let sample = samples
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(point.second as usize)
-                .cloned();
-            match sample {
-                Some(sample) => {
-                    let mut point = point.clone();
-                    point.resources = Some(sample);
-                    on_second(&point);
-                }
-                None => on_second(point),
+        let mut sampled = |point: &mut TimelinePoint| {
+            let due = start + std::time::Duration::from_secs(point.second + 1);
+            if std::time::Instant::now() >= due {
+                point.resources = samples.take(point.second, MONITOR_WAIT);
             }
+            on_second(point);
         };
         let result = pelt_engine::run(&prepared.config, stop, &mut sampled);
         let _ = ended.send(());
         result
     });
-    let samples = samples.into_inner().unwrap_or_else(|e| e.into_inner());
-    for p in &mut result.timeline {
-        p.resources = samples.get(p.second as usize).cloned();
+    for p in result.timeline.iter_mut().filter(|p| p.resources.is_none()) {
+        if p.length_s <= 1.0 {
+            p.resources = samples.take(p.second, std::time::Duration::ZERO);
+        }
     }
     prepared.report(&result)
 }

@@ -147,6 +147,35 @@ struct HostCounters {
     drops: u64,
 }
 
+/// Samples handed from the sampler's thread to the one that emits timeline points, by second:
+/// a point takes its own and drops any older left unclaimed, so it holds a few at most.
+#[derive(Default)]
+pub struct Samples {
+    by_second: std::sync::Mutex<std::collections::BTreeMap<u64, ResourceSample>>,
+    added: std::sync::Condvar,
+}
+
+impl Samples {
+    /// Second `k`'s sample is in.
+    pub fn put(&self, k: u64, sample: ResourceSample) {
+        let mut m = self.by_second.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(k, sample);
+        self.added.notify_all();
+    }
+
+    /// Second `k`'s sample, waiting up to `wait` for it; drops the samples of seconds before.
+    pub fn take(&self, k: u64, wait: std::time::Duration) -> Option<ResourceSample> {
+        let m = self.by_second.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut m, _) = self
+            .added
+            .wait_timeout_while(m, wait, |m| !m.contains_key(&k))
+            .unwrap_or_else(|e| e.into_inner());
+        let sample = m.remove(&k);
+        *m = m.split_off(&k);
+        sample
+    }
+}
+
 /// Reads the samples: each call gives the second since the one before.
 pub struct Sampler {
     watch: Option<Watch>,

@@ -47,8 +47,8 @@ pub use resources::{
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{
-    Detail, Interval, PointLatency, Sample, TargetCounts, TimelinePoint, SAMPLED_RESPONSE_MAX,
-    SAMPLES_PER_SECOND,
+    fold, Detail, Interval, PointLatency, Sample, TargetCounts, Timeline, TimelinePoint,
+    COARSE_MAX, FINE_S, FIRST_GRAIN_S, SAMPLED_RESPONSE_MAX, SAMPLES_PER_SECOND,
 };
 
 /// A request that started this much after its due time counts as late (open loop).

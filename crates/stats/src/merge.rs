@@ -413,19 +413,52 @@ fn merged_handshakes(
 }
 
 /// Timelines aligned by wall-clock second: second k of a run that started d seconds after the
-/// first one is second d + k; the seconds that coincide are merged.
+/// first one is second d + k; points that overlap are merged (a run's coarse point and
+/// another's seconds within it make one point as long as the coarse one).
 fn merged_timeline(reports: &[Report], started: u64) -> Result<Vec<TimelinePoint>, String> {
-    let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
-    for r in reports {
+    // (start, report, point), in time order; each report's points keep their order.
+    let mut all: Vec<(u64, usize, &TimelinePoint)> = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
         let offset = ((r.started_unix_ms - started) as f64 / 1000.0).round() as u64;
-        for p in &r.timeline {
-            seconds
-                .entry(offset.saturating_add(p.second))
-                .or_insert_with(Second::new)
-                .add(p)?;
-        }
+        all.extend(
+            r.timeline
+                .iter()
+                .map(|p| (offset.saturating_add(p.second), i, p)),
+        );
     }
-    Ok(seconds.into_iter().map(|(n, s)| s.point(n)).collect())
+    all.sort_by_key(|&(start, _, _)| start);
+    let mut out = Vec::new();
+    let mut rest = &all[..];
+    while let Some(&(start, _, first)) = rest.first() {
+        let mut end = start as f64 + first.length_s;
+        let n = rest
+            .iter()
+            .take_while(|&&(s, _, p)| {
+                let within = s == start || (s as f64) < end;
+                if within {
+                    end = end.max(s as f64 + p.length_s);
+                }
+                within
+            })
+            .count();
+        // One run's points in the group fold into one (their connections at the end, their
+        // stages' target over the span); the runs' then add.
+        let mut by_run: BTreeMap<usize, Vec<TimelinePoint>> = BTreeMap::new();
+        for &(_, i, p) in &rest[..n] {
+            by_run.entry(i).or_default().push(p.clone());
+        }
+        let mut second = Second::new();
+        for points in by_run.values() {
+            match points.as_slice() {
+                [one] => second.add(one)?,
+                many => second.add(&crate::fold(many))?,
+            }
+        }
+        second.length_s = end - start as f64;
+        out.push(second.point(start));
+        rest = &rest[n..];
+    }
+    Ok(out)
 }
 
 /// The same second of several runs as one point (a fleet's live view): counts add, the
@@ -678,6 +711,34 @@ mod tests {
             .notes
             .iter()
             .any(|n| n.starts_with("merged from 2 results")));
+    }
+
+    #[test]
+    fn a_coarse_point_takes_in_the_seconds_of_other_runs_within_it() {
+        let samples: Vec<(u16, u64, u64)> = (0..4).map(|k| (200, 100 + k * 100, k)).collect();
+        let mut a = result(&samples, 10_000);
+        for (p, c) in a.timeline.iter_mut().zip([5, 6, 7, 8]) {
+            p.connections = c;
+        }
+        let mut b = a.clone();
+        // The first run's seconds 0..3 were coarsened into one point (a long run's old seconds).
+        b.timeline = vec![crate::fold(&b.timeline[..3]), b.timeline[3].clone()];
+        let m = merge(&[a, b]).unwrap();
+        let per: Vec<(u64, f64, u64, u64, u64)> = m
+            .timeline
+            .iter()
+            .map(|p| {
+                (
+                    p.second,
+                    p.length_s,
+                    p.completed,
+                    p.connections,
+                    p.latency_us.max,
+                )
+            })
+            .collect();
+        // Each run's connections at the point's end, added; the histograms merged.
+        assert_eq!(per, vec![(0, 3.0, 6, 14, 300), (3, 1.0, 2, 16, 400)]);
     }
 
     #[test]

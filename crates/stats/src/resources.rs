@@ -89,6 +89,73 @@ impl HostSample {
     }
 }
 
+impl ResourceSample {
+    /// Consecutive seconds (each with its length) as one sample, for a coarse timeline point:
+    /// CPU and capacity as means weighed by length, memory, threads and descriptors at their
+    /// peaks, counts (context switches, bytes, packets, retransmits, overflows) summed, the
+    /// busiest link at its busiest.
+    pub fn coarsen(samples: &[Sampled]) -> ResourceSample {
+        let servers: Vec<(&ProcessSample, f64)> = samples
+            .iter()
+            .filter_map(|(s, l)| s.server.as_ref().map(|p| (p, *l)))
+            .collect();
+        let pelts: Vec<(&ProcessSample, f64)> =
+            samples.iter().map(|(s, l)| (&s.pelt, *l)).collect();
+        let hosts = || samples.iter().map(|(s, _)| &s.host);
+        let max = |f: fn(&HostSample) -> u64| hosts().map(f).max().unwrap_or(0);
+        let sum = |f: fn(&HostSample) -> u64| hosts().map(f).sum::<u64>();
+        ResourceSample {
+            server: (!servers.is_empty()).then(|| ProcessSample::coarsen(&servers)),
+            host: HostSample {
+                cores: hosts().map(|h| h.cores).max().unwrap_or(0),
+                cpu_user: weighted(samples, |s| s.host.cpu_user),
+                cpu_system: weighted(samples, |s| s.host.cpu_system),
+                cpu_softirq: weighted(samples, |s| s.host.cpu_softirq),
+                cpu_irq: weighted(samples, |s| s.host.cpu_irq),
+                cpu_iowait: weighted(samples, |s| s.host.cpu_iowait),
+                cpu_steal: weighted(samples, |s| s.host.cpu_steal),
+                mem_used_bytes: max(|h| h.mem_used_bytes),
+                mem_total_bytes: max(|h| h.mem_total_bytes),
+                net_rx_bytes: sum(|h| h.net_rx_bytes),
+                net_tx_bytes: sum(|h| h.net_tx_bytes),
+                net_rx_packets: sum(|h| h.net_rx_packets),
+                net_tx_packets: sum(|h| h.net_tx_packets),
+                busiest_link: hosts()
+                    .filter_map(|h| h.busiest_link.clone())
+                    .max_by(|a, b| a.1.total_cmp(&b.1)),
+                tcp_retransmits: sum(|h| h.tcp_retransmits),
+                listen_overflows: sum(|h| h.listen_overflows),
+                listen_drops: sum(|h| h.listen_drops),
+            },
+            pelt: ProcessSample::coarsen(&pelts),
+        }
+    }
+}
+
+impl ProcessSample {
+    fn coarsen(samples: &[(&ProcessSample, f64)]) -> ProcessSample {
+        let max = |f: fn(&ProcessSample) -> u64| samples.iter().map(|(s, _)| f(s)).max();
+        let workers = samples
+            .iter()
+            .map(|(s, _)| s.workers.len())
+            .max()
+            .unwrap_or(0);
+        ProcessSample {
+            processes: samples.iter().map(|(s, _)| s.processes).max().unwrap_or(0),
+            cpu_user: weighted(samples, |s| s.cpu_user),
+            cpu_system: weighted(samples, |s| s.cpu_system),
+            cpu_capacity: weighted(samples, |s| s.cpu_capacity),
+            rss_bytes: max(|s| s.rss_bytes).unwrap_or(0),
+            threads: max(|s| s.threads).unwrap_or(0),
+            fds: max(|s| s.fds).unwrap_or(0),
+            ctx_switches: samples.iter().map(|(s, _)| s.ctx_switches).sum(),
+            workers: (0..workers)
+                .map(|w| weighted(samples, |s| s.workers.get(w).copied().unwrap_or(0.0)))
+                .collect(),
+        }
+    }
+}
+
 /// The run's resources, over its measured seconds (the warm-up left out).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourcesReport {
@@ -105,7 +172,8 @@ pub struct ResourcesReport {
 /// A process group's resources over the run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessSummary {
-    /// CPU in cores: the mean of the seconds, and the busiest second.
+    /// CPU in cores: the mean of the seconds, and the busiest second (past the timeline's fine
+    /// horizon, the busiest coarse point's mean).
     pub cpu_mean: f64,
     pub cpu_peak: f64,
     /// The most CPU it could use (its threads, at most its cores), at the busiest second.
@@ -210,13 +278,13 @@ impl ResourcesReport {
         let pelt = ProcessSummary::new(&pelts, completed);
         let host = HostSummary::new(samples);
         // The verdict reads whole seconds (all of them when the run was shorter than one).
-        let whole: Vec<&ResourceSample> = samples
+        let whole: Vec<Sampled> = samples
             .iter()
             .filter(|(_, l)| *l >= SHORT_S)
-            .map(|(s, _)| *s)
+            .copied()
             .collect();
         let whole = if whole.is_empty() {
-            samples.iter().map(|(s, _)| *s).collect()
+            samples.to_vec()
         } else {
             whole
         };
@@ -307,13 +375,19 @@ impl HostSummary {
     }
 }
 
-/// The middle value of `v` (0 for none).
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
+/// The middle value of `v`, each value weighing its length (a coarse timeline point counts as
+/// the seconds it holds); 0 for none.
+fn median(mut v: Vec<(f64, f64)>) -> f64 {
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let half = v.iter().map(|(_, l)| l).sum::<f64>() / 2.0;
+    let mut seen = 0.0;
+    for (x, l) in &v {
+        seen += l;
+        if seen > half {
+            return *x;
+        }
     }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.last().map_or(0.0, |(x, _)| *x)
 }
 
 impl Verdict {
@@ -322,13 +396,16 @@ impl Verdict {
     /// is judged by its median second, so a ramp or one busy second does not decide it.
     fn judge(
         server: Option<&ProcessSummary>,
-        samples: &[&ResourceSample],
+        samples: &[Sampled],
         lag_p99_late: Option<u64>,
     ) -> Verdict {
         let worker = median(
             samples
                 .iter()
-                .filter_map(|s| s.pelt.workers.iter().copied().max_by(f64::total_cmp))
+                .filter_map(|(s, l)| {
+                    let busiest = s.pelt.workers.iter().copied().max_by(f64::total_cmp);
+                    busiest.map(|w| (w, *l))
+                })
                 .collect(),
         );
         if worker >= SATURATED {
@@ -356,7 +433,12 @@ impl Verdict {
                 .filter(|p| p.cpu_capacity > 0.0)
                 .map(|p| p.cpu() / p.cpu_capacity)
         };
-        let server_share = median(samples.iter().filter_map(|s| share(s)).collect());
+        let server_share = median(
+            samples
+                .iter()
+                .filter_map(|(s, l)| share(s).map(|x| (x, *l)))
+                .collect(),
+        );
         if let Some(server) = server.filter(|_| server_share >= SATURATED) {
             return Verdict {
                 bottleneck: Bottleneck::ServerCpu,
@@ -373,13 +455,13 @@ impl Verdict {
         let link = median(
             samples
                 .iter()
-                .filter_map(|s| s.host.busiest_link.as_ref().map(|(_, share)| *share))
+                .filter_map(|(s, l)| s.host.busiest_link.as_ref().map(|(_, x)| (*x, *l)))
                 .collect(),
         );
         if link >= SATURATED {
             let name = samples
                 .iter()
-                .find_map(|s| s.host.busiest_link.as_ref().map(|(n, _)| n.clone()))
+                .find_map(|(s, _)| s.host.busiest_link.as_ref().map(|(n, _)| n.clone()))
                 .unwrap_or_default();
             return Verdict {
                 bottleneck: Bottleneck::Network,
@@ -392,7 +474,7 @@ impl Verdict {
         let host = median(
             samples
                 .iter()
-                .map(|s| s.host.cpu_busy() / s.host.cores.max(1) as f64)
+                .map(|(s, l)| (s.host.cpu_busy() / s.host.cores.max(1) as f64, *l))
                 .collect(),
         );
         if host >= SATURATED {
@@ -402,7 +484,7 @@ impl Verdict {
                     "the machine's {} cores were {:.0}% busy in the median second, while \
                      neither pelt nor the server used all it could: they share too few cores \
                      (pin them apart with taskset, or run pelt on another machine)",
-                    samples.first().map_or(0, |s| s.host.cores),
+                    samples.first().map_or(0, |(s, _)| s.host.cores),
                     host * 100.0
                 ),
             };

@@ -277,6 +277,270 @@ pub struct TimelinePoint {
     pub detail: Detail,
 }
 
+/// Seconds the timeline keeps one point each for: the run's last quarter of an hour.
+pub const FINE_S: u64 = 900;
+/// The coarse points' length when the timeline first coarsens, seconds.
+pub const FIRST_GRAIN_S: u64 = 10;
+/// The most coarse points the timeline keeps: past it, they merge in pairs.
+pub const COARSE_MAX: usize = 720;
+
+/// The run's timeline, its memory flat in the run's length: the last [`FINE_S`] seconds one
+/// point each; before them, points [`FIRST_GRAIN_S`] seconds long, doubled in length (merged in
+/// pairs) whenever they would be more than [`COARSE_MAX`]. A week is about 1,300 points.
+///
+/// Merging is exact: counts add and a coarse point's histogram is the sum of its seconds', so
+/// percentiles over any span made of whole points are exact. A coarse point starts on a
+/// multiple of its length; warm-up seconds never merge with measured ones. Resources merge as
+/// [`ResourceSample::coarsen`](crate::ResourceSample::coarsen) says (CPU means, memory peaks,
+/// counts summed).
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    /// Closed coarse points, in time order.
+    coarse: Vec<TimelinePoint>,
+    /// The coarse point being filled: its figures so far, and its histogram kept decoded (its
+    /// `histogram` is filled in when it closes); `exact` while every second had one.
+    open: Option<Open>,
+    /// The last `fine_s` seconds, one point each.
+    fine: std::collections::VecDeque<TimelinePoint>,
+    /// The coarse points' length, seconds.
+    grain: u64,
+    fine_s: u64,
+    coarse_max: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Open {
+    point: TimelinePoint,
+    latency: LatencyHistogram,
+    exact: bool,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline::new()
+    }
+}
+
+impl Timeline {
+    pub fn new() -> Timeline {
+        Timeline::with_limits(FINE_S, FIRST_GRAIN_S, COARSE_MAX)
+    }
+
+    /// A timeline that keeps `fine_s` seconds whole and at most `coarse_max` coarse points,
+    /// `grain_s` long at first (tests use small ones).
+    pub fn with_limits(fine_s: u64, grain_s: u64, coarse_max: usize) -> Timeline {
+        Timeline {
+            coarse: Vec::new(),
+            open: None,
+            fine: std::collections::VecDeque::new(),
+            grain: grain_s.max(1),
+            fine_s,
+            coarse_max: coarse_max.max(1),
+        }
+    }
+
+    /// Adds the next second (later than every point so far); the seconds now older than the
+    /// fine horizon join their coarse point.
+    pub fn push(&mut self, point: TimelinePoint) {
+        let newest = point.second;
+        self.fine.push_back(point);
+        while self
+            .fine
+            .front()
+            .is_some_and(|p| newest - p.second >= self.fine_s)
+        {
+            if let Some(p) = self.fine.pop_front() {
+                self.age(p);
+            }
+        }
+    }
+
+    /// Second `p` leaves the fine horizon for the coarse point of its grain.
+    fn age(&mut self, mut p: TimelinePoint) {
+        let bucket = |p: &TimelinePoint, grain: u64| (p.second / grain, p.warmup);
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|o| bucket(&o.point, self.grain) != bucket(&p, self.grain))
+        {
+            self.close();
+        }
+        let decoded = p.histogram.take().map(|h| LatencyHistogram::decode(&h));
+        match &mut self.open {
+            Some(o) => {
+                match decoded {
+                    Some(Ok(h)) => o.latency.merge(&h),
+                    _ => o.exact = false,
+                }
+                o.point = fold(&[std::mem::replace(&mut o.point, p.clone()), p]);
+            }
+            None => {
+                let exact = matches!(decoded, Some(Ok(_)));
+                self.open = Some(Open {
+                    latency: match decoded {
+                        Some(Ok(h)) => h,
+                        _ => LatencyHistogram::new(),
+                    },
+                    point: p,
+                    exact,
+                });
+            }
+        }
+    }
+
+    /// The open coarse point is complete: its histogram encoded, into the closed ones (merged
+    /// with the last if the grain has grown over both).
+    fn close(&mut self) {
+        let Some(Open {
+            mut point,
+            latency,
+            exact,
+        }) = self.open.take()
+        else {
+            return;
+        };
+        if exact {
+            let s = latency.summary();
+            point.latency_us = PointLatency {
+                p50: s.p50_us,
+                p90: s.p90_us,
+                p99: s.p99_us,
+                max: s.max_us,
+            };
+            point.histogram = Some(latency.encode());
+        }
+        let grain = self.grain;
+        match self.coarse.last_mut() {
+            Some(last)
+                if last.second / grain == point.second / grain && last.warmup == point.warmup =>
+            {
+                *last = fold(&[std::mem::replace(last, point.clone()), point]);
+            }
+            _ => self.coarse.push(point),
+        }
+        while self.coarse.len() > self.coarse_max {
+            self.grain *= 2;
+            let grain = self.grain;
+            let mut merged: Vec<TimelinePoint> = Vec::with_capacity(self.coarse.len() / 2 + 2);
+            let mut rest = &self.coarse[..];
+            while let Some(first) = rest.first() {
+                let n = rest
+                    .iter()
+                    .take_while(|p| {
+                        p.second / grain == first.second / grain && p.warmup == first.warmup
+                    })
+                    .count();
+                merged.push(match &rest[..n] {
+                    [one] => one.clone(),
+                    many => fold(many),
+                });
+                rest = &rest[n..];
+            }
+            self.coarse = merged;
+        }
+    }
+
+    /// Points held now (coarse, the one being filled, and the fine seconds).
+    pub fn len(&self) -> usize {
+        self.coarse.len() + usize::from(self.open.is_some()) + self.fine.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The points, in time order.
+    pub fn into_points(mut self) -> Vec<TimelinePoint> {
+        self.close();
+        let mut points = self.coarse;
+        points.extend(self.fine);
+        points
+    }
+
+    /// The coarse points' length now, seconds.
+    pub fn grain(&self) -> u64 {
+        self.grain
+    }
+}
+
+/// Consecutive points of one run as one: counts add, the histogram is their sum, the
+/// connections are the last point's, the stages' target and the resources their means.
+pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
+    let (first, last) = (&points[0], &points[points.len() - 1]);
+    let length_s = (last.second as f64 + last.length_s - first.second as f64).max(0.0);
+    let mut latency = LatencyHistogram::new();
+    let mut histograms = true;
+    let mut classes: BTreeMap<String, u64> = BTreeMap::new();
+    for p in points {
+        match p.histogram.as_deref().map(LatencyHistogram::decode) {
+            Some(Ok(h)) => latency.merge(&h),
+            _ => histograms = false,
+        }
+        for (k, n) in &p.status_classes {
+            *classes.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    let sum = |f: fn(&TimelinePoint) -> u64| points.iter().map(f).sum::<u64>();
+    let completed = sum(|p| p.completed);
+    let s = latency.summary();
+    let weights: f64 = points.iter().map(|p| p.length_s).sum();
+    let target = points.iter().any(|p| p.target.is_some()).then(|| {
+        let t: f64 = points
+            .iter()
+            .map(|p| p.target.unwrap_or(0.0) * p.length_s)
+            .sum();
+        if weights > 0.0 {
+            t / weights
+        } else {
+            last.target.unwrap_or(0.0)
+        }
+    });
+    let resources: Vec<(&crate::ResourceSample, f64)> = points
+        .iter()
+        .filter_map(|p| p.resources.as_ref().map(|r| (r, p.length_s)))
+        .collect();
+    TimelinePoint {
+        second: first.second,
+        length_s,
+        warmup: first.warmup,
+        sent: sum(|p| p.sent),
+        completed,
+        errors: sum(|p| p.errors),
+        rps: if length_s > 0.0 {
+            completed as f64 / length_s
+        } else {
+            0.0
+        },
+        status_classes: classes,
+        latency_us: if histograms {
+            PointLatency {
+                p50: s.p50_us,
+                p90: s.p90_us,
+                p99: s.p99_us,
+                max: s.max_us,
+            }
+        } else {
+            // Without every histogram, no percentile is exact: the worst of each.
+            let worst = |f: fn(&PointLatency) -> u64| {
+                points.iter().map(|p| f(&p.latency_us)).max().unwrap_or(0)
+            };
+            PointLatency {
+                p50: worst(|l| l.p50),
+                p90: worst(|l| l.p90),
+                p99: worst(|l| l.p99),
+                max: worst(|l| l.max),
+            }
+        },
+        histogram: histograms.then(|| latency.encode()),
+        connections: last.connections,
+        target,
+        samples: Vec::new(),
+        samples_dropped: sum(|p| p.samples_dropped),
+        resources: (!resources.is_empty()).then(|| crate::ResourceSample::coarsen(&resources)),
+        detail: Detail::default(),
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -284,6 +548,60 @@ fn is_zero(n: &u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn old_seconds_coarsen_aligned_and_exact_and_warmup_apart() {
+        let mut t = Timeline::with_limits(5, 2, 3);
+        let mut all = LatencyHistogram::new();
+        let mut most = 0;
+        for k in 0..41u64 {
+            let mut iv = Interval::new(k);
+            iv.sent = k;
+            iv.connections = k;
+            iv.record_response(200, 100 + k * 10);
+            if k >= 3 {
+                all.record(100 + k * 10);
+            }
+            t.push(iv.point(1.0, k < 3));
+            most = most.max(t.len());
+        }
+        // 5 fine, at most 3 coarse, the one being filled, and the warm-up's own.
+        assert!(most <= 5 + 3 + 2, "{most}");
+        let grain = t.grain();
+        let points = t.into_points();
+        for w in points.windows(2) {
+            assert_eq!(w[0].second as f64 + w[0].length_s, w[1].second as f64);
+        }
+        let fine = &points[points.len() - 5..];
+        assert_eq!(
+            fine.iter().map(|p| p.second).collect::<Vec<_>>(),
+            [36, 37, 38, 39, 40]
+        );
+        assert!(grain > 2, "{grain}");
+        let coarse = &points[..points.len() - 5];
+        // Warm-up seconds 0..3 are one point of their own; later points start on their grain.
+        assert_eq!(
+            (coarse[0].second, coarse[0].length_s, coarse[0].warmup),
+            (0, 3.0, true)
+        );
+        assert!(coarse[1..].iter().all(|p| !p.warmup));
+        assert_eq!(coarse[1].second, 3);
+        assert!(
+            coarse[2..].iter().all(|p| p.second % grain == 0),
+            "{coarse:?}"
+        );
+        assert_eq!(
+            points.iter().map(|p| p.sent).sum::<u64>(),
+            (0..41).sum::<u64>()
+        );
+        // A coarse point's connections are its last second's.
+        assert_eq!(coarse[1].connections, coarse[2].second - 1);
+        let mut merged = LatencyHistogram::new();
+        for p in points.iter().filter(|p| !p.warmup) {
+            merged.merge(&LatencyHistogram::decode(p.histogram.as_deref().unwrap()).unwrap());
+        }
+        assert_eq!(merged.summary(), all.summary());
+    }
 
     #[test]
     fn intervals_merge_and_summarize() {
