@@ -397,3 +397,123 @@ fn an_agent_with_the_wrong_token_is_refused() {
     assert!(err.contains("missing (rank 0)"), "{err}");
     assert_eq!(lab.served(), 0);
 }
+
+/// `pelt monitor` on the server's host (its own namespace): it watches nginx there and streams
+/// each second to the run on another host over the fleet's channel. Killed mid-run, it is named
+/// and the run completes without it.
+#[test]
+fn a_remote_monitor_streams_the_server_hosts_seconds_and_its_loss_is_named() {
+    if !lab_possible() {
+        return;
+    }
+    let mut lab = Lab::new(0);
+    let url = lab.start_nginx();
+    // `ip netns exec` execs nginx: the child is nginx's master.
+    let master = lab.nginx.as_ref().unwrap().id().to_string();
+    let token = lab.path("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let at = format!("{}:7071", lab.addr(2));
+    let monitor = || {
+        let mut m = lab
+            .command("srv", env!("CARGO_BIN_EXE_pelt"))
+            .args(["monitor", &master, "--listen", &at, "--token-file", &token])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start pelt monitor");
+        // Listening once it says so.
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(m.stderr.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert!(line.contains("2 processes"), "{line}");
+        m
+    };
+    let run = |seconds: &str| {
+        lab.command("coord", env!("CARGO_BIN_EXE_pelt"))
+            .args([
+                &url, "-d", seconds, "-c", "4", "-t", "1", "--json", "-", "-q",
+            ])
+            .args(["--monitor-remote", &at, "--token-file", &token])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the run")
+    };
+
+    let mut m = monitor();
+    let (out, _) = wait_bounded(run("3s"), CHILD_LIMIT);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&v);
+    let r = &v["resources"];
+    assert_eq!(
+        r["monitored"],
+        format!(
+            "PID {master}: 2 processes on {} (pelt monitor at {at})",
+            host_name()
+        ),
+        "{r}"
+    );
+    assert!(r["lost"].is_null(), "{r}");
+    // Every second came with the server's processes and its host; the bytes nginx's host took
+    // in are what the run's host sent out (each host counts its own namespace's interfaces).
+    let points = v["timeline"].as_array().unwrap();
+    assert!(points.len() >= 3, "{points:?}");
+    let (mut sent, mut taken) = (0u64, 0u64);
+    for p in points {
+        let res = &p["resources"];
+        assert_eq!(res["server"]["processes"], 2, "{p}");
+        assert!(res["server_host"]["cores"].as_u64().unwrap() >= 1, "{p}");
+        sent += res["host"]["net_tx_bytes"].as_u64().unwrap();
+        taken += res["server_host"]["net_rx_bytes"].as_u64().unwrap();
+    }
+    assert!(sent > 100_000, "{sent}");
+    assert!(
+        taken.abs_diff(sent) * 10 < sent,
+        "the server's host took in {taken} bytes, the run's sent {sent}"
+    );
+    assert!(
+        r["server_host"]["net_rx_bytes"].as_u64().unwrap() > 0,
+        "{r}"
+    );
+
+    // Killed two seconds into a six-second run: named, and the run goes on to its end.
+    let child = run("6s");
+    lab.wait_served(lab.served() + 1000);
+    std::thread::sleep(Duration::from_secs(2));
+    m.kill().unwrap();
+    let _ = m.wait();
+    let (out, _) = wait_bounded(child, CHILD_LIMIT);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&v);
+    let lost = v["resources"]["lost"].as_str().unwrap_or_default();
+    assert!(
+        lost.starts_with(&format!("the monitor at {at} ")),
+        "{}",
+        v["resources"]
+    );
+    assert!(
+        v["notes"].as_array().unwrap().iter().any(|n| n == lost),
+        "{}",
+        v["notes"]
+    );
+    assert_eq!(v["stopped_by"], "duration");
+    let with: Vec<bool> = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["resources"]["server"].is_object())
+        .collect();
+    assert!(with[0] && !with[with.len() - 1], "{with:?}");
+}
+
+/// The name the lab's hosts give (they share this machine's UTS namespace).
+fn host_name() -> String {
+    pelt_load::fleet::host_name()
+}

@@ -68,14 +68,17 @@ fn nginx_pinned_to_one_cpu_is_judged_cpu_bound_and_its_cpu_is_the_kernels() {
         return;
     };
     let server = RealServer::start("nginx-monitor", 1, |dir, ports| {
+        // nginx writes each request to its access log: a few microseconds of its CPU that
+        // cost pelt nothing, so the server saturates well before pelt's one worker does.
         let http = format!(
-            "    access_log off;
+            "    access_log {}/access.log;
     keepalive_requests 1000000000;
     server {{
         listen 127.0.0.1:{} backlog=4096;
         location / {{ return 200 \"OK\"; }}
     }}
 ",
+            dir.display(),
             ports[0]
         );
         // The command nginx_command builds, run by taskset on CPU 0.
@@ -112,6 +115,7 @@ fn nginx_pinned_to_one_cpu_is_judged_cpu_bound_and_its_cpu_is_the_kernels() {
     let after = ticks_of_tree(master);
     assert_schema(&v);
     let r = &v["resources"];
+    eprintln!("{r}");
     assert_eq!(r["monitored"], format!("PID {master}: 2 processes"), "{r}");
     assert_eq!(r["verdict"]["bottleneck"], "server-cpu", "{r}");
     assert_eq!(r["server"]["cpu_capacity"], 1.0, "{r}");
@@ -212,7 +216,78 @@ fn a_monitor_that_matches_nothing_is_one_line_before_any_traffic() {
         &[&url, "-n", "10", "--expect", "server_rss<10%"],
         "a size is bytes",
     );
+    // A remote monitor that does not answer, one whose token differs, and no token at all.
+    let dir = std::env::temp_dir().join(format!("pelt-monitor-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ours, theirs) = (dir.join("ours"), dir.join("theirs"));
+    std::fs::write(&ours, "the-token-of-this-run-0123").unwrap();
+    std::fs::write(&theirs, "the-token-of-another-fleet").unwrap();
+    let ours = ours.to_str().unwrap();
+    assert_bad_input(
+        &[
+            &url,
+            "-n",
+            "10",
+            "--monitor-remote",
+            "127.0.0.1:1",
+            "--token-file",
+            ours,
+        ],
+        "--monitor-remote: the monitor at 127.0.0.1:1 does not answer",
+    );
+    let mut monitor = pelt()
+        .args(["monitor", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&theirs)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = listening_on(&mut monitor);
+    assert_bad_input(
+        &[
+            &url,
+            "-n",
+            "10",
+            "--monitor-remote",
+            &addr,
+            "--token-file",
+            ours,
+        ],
+        "does not prove this run's fleet token",
+    );
+    let (out, _) = util::wait_bounded(
+        pelt()
+            .args([&url, "-n", "10", "--monitor-remote", &addr])
+            .env_remove("PELT_FLEET_TOKEN")
+            .env_remove("PELT_FLEET_TOKEN_FILE")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+        CHILD_LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--monitor-remote needs the fleet's token"),
+        "{err}"
+    );
+    monitor.kill().unwrap();
+    let _ = monitor.wait();
+    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(server.stop(), 0);
+}
+
+/// The address a `pelt monitor` says it listens on, from its first line on stderr.
+fn listening_on(monitor: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(monitor.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.split_whitespace()
+        .nth(3)
+        .unwrap_or_default()
+        .trim_end_matches(',')
+        .to_string()
 }
 
 /// A full listen queue: a socket with a backlog of 1 that never accepts, under a burst of 64

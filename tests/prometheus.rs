@@ -339,8 +339,14 @@ fn assert_dashboard_finds(prom: &Prometheus, run: &str) {
 #[test]
 fn a_fleet_coordinator_serves_the_fleet_and_each_agent() {
     let (server, url) = serve(pelt_server::ServerConfig::default());
-    let port = free_port();
-    let Some(prom) = Prometheus::start("fleet", &[format!("127.0.0.1:{port}")]) else {
+    let (port, monitored_port) = (free_port(), free_port());
+    let Some(prom) = Prometheus::start(
+        "fleet",
+        &[
+            format!("127.0.0.1:{port}"),
+            format!("127.0.0.1:{monitored_port}"),
+        ],
+    ) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("pelt-prom-{}-token", std::process::id()));
@@ -371,6 +377,28 @@ fn a_fleet_coordinator_serves_the_fleet_and_each_agent() {
         "fleet",
         "--json",
         "-",
+        "-q",
+    ]);
+    // Beside the fleet, a plain run with --monitor (this test's process serves): the
+    // dashboard's resource panels read its series.
+    let me = std::process::id().to_string();
+    let monitored_listen = monitored_port.to_string();
+    let monitored = spawn(&[
+        &url,
+        "--rate",
+        "500",
+        "-d",
+        "4s",
+        "-c",
+        "2",
+        "--monitor",
+        &me,
+        "--metrics-listen",
+        &monitored_listen,
+        "--metrics-linger",
+        "4s",
+        "--metrics-run",
+        "monitored",
         "-q",
     ]);
     // The coordinator says where it listens (port 0), then the agents join.
@@ -429,7 +457,11 @@ fn a_fleet_coordinator_serves_the_fleet_and_each_agent() {
     }
     assert_eq!(fleet, Some(completed), "{body}");
     assert_eq!((agents_seen, agents_sum), (2, completed), "{body}");
-    assert_dashboard_finds(&prom, "fleet");
+    let (out, _) = wait_bounded(monitored, CHILD_LIMIT);
+    assert!(out.status.success(), "monitored run: {:?}", out.status);
+    // Every panel finds one run's data or the other's (the resource panels the monitored
+    // run's, the agents' panel the fleet's), as Grafana shows with both runs chosen.
+    assert_dashboard_finds(&prom, "fleet|monitored");
     let served = server.stop() as f64;
     assert!(served >= completed);
     std::fs::remove_dir_all(&dir).unwrap();

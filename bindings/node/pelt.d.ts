@@ -227,6 +227,13 @@ export interface RunOptions {
    */
   monitor?: string | number
   /**
+   * --monitor-remote: Take the server's resources from a pelt monitor on its machine (pelt
+   * monitor PID|NAME there), over the fleet's channel and token (--token-file or
+   * PELT_FLEET_TOKEN): the server's processes and that machine's CPU and network each second
+   * beside the load. A monitor that goes silent is named; the run goes on.
+   */
+  monitorRemote?: string
+  /**
    * Keep every N-th request that ends, per thread, for the 'samples' event (at most 4,096 per
    * thread and second; the rest counted in samples_dropped).
    */
@@ -305,18 +312,23 @@ export interface ProcessSample {
   workers?: number[]
 }
 
-/** `monitor`: one second's resources. */
+/** A machine over one second. */
+export interface HostSample {
+  cores: number
+  cpu_user: number; cpu_system: number; cpu_softirq: number; cpu_irq: number; cpu_iowait: number; cpu_steal: number
+  mem_used_bytes: number; mem_total_bytes: number
+  net_rx_bytes: number; net_tx_bytes: number; net_rx_packets: number; net_tx_packets: number
+  /** The busiest interface with a known link speed, and its busier direction's share of it. */
+  busiest_link?: [string, number]
+  tcp_retransmits: number; listen_overflows: number; listen_drops: number
+}
+
+/** `monitor`: one second's resources (a longer point: CPU means, memory peaks, counts summed). */
 export interface ResourceSample {
   server?: ProcessSample
-  host: {
-    cores: number
-    cpu_user: number; cpu_system: number; cpu_softirq: number; cpu_irq: number; cpu_iowait: number; cpu_steal: number
-    mem_used_bytes: number; mem_total_bytes: number
-    net_rx_bytes: number; net_tx_bytes: number; net_rx_packets: number; net_tx_packets: number
-    /** The busiest interface with a known link speed, and its busier direction's share of it. */
-    busiest_link?: [string, number]
-    tcp_retransmits: number; listen_overflows: number; listen_drops: number
-  }
+  host: HostSample
+  /** With `monitorRemote`: the server's machine. */
+  server_host?: HostSample
   pelt: ProcessSample
 }
 
@@ -333,17 +345,24 @@ export interface ProcessSummary {
   worker_peak?: number
 }
 
+/** A machine over the run. */
+export interface HostSummary {
+  cores: number; cpu_busy_mean: number; cpu_busy_peak: number; cpu_softirq_mean: number
+  mem_used_peak_bytes: number; net_rx_bytes: number; net_tx_bytes: number
+  tcp_retransmits: number; listen_overflows: number; listen_drops: number
+}
+
 /** `monitor`: the resources over the run, and what limited it. */
 export interface ResourcesResult {
   /** What `monitor` named and matched: "nginx: 2 processes". */
   monitored?: string
   server?: ProcessSummary
   pelt: ProcessSummary
-  host: {
-    cores: number; cpu_busy_mean: number; cpu_busy_peak: number; cpu_softirq_mean: number
-    mem_used_peak_bytes: number; net_rx_bytes: number; net_tx_bytes: number
-    tcp_retransmits: number; listen_overflows: number; listen_drops: number
-  }
+  host: HostSummary
+  /** With `monitorRemote`: the server's machine. */
+  server_host?: HostSummary
+  /** A remote monitor lost during the run: when and how (the run went on). */
+  lost?: string
   verdict: { bottleneck: 'server-cpu' | 'network' | 'host-cpu' | 'pelt' | 'latency' | 'unknown'; evidence: string }
 }
 

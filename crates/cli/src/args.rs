@@ -96,12 +96,11 @@ pub struct FleetArgs {
     pub listen: std::net::SocketAddr,
 
     /// The fleet's shared token, in a file (a mounted Kubernetes Secret); or give the token
-    /// itself in PELT_FLEET_TOKEN.
+    /// itself in PELT_FLEET_TOKEN. For --agents, and for --monitor-remote.
     #[arg(
         long = "token-file",
         value_name = "PATH",
-        env = "PELT_FLEET_TOKEN_FILE",
-        requires = "agents"
+        env = "PELT_FLEET_TOKEN_FILE"
     )]
     pub token_file: Option<PathBuf>,
 
@@ -196,12 +195,47 @@ pub enum Command {
         after_help = "Examples:\n  pelt http://10.0.0.9:8080/ -n 1m -c 300 --agents 3 --listen 0.0.0.0:7070 --token-file token\n  pelt agent --coordinator 10.0.0.1:7070 --rank 0 --token-file token   (on each of 3 machines, ranks 0, 1, 2)\n\nOn Kubernetes (pelt k8s writes the manifests) the rank comes from JOB_COMPLETION_INDEX and the token from a Secret; under Slurm from SLURM_PROCID and SLURM_NTASKS. Exit 0 when its part ran, 2 when it cannot run what it was given, 4 when it could not join or its coordinator went away (its load then stops), 130 interrupted."
     )]
     Agent(AgentArgs),
+    /// Sample the server's processes and this machine each second for runs elsewhere (pelt
+    /// URL --monitor-remote HOST:PORT), over the fleet's channel and token.
+    #[command(
+        after_help = "Examples:\n  pelt monitor nginx --listen 0.0.0.0:7071 --token-file token     (on the server's machine)\n  pelt http://10.0.0.9:8080/ -d 30s --monitor-remote 10.0.0.9:7071 --token-file token\n\nIt runs until stopped, taking one run after another (several at once). Exit 2 when what it should watch matches nothing or it cannot listen."
+    )]
+    Monitor(MonitorArgs),
     /// Write the Kubernetes manifests of a fleet run: its token Secret, the coordinator's Job
     /// behind a headless Service, and the agents' Indexed Job.
     #[command(
         after_help = "Examples:\n  pelt k8s http://my-service.default.svc:8080/ -d 5m --rate 100k -c 1000 --agents 8 > fleet.yaml\n  kubectl apply -f fleet.yaml\n  kubectl logs -f -l app.kubernetes.io/instance=pelt,app.kubernetes.io/component=agent --prefix --max-log-requests 8\n  kubectl wait --for=condition=complete job/pelt-coordinator --timeout=15m\n  kubectl logs job/pelt-coordinator > result.json && pelt report result.json --html report.html\n  kubectl delete -f fleet.yaml\n\nThe run's flags are those of a plain run (checked here, the host resolved in the cluster); files they name (--body-file, --targets, --bodies, --cacert, --cert, --key) are shipped in the Secret. Build the image with deploy/Dockerfile and push it where the cluster pulls from."
     )]
     K8s(Box<K8sArgs>),
+}
+
+/// `pelt monitor`.
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// The server's processes on this machine: a process ID, or a name (every process of
+    /// that name); children included [default: none, the machine alone].
+    #[arg(value_name = "PID|NAME", value_parser = monitor_watch)]
+    pub watch: Option<pelt_load::monitor::Watch>,
+
+    /// Where runs reach it (pelt URL --monitor-remote HOST:PORT).
+    #[arg(long = "listen", value_name = "ADDR", default_value = "0.0.0.0:7071", value_parser = listen_addr)]
+    pub listen: std::net::SocketAddr,
+
+    /// The fleet's shared token, in a file; or give the token itself in PELT_FLEET_TOKEN.
+    #[arg(
+        long = "token-file",
+        value_name = "PATH",
+        env = "PELT_FLEET_TOKEN_FILE"
+    )]
+    pub token_file: Option<PathBuf>,
+
+    /// No notes on stderr of the runs that come and go.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+fn monitor_watch(s: &str) -> Result<pelt_load::monitor::Watch, String> {
+    pelt_load::monitor::Watch::parse(s)
 }
 
 /// `pelt k8s`.

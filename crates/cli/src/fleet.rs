@@ -2,7 +2,7 @@
 //! library's (`pelt_load::fleet`); this file reads the token, maps the outcome to exit codes
 //! and writes the same outputs as a plain run.
 
-use crate::args::{AgentArgs, FleetArgs, LoadArgs, MetricsArgs};
+use crate::args::{AgentArgs, FleetArgs, LoadArgs, MetricsArgs, MonitorArgs};
 use crate::files::is_stdout;
 use crate::files::{check_outputs, write_outputs};
 use crate::run::{prepare_with, report_run, stop_flag};
@@ -15,18 +15,44 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
-/// The token from `--token-file`, else from `PELT_FLEET_TOKEN`: bad input when neither.
-fn token(file: Option<&Path>) -> Result<Token> {
-    match (file, std::env::var("PELT_FLEET_TOKEN")) {
-        (Some(path), _) => Token::from_file(path),
-        (None, Ok(text)) => Token::new(&text).map_err(|e| format!("PELT_FLEET_TOKEN: {e}")),
-        (None, Err(_)) => Err(
-            "a fleet needs a shared token: give --token-file PATH or set PELT_FLEET_TOKEN \
-             (make one with: head -c 32 /dev/urandom | base64 > token)"
-                .into(),
-        ),
+/// The token from `--token-file`, else from the environment: bad input when neither.
+pub fn token(file: Option<&Path>) -> Result<Token> {
+    match file {
+        Some(path) => Token::from_file(path),
+        None => Token::from_env().map_err(|e| format!("a fleet needs a shared token: {e}")),
     }
     .map_err(|e| bad(anyhow!(e)))
+}
+
+/// `pelt monitor`: serves runs until it is stopped.
+pub fn monitor(a: &MonitorArgs) -> Result<ExitCode> {
+    let token = token(a.token_file.as_deref())?;
+    let watching = match &a.watch {
+        Some(w) => w.check().map_err(|e| bad(anyhow!(e)))?,
+        None => "the machine alone".into(),
+    };
+    let listener = std::net::TcpListener::bind(a.listen)
+        .map_err(|e| bad(anyhow!("cannot listen on {}: {e}", a.listen)))?;
+    let addr = listener.local_addr()?;
+    // Said even with -q: it is how runs know the port when it was chosen here (port 0).
+    eprintln!("pelt: monitor on {addr}, watching {watching}");
+    let quiet = a.quiet;
+    let log = |line: &str| {
+        if !quiet {
+            eprintln!("pelt: {line}");
+        }
+    };
+    fleet::monitor::serve(listener, a.watch.clone(), token, &log)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--monitor-remote`: the token from `--token-file` for the run to prove (else the library
+/// reads the environment's).
+pub fn monitor_token(a: &mut LoadArgs, f: &FleetArgs) -> Result<()> {
+    if let (Some(_), Some(path)) = (&a.spec.monitor_remote, &f.token_file) {
+        a.spec.fleet_token = Some(Token::from_file(path).map_err(|e| bad(anyhow!(e)))?);
+    }
+    Ok(())
 }
 
 /// `pelt URL ... --agents N`: the coordinator.
@@ -139,11 +165,7 @@ pub fn agent(a: &AgentArgs) -> Result<ExitCode> {
         )));
     }
     check_outputs(&a.out)?;
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
-        .map_or_else(|| "?".into(), |h| h.trim().to_string());
+    let host = fleet::host_name();
     let opts = fleet::AgentOptions {
         coordinator: a.coordinator.clone(),
         rank,

@@ -57,7 +57,7 @@ fn bad(e: impl Into<anyhow::Error>) -> anyhow::Error {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind as K;
@@ -90,6 +90,7 @@ fn main() -> ExitCode {
             run::stop_flag().and_then(|stop| find_max::find_max(&a, &stop))
         }
         Some(Command::Agent(a)) => fleet::agent(&a),
+        Some(Command::Monitor(a)) => fleet::monitor(&a),
         Some(Command::K8s(a)) => {
             // The run's flags as typed, for the coordinator's command line.
             let raw: Vec<std::ffi::OsString> = std::env::args_os()
@@ -100,7 +101,8 @@ fn main() -> ExitCode {
         }
         None => match cli.fleet.agents {
             Some(n) => fleet::coordinate(&cli.load, &cli.fleet, &cli.metrics, n),
-            None => run::load(&cli.load, &cli.metrics),
+            None => fleet::monitor_token(&mut cli.load, &cli.fleet)
+                .and_then(|()| run::load(&cli.load, &cli.metrics)),
         },
     };
     match result {

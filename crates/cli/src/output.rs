@@ -546,21 +546,26 @@ fn resources_table(s: &mut String, r: &Report) {
             w * 100.0
         );
     }
-    let h = &res.host;
-    let _ = writeln!(
-        s,
-        "  Host         {} cores, {} busy mean ({} softirq), {} peak; network {} in, {} out; \
-         {} retransmits, {} listen overflows, {} SYN drops",
-        h.cores,
-        cores(h.cpu_busy_mean),
-        cores(h.cpu_softirq_mean),
-        cores(h.cpu_busy_peak),
-        bytes(h.net_rx_bytes as f64),
-        bytes(h.net_tx_bytes as f64),
-        thousands(h.tcp_retransmits),
-        thousands(h.listen_overflows),
-        thousands(h.listen_drops),
-    );
+    let host = |s: &mut String, label: &str, h: &pelt_stats::HostSummary| {
+        let _ = writeln!(
+            s,
+            "{label:<15}{} cores, {} busy mean ({} softirq), {} peak; network {} in, {} out; \
+             {} retransmits, {} listen overflows, {} SYN drops",
+            h.cores,
+            cores(h.cpu_busy_mean),
+            cores(h.cpu_softirq_mean),
+            cores(h.cpu_busy_peak),
+            bytes(h.net_rx_bytes as f64),
+            bytes(h.net_tx_bytes as f64),
+            thousands(h.tcp_retransmits),
+            thousands(h.listen_overflows),
+            thousands(h.listen_drops),
+        );
+    };
+    host(s, "  Host", &res.host);
+    if let Some(h) = &res.server_host {
+        host(s, "  Server host", h);
+    }
     let v = &res.verdict;
     let what = v.bottleneck.title();
     let _ = writeln!(s, "  Bottleneck   {what}: {}", v.evidence);

@@ -70,23 +70,33 @@ pub fn run(
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(&TimelinePoint),
 ) -> Report {
-    let Some((watch, _)) = &prepared.monitor else {
+    let remote = prepared
+        .remote_monitor
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if prepared.monitor.is_none() && remote.is_none() {
         let result = pelt_engine::run(&prepared.config, stop, &mut |p| on_second(p));
         return prepared.report(&result);
-    };
+    }
+    let watch = prepared.monitor.as_ref().map(|(w, _)| w.clone());
     // `--monitor`: a thread of its own (never a worker) samples at each second since the start,
     // sample k covering second k, and once more at the end (the last, shorter second). Each
     // point takes its second's sample as it is emitted, so the timeline can coarsen old seconds
     // with their resources; a point emitted when its sample is due waits for it (on this
     // thread, a moment); the last points, emitted before the final sample, take theirs after.
+    // `--monitor-remote`: another thread takes the remote monitor's samples (the server and its
+    // host) as they come; a point waits for its own as long, unless the monitor is lost.
     let start = std::time::Instant::now();
     let samples = monitor::Samples::default();
+    let far = monitor::Samples::default();
+    let far_writer = std::sync::Mutex::new(None);
+    let (far_ended, far_lost) = (AtomicBool::new(false), AtomicBool::new(false));
     let (ended, end) = std::sync::mpsc::channel::<()>();
-    let mut result = std::thread::scope(|s| {
-        let watch = watch.clone();
+    let (mut result, lost) = std::thread::scope(|s| {
         let samples = &samples;
         s.spawn(move || {
-            let mut sampler = monitor::Sampler::new(Some(watch));
+            let mut sampler = monitor::Sampler::new(watch);
             for k in 0u64.. {
                 let due = start + std::time::Duration::from_secs(k + 1);
                 let wait = due.saturating_duration_since(std::time::Instant::now());
@@ -101,21 +111,52 @@ pub fn run(
                 }
             }
         });
+        let following = remote.map(|r| {
+            let (far, far_writer, far_ended, far_lost) = (&far, &far_writer, &far_ended, &far_lost);
+            s.spawn(move || {
+                let lost = r.follow(far, fleet::DEFAULT_SILENCE, far_ended, far_writer);
+                // Nobody waits for a lost monitor's samples.
+                far_lost.store(lost.is_some(), std::sync::atomic::Ordering::Relaxed);
+                lost
+            })
+        });
+        let remote_on = following.is_some();
         let mut sampled = |point: &mut TimelinePoint| {
             let due = start + std::time::Duration::from_secs(point.second + 1);
             if std::time::Instant::now() >= due {
                 point.resources = samples.take(point.second, MONITOR_WAIT);
+                if remote_on && !far_lost.load(std::sync::atomic::Ordering::Relaxed) {
+                    let theirs = far.take(point.second, MONITOR_WAIT);
+                    monitor::join_remote(&mut point.resources, theirs);
+                }
             }
             on_second(point);
         };
         let result = pelt_engine::run(&prepared.config, stop, &mut sampled);
         let _ = ended.send(());
-        result
+        far_ended.store(true, std::sync::atomic::Ordering::Relaxed);
+        fleet::monitor::stop_monitor(&far_writer);
+        let lost = following.and_then(|t| t.join().ok().flatten());
+        (result, lost)
     });
-    for p in result.timeline.iter_mut().filter(|p| p.resources.is_none()) {
-        if p.length_s <= 1.0 {
+    for p in result.timeline.iter_mut().filter(|p| p.length_s <= 1.0) {
+        if p.resources.is_none() {
             p.resources = samples.take(p.second, std::time::Duration::ZERO);
         }
+        if p.resources
+            .as_ref()
+            .is_some_and(|r| r.server_host.is_none())
+        {
+            let theirs = far.take(p.second, std::time::Duration::ZERO);
+            monitor::join_remote(&mut p.resources, theirs);
+        }
     }
-    prepared.report(&result)
+    let mut report = prepared.report(&result);
+    if let Some(why) = lost {
+        if let Some(r) = report.resources.as_mut() {
+            r.lost = Some(why.clone());
+        }
+        report.notes.push(why);
+    }
+    report
 }

@@ -697,6 +697,7 @@ mod tests {
                     listen_overflows: 3,
                     ..Default::default()
                 },
+                server_host: None,
                 pelt: Default::default(),
             });
             m.add(&p).unwrap();

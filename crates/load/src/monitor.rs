@@ -147,6 +147,16 @@ struct HostCounters {
     drops: u64,
 }
 
+/// Adds a remote monitor's sample of a second (the server's processes and its host) to this
+/// machine's.
+pub fn join_remote(resources: &mut Option<ResourceSample>, theirs: Option<ResourceSample>) {
+    if let Some(theirs) = theirs {
+        let r = resources.get_or_insert_with(ResourceSample::default);
+        r.server = theirs.server;
+        r.server_host = Some(theirs.host);
+    }
+}
+
 /// Samples handed from the sampler's thread to the one that emits timeline points, by second:
 /// a point takes its own and drops any older left unclaimed, so it holds a few at most.
 #[derive(Default)]
@@ -245,6 +255,7 @@ impl Sampler {
         ResourceSample {
             server,
             host,
+            server_host: None,
             pelt: pelt.unwrap_or_default(),
         }
     }

@@ -34,6 +34,10 @@ pub struct Prepared {
     pub expect: Vec<crate::expect::Expectation>,
     /// `--monitor`: what to sample, and what it matched when the run was prepared.
     pub monitor: Option<(crate::monitor::Watch, String)>,
+    /// `--monitor-remote`: the monitor reached and authenticated, taken by the run, and what
+    /// it watches, as the report says it.
+    pub remote_monitor: std::sync::Mutex<Option<crate::fleet::monitor::RemoteMonitor>>,
+    pub remote_watching: Option<String>,
 }
 
 /// Validates `spec` and does the I/O a run needs first: resolves the host, reads the body
@@ -117,11 +121,38 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
             ))
         }
     };
+    let remote_monitor = match (&spec.monitor_remote, here) {
+        (None, _) => None,
+        (Some(_), _) if spec.monitor.is_some() => {
+            return Err(bad(
+                "--monitor and --monitor-remote: give one (the server is on this machine, or \
+                 pelt monitor samples it on its own)",
+            ))
+        }
+        (Some(addr), Here::Connects) => {
+            let token = match &spec.fleet_token {
+                Some(t) => t.clone(),
+                None => crate::fleet::Token::from_env()
+                    .map_err(|e| bad(format!("--monitor-remote needs the fleet's token: {e}")))?,
+            };
+            let remote = crate::fleet::monitor::RemoteMonitor::connect(addr, &token)
+                .map_err(|e| bad(format!("--monitor-remote: {e}")))?;
+            Some(remote)
+        }
+        (Some(_), _) => {
+            return Err(bad(
+                "--monitor-remote with --agents: a fleet's coordinator does not take a remote \
+                 monitor yet; run the monitored test from one pelt",
+            ))
+        }
+    };
     Ok(Prepared {
         config,
         info,
         expect: spec.expect.clone(),
         monitor,
+        remote_watching: remote_monitor.as_ref().map(|r| r.describe()),
+        remote_monitor: std::sync::Mutex::new(remote_monitor),
     })
 }
 

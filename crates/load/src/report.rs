@@ -174,7 +174,9 @@ impl Prepared {
             .as_ref()
             .map(|o| o.lag_us.p99_us)
             .filter(|&p99| p99 > limit);
-        let monitored = self.monitor.as_ref().map(|(_, matched)| matched.clone());
+        let monitored = (self.monitor.as_ref().map(|(_, matched)| matched))
+            .or(self.remote_watching.as_ref())
+            .cloned();
         Some(pelt_stats::ResourcesReport::new(
             monitored, &samples, completed, lag,
         ))

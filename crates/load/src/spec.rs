@@ -73,6 +73,12 @@ pub struct LoadSpec {
     /// `--monitor`: the server's processes on this machine, sampled each second with the host
     /// and pelt itself.
     pub monitor: Option<crate::monitor::Watch>,
+    /// `--monitor-remote HOST:PORT`: a `pelt monitor` on the server's machine, reached over the
+    /// fleet's channel with `fleet_token`.
+    pub monitor_remote: Option<String>,
+    /// The fleet's token (`--token-file`); `None`: `PELT_FLEET_TOKEN` or
+    /// `PELT_FLEET_TOKEN_FILE` from the environment, when one is needed.
+    pub fleet_token: Option<crate::fleet::Token>,
     /// This process runs one part of a fleet's run (`threads` must then be given): the
     /// figures above are the whole fleet's, and this process takes its workers' shares.
     pub slice: Option<pelt_engine::Slice>,
@@ -113,6 +119,8 @@ impl LoadSpec {
             warmup: None,
             grace: pelt_engine::DEFAULT_GRACE,
             monitor: None,
+            monitor_remote: None,
+            fleet_token: None,
             expect: Vec::new(),
             slice: None,
         }

@@ -13,6 +13,10 @@ pub struct ResourceSample {
     pub server: Option<ProcessSample>,
     /// The machine pelt runs on.
     pub host: HostSample,
+    /// The server's machine, when a remote monitor (`pelt monitor`, `--monitor-remote`)
+    /// sampled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<HostSample>,
     /// pelt's own process.
     pub pelt: ProcessSample,
 }
@@ -101,33 +105,45 @@ impl ResourceSample {
             .collect();
         let pelts: Vec<(&ProcessSample, f64)> =
             samples.iter().map(|(s, l)| (&s.pelt, *l)).collect();
-        let hosts = || samples.iter().map(|(s, _)| &s.host);
-        let max = |f: fn(&HostSample) -> u64| hosts().map(f).max().unwrap_or(0);
-        let sum = |f: fn(&HostSample) -> u64| hosts().map(f).sum::<u64>();
+        let hosts: Vec<(&HostSample, f64)> = samples.iter().map(|(s, l)| (&s.host, *l)).collect();
+        let server_hosts: Vec<(&HostSample, f64)> = samples
+            .iter()
+            .filter_map(|(s, l)| s.server_host.as_ref().map(|h| (h, *l)))
+            .collect();
         ResourceSample {
             server: (!servers.is_empty()).then(|| ProcessSample::coarsen(&servers)),
-            host: HostSample {
-                cores: hosts().map(|h| h.cores).max().unwrap_or(0),
-                cpu_user: weighted(samples, |s| s.host.cpu_user),
-                cpu_system: weighted(samples, |s| s.host.cpu_system),
-                cpu_softirq: weighted(samples, |s| s.host.cpu_softirq),
-                cpu_irq: weighted(samples, |s| s.host.cpu_irq),
-                cpu_iowait: weighted(samples, |s| s.host.cpu_iowait),
-                cpu_steal: weighted(samples, |s| s.host.cpu_steal),
-                mem_used_bytes: max(|h| h.mem_used_bytes),
-                mem_total_bytes: max(|h| h.mem_total_bytes),
-                net_rx_bytes: sum(|h| h.net_rx_bytes),
-                net_tx_bytes: sum(|h| h.net_tx_bytes),
-                net_rx_packets: sum(|h| h.net_rx_packets),
-                net_tx_packets: sum(|h| h.net_tx_packets),
-                busiest_link: hosts()
-                    .filter_map(|h| h.busiest_link.clone())
-                    .max_by(|a, b| a.1.total_cmp(&b.1)),
-                tcp_retransmits: sum(|h| h.tcp_retransmits),
-                listen_overflows: sum(|h| h.listen_overflows),
-                listen_drops: sum(|h| h.listen_drops),
-            },
+            host: HostSample::coarsen(&hosts),
+            server_host: (!server_hosts.is_empty()).then(|| HostSample::coarsen(&server_hosts)),
             pelt: ProcessSample::coarsen(&pelts),
+        }
+    }
+}
+
+impl HostSample {
+    fn coarsen(samples: &[(&HostSample, f64)]) -> HostSample {
+        let max = |f: fn(&HostSample) -> u64| samples.iter().map(|(h, _)| f(h)).max().unwrap_or(0);
+        let sum = |f: fn(&HostSample) -> u64| samples.iter().map(|(h, _)| f(h)).sum::<u64>();
+        HostSample {
+            cores: samples.iter().map(|(h, _)| h.cores).max().unwrap_or(0),
+            cpu_user: weighted(samples, |h| h.cpu_user),
+            cpu_system: weighted(samples, |h| h.cpu_system),
+            cpu_softirq: weighted(samples, |h| h.cpu_softirq),
+            cpu_irq: weighted(samples, |h| h.cpu_irq),
+            cpu_iowait: weighted(samples, |h| h.cpu_iowait),
+            cpu_steal: weighted(samples, |h| h.cpu_steal),
+            mem_used_bytes: max(|h| h.mem_used_bytes),
+            mem_total_bytes: max(|h| h.mem_total_bytes),
+            net_rx_bytes: sum(|h| h.net_rx_bytes),
+            net_tx_bytes: sum(|h| h.net_tx_bytes),
+            net_rx_packets: sum(|h| h.net_rx_packets),
+            net_tx_packets: sum(|h| h.net_tx_packets),
+            busiest_link: samples
+                .iter()
+                .filter_map(|(h, _)| h.busiest_link.clone())
+                .max_by(|a, b| a.1.total_cmp(&b.1)),
+            tcp_retransmits: sum(|h| h.tcp_retransmits),
+            listen_overflows: sum(|h| h.listen_overflows),
+            listen_drops: sum(|h| h.listen_drops),
         }
     }
 }
@@ -166,6 +182,12 @@ pub struct ResourcesReport {
     pub server: Option<ProcessSummary>,
     pub pelt: ProcessSummary,
     pub host: HostSummary,
+    /// The server's machine, sampled by a remote monitor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<HostSummary>,
+    /// A remote monitor lost during the run: when and how (its seconds end there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
     pub verdict: Verdict,
 }
 
@@ -276,7 +298,13 @@ impl ResourcesReport {
             samples.iter().map(|(s, l)| (&s.pelt, *l)).collect();
         let server = (!servers.is_empty()).then(|| ProcessSummary::new(&servers, completed));
         let pelt = ProcessSummary::new(&pelts, completed);
-        let host = HostSummary::new(samples);
+        let hosts: Vec<(&HostSample, f64)> = samples.iter().map(|(s, l)| (&s.host, *l)).collect();
+        let host = HostSummary::new(&hosts);
+        let server_hosts: Vec<(&HostSample, f64)> = samples
+            .iter()
+            .filter_map(|(s, l)| s.server_host.as_ref().map(|h| (h, *l)))
+            .collect();
+        let server_host = (!server_hosts.is_empty()).then(|| HostSummary::new(&server_hosts));
         // The verdict reads whole seconds (all of them when the run was shorter than one).
         let whole: Vec<Sampled> = samples
             .iter()
@@ -294,6 +322,8 @@ impl ResourcesReport {
             server,
             pelt,
             host,
+            server_host,
+            lost: None,
             verdict,
         }
     }
@@ -355,16 +385,16 @@ impl ProcessSummary {
 }
 
 impl HostSummary {
-    fn new(samples: &[Sampled]) -> HostSummary {
-        let hosts = || samples.iter().map(|(s, _)| &s.host);
+    fn new(samples: &[(&HostSample, f64)]) -> HostSummary {
+        let hosts = || samples.iter().map(|(h, _)| *h);
         let cores = hosts().map(|h| h.cores).max().unwrap_or(0);
         // Coarse ticks may add up past the cores in a short second: never more than all.
-        let busy = |h: &&ResourceSample| h.host.cpu_busy().min(h.host.cores as f64);
+        let busy = |h: &&HostSample| h.cpu_busy().min(h.cores as f64);
         HostSummary {
             cores,
             cpu_busy_mean: weighted(samples, busy),
             cpu_busy_peak: peaks(samples).map(busy).fold(0.0, f64::max),
-            cpu_softirq_mean: weighted(samples, |s| s.host.cpu_softirq),
+            cpu_softirq_mean: weighted(samples, |h| h.cpu_softirq),
             mem_used_peak_bytes: hosts().map(|h| h.mem_used_bytes).max().unwrap_or(0),
             net_rx_bytes: hosts().map(|h| h.net_rx_bytes).sum(),
             net_tx_bytes: hosts().map(|h| h.net_tx_bytes).sum(),
@@ -452,16 +482,25 @@ impl Verdict {
                 ),
             };
         }
+        // The busier link of the two machines (pelt's and, sampled remotely, the server's).
+        let busiest = |s: &ResourceSample| {
+            [Some(&s.host), s.server_host.as_ref()]
+                .into_iter()
+                .flatten()
+                .filter_map(|h| h.busiest_link.as_ref())
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .cloned()
+        };
         let link = median(
             samples
                 .iter()
-                .filter_map(|(s, l)| s.host.busiest_link.as_ref().map(|(_, x)| (*x, *l)))
+                .filter_map(|(s, l)| busiest(s).map(|(_, x)| (x, *l)))
                 .collect(),
         );
         if link >= SATURATED {
             let name = samples
                 .iter()
-                .find_map(|(s, _)| s.host.busiest_link.as_ref().map(|(n, _)| n.clone()))
+                .find_map(|(s, _)| busiest(s).map(|(n, _)| n))
                 .unwrap_or_default();
             return Verdict {
                 bottleneck: Bottleneck::Network,
@@ -471,12 +510,30 @@ impl Verdict {
                 ),
             };
         }
-        let host = median(
+        let busy = |h: &HostSample| h.cpu_busy() / h.cores.max(1) as f64;
+        let far = median(
             samples
                 .iter()
-                .map(|(s, l)| (s.host.cpu_busy() / s.host.cores.max(1) as f64, *l))
+                .filter_map(|(s, l)| s.server_host.as_ref().map(|h| (busy(h), *l)))
                 .collect(),
         );
+        if far >= SATURATED {
+            return Verdict {
+                bottleneck: Bottleneck::HostCpu,
+                evidence: format!(
+                    "the server's machine's {} cores were {:.0}% busy in the median second, \
+                     while the server used {:.0}% of what it may use: something else there \
+                     takes its CPU",
+                    samples
+                        .iter()
+                        .find_map(|(s, _)| s.server_host.as_ref().map(|h| h.cores))
+                        .unwrap_or(0),
+                    far * 100.0,
+                    server_share * 100.0
+                ),
+            };
+        }
+        let host = median(samples.iter().map(|(s, l)| (busy(&s.host), *l)).collect());
         if host >= SATURATED {
             return Verdict {
                 bottleneck: Bottleneck::HostCpu,
@@ -541,6 +598,7 @@ mod tests {
                 cores: 2,
                 ..HostSample::default()
             },
+            server_host: None,
             pelt: ProcessSample {
                 cpu_user: worker,
                 workers: vec![worker],

@@ -54,6 +54,7 @@ fn resources(k: u64) -> ResourceSample {
             listen_overflows: u64::from(k.is_multiple_of(1000)),
             ..HostSample::default()
         },
+        server_host: None,
         pelt: ProcessSample {
             cpu_user: 0.3,
             workers: vec![0.3, 0.2],

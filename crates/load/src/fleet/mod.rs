@@ -16,6 +16,7 @@
 
 mod agent;
 mod coordinator;
+pub mod monitor;
 pub mod wire;
 
 pub use agent::{run_agent, AgentEnd, AgentError, AgentOptions};
@@ -35,6 +36,15 @@ pub const DEFAULT_JOIN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The coordinator's control port when none is given.
 pub const DEFAULT_PORT: u16 = 7070;
+
+/// This machine's name, as a peer is told it: `HOSTNAME` (a pod's name), else the kernel's.
+pub fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map_or_else(|| "?".into(), |h| h.trim().to_string())
+}
 
 /// An agent's rank as its environment gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

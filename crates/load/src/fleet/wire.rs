@@ -99,6 +99,45 @@ pub enum ToAgent {
     },
 }
 
+/// What a run says to a remote monitor (`pelt monitor` on the server's host).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToMonitor {
+    Hello {
+        protocol: u32,
+        version: String,
+        nonce: String,
+    },
+    Auth {
+        proof: String,
+    },
+    /// The run starts now: sample once a second from here, sample k covering second k.
+    Start,
+    /// The run is over: one last sample for the last (shorter) second, then the session ends.
+    Stop,
+}
+
+/// What a remote monitor says to a run.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromMonitor {
+    /// Its proof of the token over both nonces, and what it watches on its host.
+    Challenge {
+        nonce: String,
+        proof: String,
+        host: String,
+        watching: String,
+    },
+    Refused {
+        reason: String,
+    },
+    /// Second `second`'s sample of its host and the processes it watches (`pelt` left empty).
+    Sample {
+        second: u64,
+        sample: Box<pelt_stats::ResourceSample>,
+    },
+}
+
 /// Now on this machine's wall clock, microseconds since the Unix epoch.
 pub fn now_us() -> i64 {
     std::time::SystemTime::now()
@@ -239,6 +278,21 @@ impl Token {
         Ok(Token(hmac::Key::new(hmac::HMAC_SHA256, t.as_bytes())))
     }
 
+    /// The token from the environment: the file `PELT_FLEET_TOKEN_FILE` names, else
+    /// `PELT_FLEET_TOKEN` itself.
+    pub fn from_env() -> Result<Token, String> {
+        match (
+            std::env::var_os("PELT_FLEET_TOKEN_FILE"),
+            std::env::var("PELT_FLEET_TOKEN"),
+        ) {
+            (Some(path), _) => Token::from_file(Path::new(&path)),
+            (None, Ok(text)) => Token::new(&text).map_err(|e| format!("PELT_FLEET_TOKEN: {e}")),
+            (None, Err(_)) => Err("give --token-file PATH or set PELT_FLEET_TOKEN (make one \
+                                   with: head -c 32 /dev/urandom | base64 > token)"
+                .into()),
+        }
+    }
+
     /// The token in a file (a Kubernetes Secret mounted as one).
     pub fn from_file(path: &Path) -> Result<Token, String> {
         let text = std::fs::read_to_string(path)
@@ -276,6 +330,24 @@ impl Token {
 
     pub fn check_agent(&self, coord_nonce: &str, agent_nonce: &str, proof: &str) -> bool {
         self.verify("agent", coord_nonce, agent_nonce, proof)
+    }
+
+    /// A remote monitor's proof, answering a run's nonce with its own.
+    pub fn monitor_proof(&self, run_nonce: &str, own_nonce: &str) -> String {
+        self.proof("monitor", run_nonce, own_nonce)
+    }
+
+    pub fn check_monitor(&self, run_nonce: &str, monitor_nonce: &str, proof: &str) -> bool {
+        self.verify("monitor", run_nonce, monitor_nonce, proof)
+    }
+
+    /// A run's proof to a remote monitor.
+    pub fn run_proof(&self, monitor_nonce: &str, own_nonce: &str) -> String {
+        self.proof("run", monitor_nonce, own_nonce)
+    }
+
+    pub fn check_run(&self, monitor_nonce: &str, run_nonce: &str, proof: &str) -> bool {
+        self.verify("run", monitor_nonce, run_nonce, proof)
     }
 }
 

@@ -880,6 +880,24 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "monitorRemote",
+        long: "monitor-remote",
+        value: "HOST:PORT",
+        help: "Take the server's resources from a pelt monitor on its machine (pelt monitor \
+               PID|NAME there), over the fleet's channel and token (--token-file or \
+               PELT_FLEET_TOKEN): the server's processes and that machine's CPU and network \
+               each second beside the load. A monitor that goes silent is named; the run goes \
+               on.",
+        ts: "string",
+        example: r#""10.0.0.9:7071""#,
+        read: |s, g| {
+            s.monitor_remote = Some(g.string()?);
+            Ok(())
+        },
+        write: |s| Ok(s.monitor_remote.clone().map(Value::from)),
+        ..BASE
+    },
+    Row {
         name: "sampleEvery",
         value: "N",
         form: Form::Library,
