@@ -293,6 +293,18 @@ fn assert_schema(v: &serde_json::Value) {
     assert!(errors.is_empty(), "{errors:#?}");
 }
 
+/// Waits for each agent (bounded); each exits 0.
+fn agents_succeed(agents: Vec<Child>) {
+    for a in agents {
+        let (out, _) = wait_bounded(a, CHILD_LIMIT);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 fn json_file(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -328,14 +340,7 @@ fn three_agents_send_exactly_n_and_the_result_is_the_merge_of_theirs() {
         .collect();
     let (code, _, stderr) = coord.finish(CHILD_LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
-    for a in agents {
-        let (out, _) = wait_bounded(a, CHILD_LIMIT);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    agents_succeed(agents);
     assert_eq!(server.stop(), 30_000);
     let v = json_file(&merged);
     assert_invariant(&v);
@@ -408,14 +413,7 @@ fn a_scenario_fleet_ships_its_files_and_splits_users_and_rows_exactly() {
         .collect();
     let (code, _, stderr) = coord.finish(CHILD_LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
-    for a in agents {
-        let (out, _) = wait_bounded(a, CHILD_LIMIT);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    agents_succeed(agents);
     let v = json_file(merged.as_ref());
     assert_schema(&v);
     assert_eq!(count(&v, &["requests", "completed"]), 400);
@@ -746,4 +744,91 @@ fn fleet_bad_input_is_one_line_before_any_traffic() {
         assert_eq!(out.status.code(), Some(4));
     }
     assert_eq!(server.stop(), 0);
+}
+
+/// A fleet's coordinator takes a remote monitor (`pelt monitor` beside the server): the
+/// agents send, the monitor's samples join the merged seconds, and the merged result says
+/// what the server spent.
+#[test]
+fn a_fleet_coordinator_takes_the_samples_of_a_remote_monitor() {
+    let mut serve = ServeProcess::start(&["--port", "0"]);
+    let url = serve
+        .line()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let pid = serve.pid().to_string();
+    let token = token_file("monitor", TOKEN);
+    let mut monitor = Killed(
+        pelt()
+            .args([
+                "monitor",
+                &pid,
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                &token,
+            ])
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pelt monitor"),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(monitor.0.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let at = line
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .trim_end_matches(',');
+    let coord = Coord::start(
+        &format!("{url}/"),
+        2,
+        &token,
+        &[
+            "--rate",
+            "1000",
+            "-d",
+            "3s",
+            "-c",
+            "4",
+            "--monitor-remote",
+            at,
+            "--json",
+            "-",
+            "-q",
+        ],
+    );
+    let agents = coord.agents(2, &token, &["-q"]);
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    agents_succeed(agents);
+    drop(monitor);
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_schema(&v);
+    let r = &v["resources"];
+    let monitored = r["monitored"].as_str().unwrap();
+    assert!(
+        monitored.starts_with(&format!("PID {pid}: 1 process on "))
+            && monitored.ends_with(&format!("(pelt monitor at {at})")),
+        "{r}"
+    );
+    assert!(
+        r["server"]["cpu_us_per_request"].as_f64().unwrap() > 0.0,
+        "{r}"
+    );
+    assert!(
+        r["server"]["rss_peak_bytes"].as_u64().unwrap() > 1 << 20,
+        "{r}"
+    );
+    assert!(r["server_host"]["cores"].as_u64().unwrap() >= 1, "{r}");
+    let points = v["timeline"].as_array().unwrap();
+    let whole: Vec<_> = points.iter().filter(|p| p["length_s"] == 1.0).collect();
+    assert!(whole.len() >= 2, "{points:?}");
+    for p in whole {
+        assert_eq!(p["resources"]["server"]["processes"], 1, "{p}");
+    }
+    serve.stop();
 }

@@ -414,18 +414,19 @@ fn a_remote_monitor_streams_the_server_hosts_seconds_and_its_loss_is_named() {
     std::fs::write(&token, TOKEN).unwrap();
     let at = format!("{}:7071", lab.addr(2));
     let monitor = || {
-        let mut m = lab
-            .command("srv", env!("CARGO_BIN_EXE_pelt"))
-            .args(["monitor", &master, "--listen", &at, "--token-file", &token])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start pelt monitor");
+        let mut m = Killed(
+            lab.command("srv", env!("CARGO_BIN_EXE_pelt"))
+                .args(["monitor", &master, "--listen", &at, "--token-file", &token])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start pelt monitor"),
+        );
         // Listening once it says so.
         let mut line = String::new();
         std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(m.stderr.take().unwrap()),
+            &mut std::io::BufReader::new(m.0.stderr.take().unwrap()),
             &mut line,
         )
         .unwrap();
@@ -445,7 +446,7 @@ fn a_remote_monitor_streams_the_server_hosts_seconds_and_its_loss_is_named() {
             .expect("start the run")
     };
 
-    let mut m = monitor();
+    let m = monitor();
     let (out, _) = wait_bounded(run("3s"), CHILD_LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -486,8 +487,7 @@ fn a_remote_monitor_streams_the_server_hosts_seconds_and_its_loss_is_named() {
     let child = run("6s");
     lab.wait_served(lab.served() + 1000);
     std::thread::sleep(Duration::from_secs(2));
-    m.kill().unwrap();
-    let _ = m.wait();
+    drop(m);
     let (out, _) = wait_bounded(child, CHILD_LIMIT);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -213,6 +213,10 @@ fn a_monitor_that_matches_nothing_is_one_line_before_any_traffic() {
     );
     assert_bad_input(&[&url, "-n", "10", "--monitor=-5"], "is no process ID");
     assert_bad_input(
+        &["http://127.0.0.1:1/", "-n", "10", "--monitor", "listener"],
+        "--monitor listener: nothing on this machine listens on port 1",
+    );
+    assert_bad_input(
         &[&url, "-n", "10", "--expect", "server_rss<10%"],
         "a size is bytes",
     );
@@ -235,13 +239,15 @@ fn a_monitor_that_matches_nothing_is_one_line_before_any_traffic() {
         ],
         "--monitor-remote: the monitor at 127.0.0.1:1 does not answer",
     );
-    let mut monitor = pelt()
-        .args(["monitor", "--listen", "127.0.0.1:0", "--token-file"])
-        .arg(&theirs)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let addr = listening_on(&mut monitor);
+    let mut monitor = Killed(
+        pelt()
+            .args(["monitor", "--listen", "127.0.0.1:0", "--token-file"])
+            .arg(&theirs)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = listening_on(&mut monitor.0);
     assert_bad_input(
         &[
             &url,
@@ -270,8 +276,7 @@ fn a_monitor_that_matches_nothing_is_one_line_before_any_traffic() {
         err.contains("--monitor-remote needs the fleet's token"),
         "{err}"
     );
-    monitor.kill().unwrap();
-    let _ = monitor.wait();
+    drop(monitor);
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(server.stop(), 0);
 }
@@ -374,14 +379,24 @@ fn requests_that_start_late_are_judged_pelt_bound() {
 #[test]
 fn compare_shows_the_servers_cpu_per_request_and_memory() {
     let _alone = alone();
-    let (serve, url, pid) = sleeping_server("0ms");
+    // Two servers; `--monitor listener` watches each target's own: the one sending 100 KB
+    // bodies spends more CPU per request than the one sending 2 bytes.
+    let (serve, url, _) = sleeping_server("0ms");
+    let mut big = ServeProcess::start(&["--port", "0", "--body-size", "100000"]);
+    let big_url = big
+        .line()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
     let dir = std::env::temp_dir().join(format!("pelt-monitor-compare-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("cmp.json");
     let (out, _) = run(&[
         "compare",
         "--target",
-        &format!("serve={url}/"),
+        &format!("small={url}/"),
+        "--target",
+        &format!("big={big_url}/"),
         "--vary",
         "connections=2,8",
         "-d",
@@ -389,7 +404,7 @@ fn compare_shows_the_servers_cpu_per_request_and_memory() {
         "-t",
         "1",
         "--monitor",
-        &pid,
+        "listener",
         "--json",
         json.to_str().unwrap(),
     ]);
@@ -404,17 +419,24 @@ fn compare_shows_the_servers_cpu_per_request_and_memory() {
         "{table}"
     );
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut per_target: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for row in doc["rows"].as_array().unwrap() {
         let m = &row["median"];
-        assert!(
-            m["server_cpu_us_per_request"].as_f64().unwrap() > 0.0,
-            "{m}"
-        );
+        let cpu = m["server_cpu_us_per_request"].as_f64().unwrap();
+        assert!(cpu > 0.0, "{m}");
         assert!(m["server_rss_peak_bytes"].as_f64().unwrap() > 1e6, "{m}");
         for run in row["runs"].as_array().unwrap() {
             assert!(run["server_cpu_us_per_request"].as_f64().is_some(), "{run}");
         }
+        let target = row["target"].as_str().unwrap().to_string();
+        per_target.entry(target).or_default().push(cpu);
     }
+    let (small, big_cpu) = (&per_target["small"], &per_target["big"]);
+    assert!(
+        big_cpu.iter().all(|b| small.iter().all(|s| b > s)),
+        "{per_target:?}"
+    );
+    big.stop();
     std::fs::remove_dir_all(&dir).unwrap();
     serve.stop();
 }

@@ -220,8 +220,9 @@ export interface RunOptions {
    */
   expect?: string | string[]
   /**
-   * --monitor: Sample the server's processes on this machine each second: a process ID, or a
-   * name (every process of that name); children included. Their CPU (and CPU-us per request),
+   * --monitor: Sample the server's processes on this machine each second: a process ID, a name
+   * (every process of that name), or listener (whatever listens on the target's port: each
+   * target its own in pelt compare); children included. Their CPU (and CPU-us per request),
    * memory, threads and file descriptors, the host's CPU and network and pelt's own CPU join the
    * timeline, and the summary says what limited the run.
    */

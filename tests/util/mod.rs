@@ -63,6 +63,17 @@ fn spawn_piped(mut cmd: Command, args: &[&str]) -> Child {
         .expect("spawn pelt")
 }
 
+/// A child killed (by its PID, through the handle) when the test is done with it, even when
+/// it fails.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `pelt serve ARGS` as a child: its stdout lines as they come, stopped by SIGTERM.
 pub struct ServeProcess {
     /// Taken by `stop`; killed (by its PID, through the handle) when dropped with it.

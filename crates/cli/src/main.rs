@@ -99,11 +99,12 @@ fn main() -> ExitCode {
                 .collect();
             k8s::k8s(&a, &raw)
         }
-        None => match cli.fleet.agents {
-            Some(n) => fleet::coordinate(&cli.load, &cli.fleet, &cli.metrics, n),
-            None => fleet::monitor_token(&mut cli.load, &cli.fleet)
-                .and_then(|()| run::load(&cli.load, &cli.metrics)),
-        },
+        None => {
+            fleet::monitor_token(&mut cli.load, &cli.fleet).and_then(|()| match cli.fleet.agents {
+                Some(n) => fleet::coordinate(&cli.load, &cli.fleet, &cli.metrics, n),
+                None => run::load(&cli.load, &cli.metrics),
+            })
+        }
     };
     match result {
         Ok(code) => code,

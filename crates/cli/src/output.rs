@@ -537,7 +537,10 @@ fn resources_table(s: &mut String, r: &Report) {
             thousands(server.ctx_switches)
         );
     }
-    process(s, "  pelt", "", &res.pelt);
+    // A fleet's coordinator sends nothing itself: no pelt line.
+    if res.pelt.rss_peak_bytes > 0 {
+        process(s, "  pelt", "", &res.pelt);
+    }
     if let Some(w) = res.pelt.worker_peak {
         let _ = writeln!(
             s,

@@ -60,7 +60,7 @@ pub use spec::{
 use std::sync::atomic::AtomicBool;
 
 /// The longest a timeline point waits for its second's resources when they are due.
-const MONITOR_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+pub(crate) const MONITOR_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Runs a prepared load test until its duration or request count is reached, or `stop` is
 /// set (then requests in flight get the spec's grace period), calling `on_second` with each

@@ -27,17 +27,27 @@ pub enum Watch {
     /// Every process of this name (its command name, or its program's file name) and their
     /// descendants.
     Name(String),
+    /// `listener`: whatever listens on the target's TCP port on this machine, found when the
+    /// run is prepared ([`Watch::listening_on`]); per target in `pelt compare`.
+    Listener,
+    /// The processes that held a socket listening on `port` when the run was prepared (the
+    /// first of each family: nginx's master, not its workers), and their descendants.
+    Listening { port: u16, pids: Vec<i32> },
 }
 
 /// A thread that used at least this share of a core in a second counts as running.
 const RUNNING: f64 = 0.1;
 
 impl Watch {
-    /// `--monitor`'s value: a number is a PID, anything else a process name.
+    /// `--monitor`'s value: a number is a PID, `listener` the process listening on the
+    /// target's port, anything else a process name.
     pub fn parse(s: &str) -> Result<Watch, String> {
         let s = s.trim();
         if s.is_empty() {
             return Err("a process ID or a process name".into());
+        }
+        if s == "listener" {
+            return Ok(Watch::Listener);
         }
         match s.parse::<i32>() {
             Ok(pid) if pid > 0 => Ok(Watch::Pid(pid)),
@@ -58,7 +68,63 @@ impl Watch {
             Watch::Name(name) if n == 0 => Err(format!("no process is named {name:?}")),
             Watch::Pid(pid) => Ok(format!("PID {pid}: {n} {plural}")),
             Watch::Name(name) => Ok(format!("{name}: {n} {plural}")),
+            Watch::Listener => Err("listener: no target port resolved".into()),
+            Watch::Listening { port, .. } if n == 0 => {
+                Err(format!("what listened on port {port} has ended"))
+            }
+            Watch::Listening { port, pids } => Ok(format!(
+                "the listener on port {port} (PID {}): {n} {plural}",
+                pids.iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
         }
+    }
+
+    /// `listener` for a target on TCP `port`: the processes holding a socket that listens
+    /// there (this machine's network namespace), the first of each family; or why none.
+    pub fn listening_on(port: u16) -> Result<Watch, String> {
+        use procfs::net::TcpState;
+        use procfs::process::FDTarget;
+        let entries = procfs::net::tcp()
+            .into_iter()
+            .flatten()
+            .chain(procfs::net::tcp6().into_iter().flatten());
+        let inodes: HashSet<u64> = entries
+            .filter(|e| e.state == TcpState::Listen && e.local_address.port() == port)
+            .map(|e| e.inode)
+            .collect();
+        if inodes.is_empty() {
+            return Err(format!("nothing on this machine listens on port {port}"));
+        }
+        let table = processes();
+        let holders: HashSet<i32> = table
+            .iter()
+            .filter(|p| {
+                p.process.fd().is_ok_and(|mut fds| {
+                    fds.any(|fd| {
+                        fd.is_ok_and(
+                            |fd| matches!(fd.target, FDTarget::Socket(i) if inodes.contains(&i)),
+                        )
+                    })
+                })
+            })
+            .map(|p| p.pid)
+            .collect();
+        let mut pids: Vec<i32> = table
+            .iter()
+            .filter(|p| holders.contains(&p.pid) && !holders.contains(&p.ppid))
+            .map(|p| p.pid)
+            .collect();
+        if pids.is_empty() {
+            return Err(format!(
+                "a process pelt may not look into listens on port {port} (another user's: \
+                 give its PID, or run pelt as that user)"
+            ));
+        }
+        pids.sort_unstable();
+        Ok(Watch::Listening { port, pids })
     }
 
     /// The processes it matches in `table`, descendants included.
@@ -68,6 +134,8 @@ impl Watch {
             .filter(|p| match self {
                 Watch::Pid(pid) => p.pid == *pid,
                 Watch::Name(name) => p.named(name),
+                Watch::Listener => false,
+                Watch::Listening { pids, .. } => pids.contains(&p.pid),
             })
             .map(|p| p.pid)
             .collect();

@@ -111,8 +111,21 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     let monitor = match (&spec.monitor, here) {
         (None, _) => None,
         (Some(w), Here::Connects) => {
+            let w = match w {
+                crate::monitor::Watch::Listener => {
+                    if spec.unix_socket.is_some() {
+                        return Err(bad(
+                            "--monitor listener finds the process on the target's TCP port; \
+                             with --unix-socket give its PID or name",
+                        ));
+                    }
+                    crate::monitor::Watch::listening_on(target.addr.port())
+                        .map_err(|e| bad(format!("--monitor listener: {e}")))?
+                }
+                other => other.clone(),
+            };
             let matched = w.check().map_err(|e| bad(format!("--monitor: {e}")))?;
-            Some((w.clone(), matched))
+            Some((w, matched))
         }
         (Some(_), _) => {
             return Err(bad(
@@ -129,7 +142,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
                  pelt monitor samples it on its own)",
             ))
         }
-        (Some(addr), Here::Connects) => {
+        (Some(addr), Here::Connects | Here::Coordinates) => {
             let token = match &spec.fleet_token {
                 Some(t) => t.clone(),
                 None => crate::fleet::Token::from_env()
@@ -141,8 +154,8 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         }
         (Some(_), _) => {
             return Err(bad(
-                "--monitor-remote with --agents: a fleet's coordinator does not take a remote \
-                 monitor yet; run the monitored test from one pelt",
+                "--monitor-remote reaches the monitor when the run starts; pelt k8s cannot \
+                 (run the coordinator with --monitor-remote yourself)",
             ))
         }
     };

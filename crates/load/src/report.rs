@@ -154,7 +154,10 @@ impl Prepared {
 
     /// `--monitor`: the measured seconds' resources summed up, with the verdict (pelt's own
     /// lag past the late threshold, in the open loop, counts against pelt).
-    fn resources(&self, report: &pelt_stats::Report) -> Option<pelt_stats::ResourcesReport> {
+    pub(crate) fn resources(
+        &self,
+        report: &pelt_stats::Report,
+    ) -> Option<pelt_stats::ResourcesReport> {
         let measured: Vec<&pelt_stats::TimelinePoint> = report
             .timeline
             .iter()

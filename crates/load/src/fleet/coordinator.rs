@@ -154,16 +154,56 @@ impl Coordinator {
     ) -> Result<FleetRun, FleetError> {
         let joined = self.join(stop, log)?;
         let (mut members, start_us, rx) = self.start(spec, prepared, joined)?;
-        let mut run = Running {
-            members: &mut members,
-            pending: BTreeMap::new(),
-            aborted: None,
-            grace: prepared.config.grace,
-            interrupted: false,
-        };
-        run.events(&rx, stop, self.opts.silence, on_second, log);
-        let interrupted = run.interrupted;
-        finish(prepared, &members, start_us, interrupted)
+        let remote = prepared
+            .remote_monitor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let monitor = &Monitor::default();
+        std::thread::scope(|s| {
+            // `--monitor-remote`: the monitor starts at the fleet's start instant, and its
+            // samples join the merged seconds.
+            let follower = remote.map(|r| {
+                let silence = self.opts.silence;
+                s.spawn(move || {
+                    let wait = (start_us - now_us()).max(0) as u64;
+                    std::thread::sleep(Duration::from_micros(wait));
+                    let lost = r.follow(&monitor.samples, silence, &monitor.ended, &monitor.writer);
+                    monitor.lost.store(lost.is_some(), Ordering::Relaxed);
+                    lost
+                })
+            });
+            let mut run = Running {
+                members: &mut members,
+                pending: BTreeMap::new(),
+                aborted: None,
+                grace: prepared.config.grace,
+                interrupted: false,
+                monitor: follower.is_some().then_some(monitor),
+            };
+            run.events(&rx, stop, self.opts.silence, on_second, log);
+            let interrupted = run.interrupted;
+            monitor.ended.store(true, Ordering::Relaxed);
+            crate::fleet::monitor::stop_monitor(&monitor.writer);
+            let lost = follower.and_then(|t| t.join().ok().flatten());
+            let mut seconds =
+                std::mem::take(&mut *monitor.seconds.lock().unwrap_or_else(|e| e.into_inner()));
+            // The samples not shown yet, the last second's (sent after the stop) among them:
+            // all in, once the follower has ended.
+            while let Some(sample) = monitor.samples.take(seconds.next, Duration::ZERO) {
+                seconds.add(sample);
+            }
+            let mut fleet = finish(prepared, &members, start_us, interrupted)?;
+            if follower_ran(&seconds) {
+                attach(
+                    prepared,
+                    &mut fleet.report,
+                    seconds.timeline.into_points(),
+                    lost,
+                );
+            }
+            Ok(fleet)
+        })
     }
 
     /// Accepts agents until every rank has joined.
@@ -363,9 +403,11 @@ fn split(
     }
     let seed = prepared.info.request_set.as_ref().and_then(|s| s.seed);
     let mut options = options::inline(spec, seed).map_err(|e| e.0)?;
-    // Each agent gets its own threads; the thresholds judge the merged result.
+    // Each agent gets its own threads; the thresholds judge the merged result; the coordinator
+    // takes the remote monitor's samples itself.
     options.remove("threads");
     options.remove("expect");
+    options.remove("monitorRemote");
     Ok((options, threads))
 }
 
@@ -544,6 +586,72 @@ fn greet(w: &mut TcpStream, r: &mut Reader, token: &Token, agents: u32) -> Resul
     }
 }
 
+/// A remote monitor's samples as the coordinator takes them: by second, kept as a timeline
+/// of their own (coarsened as any timeline, so flat in the run's length) until the merged
+/// result takes them.
+#[derive(Default)]
+struct Monitor {
+    samples: crate::monitor::Samples,
+    writer: std::sync::Mutex<Option<TcpStream>>,
+    ended: std::sync::atomic::AtomicBool,
+    lost: std::sync::atomic::AtomicBool,
+    seconds: std::sync::Mutex<Seconds>,
+}
+
+/// The samples taken so far, and the next second to take.
+#[derive(Default)]
+struct Seconds {
+    timeline: pelt_stats::Timeline,
+    next: u64,
+}
+
+impl Seconds {
+    fn add(&mut self, sample: pelt_stats::ResourceSample) {
+        let mut resources = None;
+        crate::monitor::join_remote(&mut resources, Some(sample));
+        let mut point = pelt_stats::Interval::new(self.next).point(1.0, false);
+        point.histogram = None;
+        point.resources = resources;
+        self.timeline.push(point);
+        self.next += 1;
+    }
+}
+
+fn follower_ran(seconds: &Seconds) -> bool {
+    seconds.next > 0
+}
+
+/// The merged result's seconds take the monitor's samples of the same span, and its summary
+/// and verdict are computed from them; a lost monitor is named.
+fn attach(
+    prepared: &Prepared,
+    report: &mut Report,
+    samples: Vec<TimelinePoint>,
+    lost: Option<String>,
+) {
+    for p in &mut report.timeline {
+        let (from, to) = (p.second as f64, p.second as f64 + p.length_s.max(1e-9));
+        let within: Vec<(&pelt_stats::ResourceSample, f64)> = samples
+            .iter()
+            .filter(|s| (s.second as f64) >= from && (s.second as f64) < to)
+            .filter_map(|s| s.resources.as_ref().map(|r| (r, s.length_s)))
+            .collect();
+        p.resources = match within.as_slice() {
+            [] => None,
+            [(one, _)] => Some((*one).clone()),
+            many => Some(pelt_stats::ResourceSample::coarsen(many)),
+        };
+    }
+    report.resources = prepared.resources(report);
+    if let Some(why) = lost {
+        if let Some(r) = report.resources.as_mut() {
+            r.lost = Some(why.clone());
+        }
+        report.notes.push(why);
+    }
+    report.thresholds = prepared.expect.iter().map(|e| e.check(report)).collect();
+}
+
 /// The run as the coordinator follows it.
 struct Running<'a> {
     members: &'a mut Vec<Member>,
@@ -553,6 +661,8 @@ struct Running<'a> {
     aborted: Option<Instant>,
     grace: Duration,
     interrupted: bool,
+    /// `--monitor-remote`: its samples join the merged seconds as they are shown.
+    monitor: Option<&'a Monitor>,
 }
 
 impl Running<'_> {
@@ -678,6 +788,29 @@ impl Running<'_> {
         tell(self.running(), &ToAgent::Abort { reason });
     }
 
+    /// The monitor's samples up to second `k` (waiting a moment for `k`'s unless the monitor
+    /// is lost), kept for the result; `k`'s joins the merged point shown.
+    fn take_samples(&self, m: &Monitor, k: u64, point: &mut TimelinePoint) {
+        let mut seconds = m.seconds.lock().unwrap_or_else(|e| e.into_inner());
+        while seconds.next <= k {
+            let wait = if m.lost.load(Ordering::Relaxed) {
+                Duration::ZERO
+            } else {
+                crate::MONITOR_WAIT
+            };
+            let next = seconds.next;
+            match m.samples.take(next, wait) {
+                Some(sample) => {
+                    if next == k {
+                        crate::monitor::join_remote(&mut point.resources, Some(sample.clone()));
+                    }
+                    seconds.add(sample);
+                }
+                None => break,
+            }
+        }
+    }
+
     /// The connections of the agents still running.
     fn running(&self) -> impl Iterator<Item = &TcpStream> {
         self.members
@@ -702,7 +835,12 @@ impl Running<'_> {
             }
             let points = self.pending.remove(&k).unwrap_or_default();
             match pelt_stats::merge_points(k, &points) {
-                Ok(p) => on_second(None, &p),
+                Ok(mut p) => {
+                    if let Some(m) = self.monitor {
+                        self.take_samples(m, k, &mut p);
+                    }
+                    on_second(None, &p)
+                }
                 Err(e) => log(&format!(
                     "second {k}: an agent's histogram does not decode: {e}"
                 )),

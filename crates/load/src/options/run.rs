@@ -861,8 +861,9 @@ pub static RUN: &[Row] = &[
         name: "monitor",
         long: "monitor",
         value: "PID|NAME",
-        help: "Sample the server's processes on this machine each second: a process ID, or a \
-               name (every process of that name); children included. Their CPU (and CPU-us per \
+        help: "Sample the server's processes on this machine each second: a process ID, a \
+               name (every process of that name), or listener (whatever listens on the \
+               target's port: each target its own in pelt compare); children included. Their CPU (and CPU-us per \
                request), memory, threads and file descriptors, the host's CPU and network and \
                pelt's own CPU join the timeline, and the summary says what limited the run.",
         ts: "string | number",
@@ -875,6 +876,9 @@ pub static RUN: &[Row] = &[
             Ok(s.monitor.as_ref().map(|w| match w {
                 crate::monitor::Watch::Pid(pid) => Value::from(*pid),
                 crate::monitor::Watch::Name(name) => Value::from(name.as_str()),
+                crate::monitor::Watch::Listener | crate::monitor::Watch::Listening { .. } => {
+                    Value::from("listener")
+                }
             }))
         },
         ..BASE
