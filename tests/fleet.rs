@@ -751,12 +751,7 @@ fn fleet_bad_input_is_one_line_before_any_traffic() {
 /// what the server spent.
 #[test]
 fn a_fleet_coordinator_takes_the_samples_of_a_remote_monitor() {
-    let mut serve = ServeProcess::start(&["--port", "0"]);
-    let url = serve
-        .line()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let (serve, url) = ServeProcess::listening(&["--port", "0"]);
     let pid = serve.pid().to_string();
     let token = token_file("monitor", TOKEN);
     let mut monitor = Killed(

@@ -49,11 +49,36 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 
 /// `pelt serve` answering after `delay`, as a child process: it, its URL and its PID.
 fn sleeping_server(delay: &str) -> (ServeProcess, String, String) {
-    let mut serve = ServeProcess::start(&["--port", "0", "--delay", delay]);
-    let line = serve.line();
-    let url = line.strip_prefix("listening on ").unwrap().to_string();
+    served(&["--port", "0", "--delay", delay])
+}
+
+/// `pelt serve ARGS`, its URL and its PID.
+fn served(args: &[&str]) -> (ServeProcess, String, String) {
+    let (serve, url) = ServeProcess::listening(args);
     let pid = serve.pid().to_string();
     (serve, url, pid)
+}
+
+/// The resources of a run of `seconds` against `url` (8 connections, one thread), the
+/// server `pid` monitored.
+fn monitored_run(url: &str, pid: &str, seconds: &str) -> serde_json::Value {
+    run_json(&[
+        &format!("{url}/"),
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "-d",
+        seconds,
+        "--monitor",
+        pid,
+    ])
+}
+
+/// The host's mean busy share of its cores over the run.
+fn host_busy(r: &serde_json::Value) -> f64 {
+    let host = &r["host"];
+    host["cpu_busy_mean"].as_f64().unwrap() / host["cores"].as_f64().unwrap()
 }
 
 fn ticks_per_second() -> f64 {
@@ -166,23 +191,15 @@ fn nginx_pinned_to_one_cpu_is_judged_cpu_bound_and_its_cpu_is_the_kernels() {
 fn a_server_that_sleeps_is_judged_latency_bound() {
     let _alone = alone();
     let (serve, url, pid) = sleeping_server("50ms");
-    let v = run_json(&[
-        &format!("{url}/"),
-        "-c",
-        "8",
-        "-t",
-        "1",
-        "-d",
-        "2s",
-        "--monitor",
-        &pid,
-    ]);
+    let v = monitored_run(&url, &pid, "2s");
     let r = &v["resources"];
     // Nothing saturated, unless something else filled the machine's cores meanwhile (then
     // that is what the verdict says).
-    let host = &r["host"];
-    let busy = host["cpu_busy_mean"].as_f64().unwrap() / host["cores"].as_f64().unwrap();
-    let expected = if busy >= 0.9 { "host-cpu" } else { "latency" };
+    let expected = if host_busy(r) >= 0.9 {
+        "host-cpu"
+    } else {
+        "latency"
+    };
     assert_eq!(r["verdict"]["bottleneck"], expected, "{r}");
     assert!(r["server"]["cpu_mean"].as_f64().unwrap() < 0.5, "{r}");
     // pelt's own CPU, and each worker's, are in every second (but the last: the points of
@@ -197,6 +214,30 @@ fn a_server_that_sleeps_is_judged_latency_bound() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("  Bottleneck   "), "{text}");
     assert!(text.contains("  Server       PID "), "{text}");
+    serve.stop();
+}
+
+/// `pelt serve --burn`: a handler busy on the CPU, one server thread; pelt's worker waits on
+/// it, so the server is what ran out, and each request cost it at least what it burned.
+#[test]
+fn a_server_that_burns_cpu_is_judged_cpu_bound() {
+    let _alone = alone();
+    let (serve, url, pid) = served(&["--port", "0", "--threads", "1", "--burn", "300us"]);
+    let v = monitored_run(&url, &pid, "3s");
+    let r = &v["resources"];
+    // The server's one thread fills its core, unless something else on the machine took part
+    // of it meanwhile (then the verdict says the machine's cores ran out).
+    let share = r["server"]["cpu_mean"].as_f64().unwrap();
+    let expected = if host_busy(r) >= 0.9 && share < 0.9 {
+        "host-cpu"
+    } else {
+        "server-cpu"
+    };
+    assert_eq!(r["verdict"]["bottleneck"], expected, "{r}");
+    assert_eq!(r["server"]["cpu_capacity"], 1.0, "{r}");
+    // /proc counts in 10 ms ticks: a few per cent either way over three seconds.
+    let per_request = r["server"]["cpu_us_per_request"].as_f64().unwrap();
+    assert!(per_request > 300.0 * 0.95, "{r}");
     serve.stop();
 }
 

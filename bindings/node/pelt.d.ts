@@ -714,6 +714,12 @@ export interface ServerOptions {
    */
   work?: Duration
   /**
+   * --burn: Spin a server thread on the CPU this long per request (a CPU-heavy handler, as
+   * --monitor sees one): capacity is about --threads / TIME requests/s where the threads have
+   * cores. 100us, 1ms. [default: 0]
+   */
+  burn?: Duration
+  /**
    * --body-size: Response body size in bytes. [default: 2]
    */
   bodySize?: Count

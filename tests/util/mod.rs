@@ -98,6 +98,17 @@ impl ServeProcess {
         }
     }
 
+    /// `pelt serve ARGS` (with `--port 0` among them) and the URL it says it listens on.
+    pub fn listening(args: &[&str]) -> (ServeProcess, String) {
+        let mut serve = ServeProcess::start(args);
+        let line = serve.line();
+        let url = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("pelt serve said {line:?}"))
+            .to_string();
+        (serve, url)
+    }
+
     /// Its process ID.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)

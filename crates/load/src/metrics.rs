@@ -321,6 +321,19 @@ impl Metrics {
                 s.fds as f64,
             );
         }
+        if let Some(h) = &r.server_host {
+            f.gauge(
+                "pelt_server_host_cpu_busy_cores",
+                "The server's machine's CPU busy in the last second (a remote monitor, every \
+                 mode but idle), in cores.",
+                h.cpu_busy(),
+            );
+            f.gauge(
+                "pelt_server_host_memory_used_bytes",
+                "The server's machine's memory in use (a remote monitor).",
+                h.mem_used_bytes as f64,
+            );
+        }
         f.gauge(
             "pelt_self_cpu_cores",
             "pelt's own CPU in the last second, in cores.",
@@ -697,7 +710,12 @@ mod tests {
                     listen_overflows: 3,
                     ..Default::default()
                 },
-                server_host: None,
+                server_host: Some(pelt_stats::HostSample {
+                    cores: 4,
+                    cpu_user: 1.5,
+                    mem_used_bytes: 8192,
+                    ..Default::default()
+                }),
                 pelt: Default::default(),
             });
             m.add(&p).unwrap();
@@ -706,6 +724,8 @@ mod tests {
         for line in [
             "pelt_server_cpu_cores{run=\"r1\"} 0.75",
             "pelt_server_resident_memory_bytes{run=\"r1\"} 4096",
+            "pelt_server_host_cpu_busy_cores{run=\"r1\"} 1.5",
+            "pelt_server_host_memory_used_bytes{run=\"r1\"} 8192",
             "pelt_host_network_received_bytes_total{run=\"r1\"} 2000",
             "pelt_host_listen_overflows_total{run=\"r1\"} 6",
         ] {

@@ -55,6 +55,9 @@ pub struct ServerConfig {
     /// CPU-heavy handler would): the server's capacity is about `threads / work` requests/s,
     /// whatever the load, which `pelt find-max` and its test rely on.
     pub work: Duration,
+    /// Spin a server thread on the CPU this long for each request (a CPU-heavy handler:
+    /// `--monitor` sees the server's CPU, where `work` sleeps).
+    pub burn: Duration,
     /// Response body size in bytes.
     pub body_size: usize,
     /// Status of normal responses.
@@ -144,6 +147,7 @@ impl Default for ServerConfig {
             threads: 1,
             delay: Duration::ZERO,
             work: Duration::ZERO,
+            burn: Duration::ZERO,
             body_size: DEFAULT_BODY_SIZE,
             status: 200,
             error_rate: 0.0,
@@ -431,6 +435,11 @@ async fn respond(
         // burning a core that the load generator may need on a small machine.
         std::thread::sleep(cfg.work);
     }
+    if !cfg.burn.is_zero() {
+        // Busy on the CPU until the time is spent, as a handler computing would be (the
+        // thread's own CPU time, so a thread that waits for a core does not count the wait).
+        burn(cfg.burn);
+    }
     if !cfg.delay.is_zero() {
         tokio::time::sleep(cfg.delay).await;
     }
@@ -466,6 +475,22 @@ async fn respond(
         );
     }
     Ok(resp)
+}
+
+/// Spins this thread until it has used `cpu` of CPU time (CLOCK_THREAD_CPUTIME_ID).
+fn burn(cpu: Duration) {
+    use rustix::time::{clock_gettime, ClockId};
+    let used = || {
+        let t = clock_gettime(ClockId::ThreadCPUTime);
+        Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    };
+    let until = used() + cpu;
+    let mut x = 1u64;
+    while used() < until {
+        for _ in 0..64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -199,6 +199,22 @@ pub static SERVE: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "burn",
+        long: "burn",
+        value: "TIME",
+        help: "Spin a server thread on the CPU this long per request (a CPU-heavy handler, as \
+               --monitor sees one): capacity is about --threads / TIME requests/s where the \
+               threads have cores. 100us, 1ms.",
+        ts: "Duration",
+        example: r#""100us""#,
+        read: |s, g| {
+            s.config.burn = g.parse(values::duration_or_zero)?;
+            Ok(())
+        },
+        write: |s| dur(s.config.burn),
+        ..BASE
+    },
+    Row {
         name: "bodySize",
         long: "body-size",
         value: "BYTES",
