@@ -81,29 +81,22 @@ fn host_busy(r: &serde_json::Value) -> f64 {
     host["cpu_busy_mean"].as_f64().unwrap() / host["cores"].as_f64().unwrap()
 }
 
-fn ticks_per_second() -> f64 {
-    let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
-
-#[test]
-fn nginx_pinned_to_one_cpu_is_judged_cpu_bound_and_its_cpu_is_the_kernels() {
-    let _alone = alone();
-    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
-        return;
-    };
-    let server = RealServer::start("nginx-monitor", 1, |dir, ports| {
-        // nginx writes each request to its access log: a few microseconds of its CPU that
-        // cost pelt nothing, so the server saturates well before pelt's one worker does.
+/// nginx (one worker) on CPU 0, answering 200 "OK" on one port, with `directives` (given its
+/// directory) in its `http` block; `None` where nginx is missing outside CI.
+fn pinned_nginx(
+    name: &'static str,
+    directives: impl Fn(&std::path::Path) -> String,
+) -> Option<RealServer> {
+    let bin = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"])?;
+    Some(RealServer::start(name, 1, |dir, ports| {
         let http = format!(
-            "    access_log {}/access.log;
-    keepalive_requests 1000000000;
+            "{}
     server {{
         listen 127.0.0.1:{} backlog=4096;
         location / {{ return 200 \"OK\"; }}
     }}
 ",
-            dir.display(),
+            directives(dir),
             ports[0]
         );
         // The command nginx_command builds, run by taskset on CPU 0.
@@ -113,7 +106,27 @@ fn nginx_pinned_to_one_cpu_is_judged_cpu_bound_and_its_cpu_is_the_kernels() {
             .arg(nginx.get_program())
             .args(nginx.get_args());
         cmd
-    });
+    }))
+}
+
+fn ticks_per_second() -> f64 {
+    let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+#[test]
+fn nginx_pinned_to_one_cpu_is_judged_cpu_bound_and_its_cpu_is_the_kernels() {
+    let _alone = alone();
+    // nginx writes each request to its access log: a few microseconds of its CPU that cost
+    // pelt nothing, so the server saturates well before pelt's one worker does.
+    let Some(server) = pinned_nginx("nginx-monitor", |dir| {
+        format!(
+            "    access_log {}/access.log;\n    keepalive_requests 1000000000;",
+            dir.display()
+        )
+    }) else {
+        return;
+    };
     let master = server.child.id();
     let before = ticks_of_tree(master);
     let pid = master.to_string();
@@ -215,6 +228,70 @@ fn a_server_that_sleeps_is_judged_latency_bound() {
     assert!(text.contains("  Bottleneck   "), "{text}");
     assert!(text.contains("  Server       PID "), "{text}");
     serve.stop();
+}
+
+/// One pelt thread against nginx, every request on a new connection: the client's connect
+/// and close cost it more than nginx's accept and answer cost nginx, so pelt's worker (on CPU
+/// 1) fills its core while nginx (on CPU 0) has CPU to spare, and the verdict says pelt.
+#[test]
+fn one_pelt_thread_opening_a_connection_per_request_is_judged_pelt_bound() {
+    let _alone = alone();
+    let Some(server) = pinned_nginx("nginx-close", |_| "    access_log off;".into()) else {
+        return;
+    };
+    let master = server.child.id().to_string();
+    let url = server.url("http", 0);
+    let args = [
+        &url,
+        "--no-keepalive",
+        "-c",
+        "32",
+        "-t",
+        "1",
+        "-d",
+        "3s",
+        "--monitor",
+        &master,
+        "--json",
+        "-",
+        "-q",
+    ];
+    let child = Command::new("taskset")
+        .args(["-c", "1", env!("CARGO_BIN_EXE_pelt")])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, _) = util::wait_bounded(child, CHILD_LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["resources"];
+    eprintln!("{r}");
+    // pelt's worker fills its core, unless something else on the machine took part of it
+    // meanwhile (then the verdict says the machine's cores ran out).
+    let worker = r["pelt"]["worker_peak"].as_f64().unwrap();
+    let expected = if host_busy(r) >= 0.9 && worker < 0.9 {
+        "host-cpu"
+    } else {
+        "pelt"
+    };
+    assert_eq!(r["verdict"]["bottleneck"], expected, "{r}");
+    let server = &r["server"];
+    assert!(
+        server["cpu_mean"].as_f64().unwrap() < 0.9 * server["cpu_capacity"].as_f64().unwrap(),
+        "{r}"
+    );
+    // The client's CPU per request is more than the server's.
+    assert!(
+        r["pelt"]["cpu_us_per_request"].as_f64().unwrap()
+            > server["cpu_us_per_request"].as_f64().unwrap(),
+        "{r}"
+    );
 }
 
 /// `pelt serve --burn`: a handler busy on the CPU, one server thread; pelt's worker waits on
