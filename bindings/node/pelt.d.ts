@@ -450,7 +450,7 @@ export interface Result {
     agents: {
       rank: number; host: string; address: string; threads: number; first_worker: number
       clock_offset_ms: number; rtt_ms: number; start_skew_ms: number | null
-      state: 'finished' | 'lost'; problem: string | null
+      state: 'finished' | 'interrupted' | 'lost'; problem: string | null
       requests: Requests; rps: number; latency_us: Latency | null
     }[]
     start_spread_ms: number | null

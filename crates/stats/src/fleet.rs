@@ -37,11 +37,13 @@ pub struct AgentReport {
     /// When it started, less the start instant, milliseconds on the coordinator's clock
     /// (`null`: it never said it started).
     pub start_skew_ms: Option<f64>,
-    /// `finished` (its result is in the merged figures) or `lost` (it died, stopped
-    /// reporting, or failed; its counts below are those of the seconds it reported, and are
-    /// not in the merged figures).
+    /// `finished` (its result is in the merged figures), `interrupted` (a signal on its machine
+    /// stopped it early: an eviction, a node drain, a preemption; its result, short, is in the
+    /// merged figures, and the run counts as one that lost an agent) or `lost` (it died,
+    /// stopped reporting, or failed; its counts below are those of the seconds it reported,
+    /// and are not in the merged figures).
     pub state: AgentState,
-    /// Why it was lost (`null` when it finished).
+    /// Why it was lost or interrupted (`null` when it finished).
     pub problem: Option<String>,
     /// Its own counts (for a lost agent: up to its last reported second).
     pub requests: RequestsReport,
@@ -54,5 +56,6 @@ pub struct AgentReport {
 #[serde(rename_all = "snake_case")]
 pub enum AgentState {
     Finished,
+    Interrupted,
     Lost,
 }

@@ -127,8 +127,11 @@ pub fn run_agent(
         })
     });
     finished.store(true, Ordering::Relaxed);
+    // Stopped, and not by the coordinator: a signal here.
+    let told = why.lock().ok().is_some_and(|w| w.is_some());
     tell(&FromAgent::Done {
         report: Box::new(report.clone()),
+        signalled: report.interrupted && !told,
     });
     if let Ok(w) = writer.lock() {
         let _ = w.shutdown(std::net::Shutdown::Both);

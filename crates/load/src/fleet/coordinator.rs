@@ -82,7 +82,8 @@ enum Joining {
 
 enum State {
     Running,
-    Done(Box<Report>),
+    /// Its result, and why it stopped early when a signal on its machine stopped it.
+    Done(Box<Report>, Option<String>),
     Lost(String),
 }
 
@@ -750,7 +751,28 @@ impl Running<'_> {
                 self.pending.entry(point.second).or_default().push(*point);
                 self.emit(on_second, log);
             }
-            FromAgent::Done { report } => m.state = State::Done(report),
+            FromAgent::Done { report, signalled } => {
+                if !signalled || self.aborted.is_some() {
+                    m.state = State::Done(report, None);
+                    return;
+                }
+                // Disrupted where it runs (an eviction, a drain, a preemption): the run is cut
+                // short, as if it had been lost, though its result counts.
+                let at = m
+                    .last_second
+                    .map_or(String::from("before its first second"), |s| {
+                        format!("after second {s}")
+                    });
+                let why = format!(
+                    "stopped by a signal on its machine {at} (an eviction, a node drain, a \
+                     preemption, or Ctrl-C there), having sent {} requests",
+                    report.requests.sent
+                );
+                log(&format!("{} {why}", m.name()));
+                let rank = m.rank;
+                m.state = State::Done(report, Some(why));
+                self.abort(format!("agent {rank} was stopped by a signal"));
+            }
             FromAgent::Failed { message } => self.lose(i, format!("failed: {message}"), log),
             other => {
                 let kind = serde_json::to_value(&other)
@@ -887,7 +909,10 @@ fn finish(
     if reports.is_empty() {
         return Err(FleetError::NoResult(format!(
             "no agent delivered a result: {}",
-            lost.join("; ")
+            lost.iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
         )));
     }
     let mut merged = pelt_stats::merge_figures(&reports).map_err(FleetError::NoResult)?;
@@ -913,7 +938,7 @@ fn finish(
         agents,
         start_spread_ms: spread,
         start_skew_max_ms: skew,
-        lost: lost.clone(),
+        lost: lost.iter().map(|(l, _)| l.clone()).collect(),
     });
     merged.thresholds = prepared.expect.iter().map(|e| e.check(&merged)).collect();
     Ok(FleetRun {
@@ -922,21 +947,28 @@ fn finish(
     })
 }
 
+/// An agent lost or interrupted, in words, and which of the two.
+type Lost = (String, AgentState);
+
 /// The reports the agents delivered (on the coordinator's clock), every agent's entry, and
-/// the agents lost, in words.
-fn parts(members: &[Member], start_us: i64) -> (Vec<Report>, Vec<AgentReport>, Vec<String>) {
+/// the agents lost or interrupted, in words.
+fn parts(members: &[Member], start_us: i64) -> (Vec<Report>, Vec<AgentReport>, Vec<Lost>) {
     let mut reports = Vec::new();
     let mut agents = Vec::new();
     let mut lost = Vec::new();
     for m in members {
         let part = match &m.state {
-            State::Done(r) => {
+            State::Done(r, disrupted) => {
                 // Timelines align on the coordinator's clock.
                 let mut r = (**r).clone();
                 r.started_unix_ms = (r.started_unix_ms as i64 - m.offset_us / 1000).max(0) as u64;
                 let part = Part {
-                    state: AgentState::Finished,
-                    problem: None,
+                    state: if disrupted.is_some() {
+                        AgentState::Interrupted
+                    } else {
+                        AgentState::Finished
+                    },
+                    problem: disrupted.clone(),
                     requests: r.requests.clone(),
                     rps: r.rps,
                     latency: Some(r.latency_us),
@@ -948,7 +980,7 @@ fn parts(members: &[Member], start_us: i64) -> (Vec<Report>, Vec<AgentReport>, V
             State::Running => lost_part(m, "still running at the end"),
         };
         if let Some(p) = &part.problem {
-            lost.push(format!("{}: {p}", m.name()));
+            lost.push((format!("{}: {p}", m.name()), part.state));
         }
         agents.push(agent_report(m, part, start_us));
     }
@@ -975,7 +1007,7 @@ fn agent_report(m: &Member, part: Part, start_us: i64) -> AgentReport {
 }
 
 /// How the fleet's figures were made, and which agents are missing from them.
-fn fleet_notes(merged: &mut Report, agents: usize, spread: Option<f64>, lost: &[String]) {
+fn fleet_notes(merged: &mut Report, agents: usize, spread: Option<f64>, lost: &[Lost]) {
     merged.notes.push(format!(
         "Run by a fleet of {agents} agents ({} worker threads){}: counts are sums, latency \
          percentiles come from the merged histograms.",
@@ -984,10 +1016,16 @@ fn fleet_notes(merged: &mut Report, agents: usize, spread: Option<f64>, lost: &[
             "; they started within {s:.1} ms of each other"
         ))
     ));
-    for l in lost {
-        merged.notes.push(format!(
-            "Lost {l}. Its requests are not in these figures; what it reported before is under \
-             fleet.agents."
-        ));
+    for (l, state) in lost {
+        merged.notes.push(match state {
+            AgentState::Interrupted => format!(
+                "Interrupted {l}. Its requests up to then are in these figures, and the run \
+                 stopped there: it is shorter than asked."
+            ),
+            _ => format!(
+                "Lost {l}. Its requests are not in these figures; what it reported before is \
+                 under fleet.agents."
+            ),
+        });
     }
 }

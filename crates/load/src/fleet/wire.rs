@@ -62,6 +62,10 @@ pub enum FromAgent {
     Heartbeat,
     Done {
         report: Box<Report>,
+        /// It stopped early for a signal on its own machine (SIGTERM: an eviction, a node
+        /// drain, a preemption; or Ctrl-C there), not because the coordinator stopped it.
+        #[serde(default)]
+        signalled: bool,
     },
     /// It cannot run what it was given (the message says why).
     Failed {
