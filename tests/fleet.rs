@@ -735,22 +735,9 @@ fn ctrl_c_on_the_coordinator_stops_the_fleet_and_keeps_the_results() {
 fn fleet_bad_input_is_one_line_before_any_traffic() {
     let (server, url) = serve(ServerConfig::default());
     // No token.
-    let (out, _) = wait_bounded(
-        pelt()
-            .args([&url, "--agents", "2"])
-            .env_remove("PELT_FLEET_TOKEN")
-            .env_remove("PELT_FLEET_TOKEN_FILE")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-        CHILD_LIMIT,
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.starts_with("pelt: a fleet needs a shared token") && err.lines().count() == 1,
-        "{err}"
+    assert_bad_input_without_token(
+        &[&url, "--agents", "2"],
+        "pelt: a fleet needs a shared token",
     );
     // A short token, a bad address, an agent with no rank.
     let short = token_file("short", "abc");

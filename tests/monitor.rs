@@ -378,21 +378,9 @@ fn a_monitor_that_matches_nothing_is_one_line_before_any_traffic() {
         ],
         "does not prove this run's fleet token",
     );
-    let (out, _) = util::wait_bounded(
-        pelt()
-            .args([&url, "-n", "10", "--monitor-remote", &addr])
-            .env_remove("PELT_FLEET_TOKEN")
-            .env_remove("PELT_FLEET_TOKEN_FILE")
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-        CHILD_LIMIT,
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--monitor-remote needs the fleet's token"),
-        "{err}"
+    assert_bad_input_without_token(
+        &[&url, "-n", "10", "--monitor-remote", &addr],
+        "--monitor-remote needs the fleet's token",
     );
     drop(monitor);
     let _ = std::fs::remove_dir_all(&dir);

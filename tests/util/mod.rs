@@ -155,6 +155,27 @@ pub fn assert_bad_input(args: &[&str], says: &str) {
     );
 }
 
+/// As [`assert_bad_input`], with no fleet token in the environment.
+pub fn assert_bad_input_without_token(args: &[&str], says: &str) {
+    let (out, _) = wait_bounded(
+        pelt()
+            .args(args)
+            .env_remove("PELT_FLEET_TOKEN")
+            .env_remove("PELT_FLEET_TOKEN_FILE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pelt"),
+        CHILD_LIMIT,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(says) && err.lines().count() == 1,
+        "{args:?}: {err}"
+    );
+}
+
 /// Runs pelt with `args`, bounded; returns its output and wall time.
 pub fn run(args: &[&str]) -> (Output, Duration) {
     wait_bounded(spawn(args), CHILD_LIMIT)

@@ -99,17 +99,12 @@ impl ResourceSample {
     /// peaks, counts (context switches, bytes, packets, retransmits, overflows) summed, the
     /// busiest link at its busiest.
     pub fn coarsen(samples: &[Sampled]) -> ResourceSample {
-        let servers: Vec<(&ProcessSample, f64)> = samples
-            .iter()
-            .filter_map(|(s, l)| s.server.as_ref().map(|p| (p, *l)))
-            .collect();
-        let pelts: Vec<(&ProcessSample, f64)> =
-            samples.iter().map(|(s, l)| (&s.pelt, *l)).collect();
-        let hosts: Vec<(&HostSample, f64)> = samples.iter().map(|(s, l)| (&s.host, *l)).collect();
-        let server_hosts: Vec<(&HostSample, f64)> = samples
-            .iter()
-            .filter_map(|(s, l)| s.server_host.as_ref().map(|h| (h, *l)))
-            .collect();
+        let Groups {
+            servers,
+            pelts,
+            hosts,
+            server_hosts,
+        } = Groups::of(samples);
         ResourceSample {
             server: (!servers.is_empty()).then(|| ProcessSample::coarsen(&servers)),
             host: HostSample::coarsen(&hosts),
@@ -167,6 +162,32 @@ impl ProcessSample {
             ctx_switches: samples.iter().map(|(s, _)| s.ctx_switches).sum(),
             workers: (0..workers)
                 .map(|w| weighted(samples, |s| s.workers.get(w).copied().unwrap_or(0.0)))
+                .collect(),
+        }
+    }
+}
+
+/// Samples taken apart by what they sampled, each part with its seconds' lengths (the
+/// server and the server's machine only where sampled).
+struct Groups<'a> {
+    servers: Vec<(&'a ProcessSample, f64)>,
+    pelts: Vec<(&'a ProcessSample, f64)>,
+    hosts: Vec<(&'a HostSample, f64)>,
+    server_hosts: Vec<(&'a HostSample, f64)>,
+}
+
+impl<'a> Groups<'a> {
+    fn of(samples: &[Sampled<'a>]) -> Groups<'a> {
+        Groups {
+            servers: samples
+                .iter()
+                .filter_map(|(s, l)| s.server.as_ref().map(|p| (p, *l)))
+                .collect(),
+            pelts: samples.iter().map(|(s, l)| (&s.pelt, *l)).collect(),
+            hosts: samples.iter().map(|(s, l)| (&s.host, *l)).collect(),
+            server_hosts: samples
+                .iter()
+                .filter_map(|(s, l)| s.server_host.as_ref().map(|h| (h, *l)))
                 .collect(),
         }
     }
@@ -290,20 +311,15 @@ impl ResourcesReport {
         completed: u64,
         lag_p99_late: Option<u64>,
     ) -> ResourcesReport {
-        let servers: Vec<(&ProcessSample, f64)> = samples
-            .iter()
-            .filter_map(|(s, l)| s.server.as_ref().map(|p| (p, *l)))
-            .collect();
-        let pelts: Vec<(&ProcessSample, f64)> =
-            samples.iter().map(|(s, l)| (&s.pelt, *l)).collect();
+        let Groups {
+            servers,
+            pelts,
+            hosts,
+            server_hosts,
+        } = Groups::of(samples);
         let server = (!servers.is_empty()).then(|| ProcessSummary::new(&servers, completed));
         let pelt = ProcessSummary::new(&pelts, completed);
-        let hosts: Vec<(&HostSample, f64)> = samples.iter().map(|(s, l)| (&s.host, *l)).collect();
         let host = HostSummary::new(&hosts);
-        let server_hosts: Vec<(&HostSample, f64)> = samples
-            .iter()
-            .filter_map(|(s, l)| s.server_host.as_ref().map(|h| (h, *l)))
-            .collect();
         let server_host = (!server_hosts.is_empty()).then(|| HostSummary::new(&server_hosts));
         // The verdict reads whole seconds (all of them when the run was shorter than one).
         let whole: Vec<Sampled> = samples
