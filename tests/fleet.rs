@@ -664,23 +664,31 @@ fn a_wrong_token_is_refused_both_ways_and_missing_agents_are_named() {
 
 #[test]
 fn control_messages_that_do_not_parse_are_refused_not_trusted() {
-    use std::io::{Read, Write};
+    use pelt_load::fleet::wire::{Channel, Reader, ToAgent};
+    use std::io::Write;
     let (server, url) = serve(ServerConfig::default());
     let token = token_file("junk", TOKEN);
     let mut coord = Coord::start(&url, 1, &token, &["-n", "500", "-c", "2", "--json", "-"]);
-    // Junk, then a hello that claims rank 0 but cannot prove the token.
+    // Plain text (an HTTP request, or a pelt from before the channel was encrypted) never
+    // gets past the TLS handshake.
+    let mut s = std::net::TcpStream::connect(&coord.addr).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    coord.wait_for("TLS handshake failed");
+    // Over TLS: junk, then a hello that claims rank 0 but cannot prove the token.
     for line in [
         "GET / HTTP/1.1\r\n\r\n".to_string(),
         format!(
-            "{{\"type\":\"hello\",\"protocol\":1,\"version\":\"{}\",\"rank\":0,\"agents\":1,\"threads\":1,\"host\":\"x\",\"nonce\":\"00\"}}\n{{\"type\":\"auth\",\"proof\":\"00\"}}\n",
+            "{{\"type\":\"hello\",\"protocol\":{},\"version\":\"{}\",\"rank\":0,\"agents\":1,\"threads\":1,\"host\":\"x\",\"nonce\":\"00\"}}\n{{\"type\":\"auth\",\"proof\":\"00\"}}\n",
+            pelt_load::fleet::wire::PROTOCOL,
             env!("CARGO_PKG_VERSION")
         ),
     ] {
-        let mut s = std::net::TcpStream::connect(&coord.addr).unwrap();
-        s.write_all(line.as_bytes()).unwrap();
-        let mut answer = String::new();
-        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-        let _ = s.read_to_string(&mut answer);
+        let tcp = std::net::TcpStream::connect(&coord.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let ch = Channel::connect(tcp).unwrap();
+        ch.write_all(line.as_bytes()).unwrap();
+        let mut r = Reader::new(ch);
+        while r.read::<ToAgent>().is_ok() {}
     }
     coord.wait_for("does not parse");
     coord.wait_for("wrong token");

@@ -18,6 +18,7 @@ use util::*;
 
 const TOKEN: &str = "netns-fleet-token-0123456789";
 const NGINX: &str = "/usr/sbin/nginx";
+const TCPDUMP: &str = "/usr/bin/tcpdump";
 
 /// Whether this machine can run the lab; outside CI a missing piece skips the test.
 fn lab_possible() -> bool {
@@ -396,6 +397,100 @@ fn an_agent_with_the_wrong_token_is_refused() {
     );
     assert!(err.contains("missing (rank 0)"), "{err}");
     assert_eq!(lab.served(), 0);
+}
+
+/// A capture on the bridge (tcpdump, where a machine in the middle would listen) during a
+/// fleet run: the run's header and body cross the control channel to every agent, and none of
+/// it is in clear there, while the same capture sees them in the agents' HTTP to nginx.
+#[test]
+fn a_capture_on_the_bridge_holds_no_header_value_of_the_run() {
+    if !lab_possible() {
+        return;
+    }
+    if !Path::new(TCPDUMP).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the capture test needs tcpdump"
+        );
+        eprintln!("SKIPPED: the capture test needs tcpdump");
+        return;
+    }
+    let mut lab = Lab::new(2);
+    let url = lab.start_nginx();
+    // tcpdump on the switch (its bridge's ports, the wire between the hosts): the control
+    // channel, and the HTTP.
+    let capture = |port: u16| {
+        let file = lab.path(&format!("port{port}.pcap"));
+        let c = lab
+            .command("sw", TCPDUMP)
+            .args(["-i", "any", "-U", "-s", "0", "-w", &file])
+            .args(["tcp", "port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start tcpdump");
+        (Killed(c), file)
+    };
+    let (mut control, control_file) = capture(7070);
+    let (mut http, http_file) = capture(8080);
+    // tcpdump says "listening on any" once it captures.
+    for t in [&mut control, &mut http] {
+        let err = std::io::BufReader::new(t.0.stderr.as_mut().unwrap());
+        let said = std::io::BufRead::lines(err).map_while(Result::ok).take(3);
+        let said: Vec<String> = said
+            .take_while(|l| !l.contains("listening on any"))
+            .collect();
+        assert!(said.len() < 3, "tcpdump: {said:?}");
+    }
+    let secret = "Bearer c4pture-me-if-you-can";
+    let body = "body-that-only-the-agents-should-read";
+    let header = format!("Authorization: {secret}");
+    let coord = lab.coordinator(
+        &url,
+        2,
+        &[
+            "-n", "200", "-c", "2", "-m", "POST", "-H", &header, "--body", body, "-q",
+        ],
+    );
+    let agents: Vec<Child> = (0..2).map(|r| lab.agent(r, 2, TOKEN, &["-q"])).collect();
+    let (out, _) = wait_bounded(coord, CHILD_LIMIT);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    for a in agents {
+        let (out, _) = wait_bounded(a, CHILD_LIMIT);
+        assert!(out.status.success(), "{}", stderr_of(&out));
+    }
+    assert_eq!(lab.served(), 200);
+    // Stopped (SIGTERM, by its PID), tcpdump writes what it holds and counts what it saw.
+    std::thread::sleep(Duration::from_millis(300));
+    for mut t in [control, http] {
+        let pid = rustix::process::Pid::from_child(&t.0);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let _ = t.0.wait();
+        let mut said = String::new();
+        let _ = std::io::Read::read_to_string(t.0.stderr.as_mut().unwrap(), &mut said);
+        eprintln!("tcpdump: {}", said.trim().replace('\n', "; "));
+    }
+    let holds = |file: &str, needle: &str| {
+        let bytes = std::fs::read(file).unwrap();
+        (
+            bytes.len(),
+            bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        )
+    };
+    let (size, clear) = holds(&control_file, secret);
+    // The channel did cross the bridge (two handshakes, the run, the seconds, the results).
+    assert!(size > 8 << 10, "only {size} bytes captured on port 7070");
+    assert!(
+        !clear,
+        "the header value crossed the control channel in clear"
+    );
+    assert!(
+        !holds(&control_file, body).1,
+        "the body crossed the control channel in clear"
+    );
+    assert!(!holds(&control_file, "Authorization").1);
+    // The same capture reads the HTTP the agents send: it would have seen the channel's too.
+    assert!(holds(&http_file, secret).1 && holds(&http_file, body).1);
 }
 
 /// `pelt monitor` on the server's host (its own namespace): it watches nginx there and streams

@@ -1,7 +1,9 @@
 //! An agent: joins its coordinator, runs its part of the run from the start instant, streams
 //! its seconds, sends its result, and stops its load when the coordinator goes away.
 
-use super::wire::{nonce, now_us, send, FromAgent, ReadError, Reader, ToAgent, Token, PROTOCOL};
+use super::wire::{
+    nonce, now_us, send, Channel, FromAgent, ReadError, Reader, ToAgent, Token, PROTOCOL,
+};
 use crate::{options, Report};
 use pelt_engine::Slice;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -72,14 +74,9 @@ pub fn run_agent(
     stop: &Arc<AtomicBool>,
     log: &mut dyn FnMut(&str),
 ) -> Result<AgentEnd, AgentError> {
-    let stream = connect(opts, stop, log)?;
-    let mut reader = Reader::new(
-        stream
-            .try_clone()
-            .map_err(|e| AgentError::Join(e.to_string()))?,
-    );
-    let mut writer = stream;
-    let offset_us = handshake(opts, &mut reader, &mut writer)?;
+    let writer = connect(opts, stop, log)?;
+    let mut reader = Reader::new(writer.clone());
+    let offset_us = handshake(opts, &mut reader, &writer)?;
     log(&format!(
         "joined the coordinator at {} as rank {} (clock {:+.3} ms)",
         opts.coordinator,
@@ -93,12 +90,11 @@ pub fn run_agent(
             let failed = FromAgent::Failed {
                 message: message.clone(),
             };
-            let _ = send(&mut writer, &failed);
+            let _ = send(&writer, &failed);
             return Err(AgentError::Spec(message));
         }
     };
     let start_us = part.start_us;
-    let writer = Arc::new(Mutex::new(writer));
     let why: Arc<Mutex<Option<(String, bool)>>> = Arc::default();
     let finished = Arc::new(AtomicBool::new(false));
     let _ = reader.stream().set_read_timeout(Some(opts.silence));
@@ -113,9 +109,7 @@ pub fn run_agent(
         }
     }
     let tell = |m: &FromAgent| {
-        if let Ok(mut w) = writer.lock() {
-            let _ = send(&mut *w, m);
-        }
+        let _ = send(&writer, m);
     };
     tell(&FromAgent::Started {
         at_us: now_us() - offset_us,
@@ -133,9 +127,7 @@ pub fn run_agent(
         report: Box::new(report.clone()),
         signalled: report.interrupted && !told,
     });
-    if let Ok(w) = writer.lock() {
-        let _ = w.shutdown(std::net::Shutdown::Both);
-    }
+    writer.close();
     let why = why.lock().ok().and_then(|w| w.clone());
     Ok(AgentEnd {
         report,
@@ -205,12 +197,12 @@ fn wait_for_part(reader: &mut Reader) -> Result<Part, AgentError> {
     }
 }
 
-/// Connects, retrying until the join timeout.
+/// Connects (retrying until the join timeout) and opens the encrypted channel.
 fn connect(
     opts: &AgentOptions,
     stop: &AtomicBool,
     log: &mut dyn FnMut(&str),
-) -> Result<TcpStream, AgentError> {
+) -> Result<Channel, AgentError> {
     let deadline = Instant::now() + opts.join_timeout;
     let mut told = false;
     loop {
@@ -229,10 +221,7 @@ fn connect(
                 Err(last)
             });
         match attempt {
-            Ok(s) => {
-                let _ = s.set_nodelay(true);
-                return Ok(s);
-            }
+            Ok(s) => return open(opts, s),
             Err(e) if Instant::now() >= deadline || stop.load(Ordering::Relaxed) => {
                 return Err(AgentError::Join(format!(
                     "could not reach the coordinator at {} within {}s: {e}",
@@ -254,12 +243,25 @@ fn connect(
     }
 }
 
+/// The channel over a connection to the coordinator (the join's timeouts set on it).
+fn open(opts: &AgentOptions, tcp: TcpStream) -> Result<Channel, AgentError> {
+    let io = |e: std::io::Error| {
+        AgentError::Join(format!("the coordinator at {}: {e}", opts.coordinator))
+    };
+    let _ = tcp.set_nodelay(true);
+    tcp.set_read_timeout(Some(opts.silence.max(Duration::from_secs(10))))
+        .map_err(io)?;
+    tcp.set_write_timeout(Some(Duration::from_secs(10)))
+        .map_err(io)?;
+    Channel::connect(tcp).map_err(io)
+}
+
 /// Hello, the proofs both ways, and the clock's offset to the coordinator's (returned,
 /// microseconds: this clock less the coordinator's).
 fn handshake(
     opts: &AgentOptions,
     reader: &mut Reader,
-    writer: &mut TcpStream,
+    writer: &Channel,
 ) -> Result<i64, AgentError> {
     let io = |e: std::io::Error| {
         AgentError::Join(format!("the coordinator at {}: {e}", opts.coordinator))
@@ -272,13 +274,8 @@ fn handshake(
             opts.coordinator
         ))
     };
-    writer
-        .set_read_timeout(Some(opts.silence.max(Duration::from_secs(10))))
-        .map_err(io)?;
-    writer
-        .set_write_timeout(Some(Duration::from_secs(10)))
-        .map_err(io)?;
     let own = nonce();
+    let session = writer.session();
     send(
         writer,
         &FromAgent::Hello {
@@ -297,13 +294,13 @@ fn handshake(
             nonce: theirs,
             proof,
         } => {
-            if !opts.token.check_coordinator(&own, &theirs, &proof) {
+            if !opts.token.check_coordinator(session, &own, &theirs, &proof) {
                 return Err(AgentError::Join(format!(
                     "the coordinator at {} does not know the fleet token; not taking its orders",
                     opts.coordinator
                 )));
             }
-            let proof = opts.token.agent_proof(&theirs, &own);
+            let proof = opts.token.agent_proof(session, &theirs, &own);
             send(writer, &FromAgent::Auth { proof }).map_err(io)?;
         }
         ToAgent::Refused { reason } => return Err(refused(reason)),
@@ -370,17 +367,13 @@ fn listen(
 }
 
 /// Says "still here" once a second until the run has finished.
-fn beat(writer: &Arc<Mutex<TcpStream>>, finished: &Arc<AtomicBool>) {
+fn beat(writer: &Channel, finished: &Arc<AtomicBool>) {
     let (writer, finished) = (writer.clone(), finished.clone());
     std::thread::spawn(move || {
         while !finished.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_secs(1));
-            if let Ok(mut w) = writer.lock() {
-                if !finished.load(Ordering::Relaxed)
-                    && send(&mut *w, &FromAgent::Heartbeat).is_err()
-                {
-                    break;
-                }
+            if !finished.load(Ordering::Relaxed) && send(&writer, &FromAgent::Heartbeat).is_err() {
+                break;
             }
         }
     });

@@ -1,6 +1,8 @@
 //! The coordinator: waits for the agents, splits the run, starts it, merges what they send.
 
-use super::wire::{nonce, now_us, send, FromAgent, ReadError, Reader, ToAgent, Token, PROTOCOL};
+use super::wire::{
+    nonce, now_us, send, Channel, FromAgent, ReadError, Reader, ToAgent, Token, PROTOCOL,
+};
 use crate::{options, LoadSpec, Prepared};
 use pelt_stats::{
     AgentReport, AgentState, FleetInfo, Report, RequestsReport, StopReason, TimelinePoint,
@@ -96,7 +98,7 @@ struct Member {
     first: usize,
     offset_us: i64,
     rtt_us: u64,
-    writer: TcpStream,
+    writer: Channel,
     /// When it started, on the coordinator's clock.
     started_us: Option<i64>,
     /// The last second it reported.
@@ -240,7 +242,7 @@ impl Coordinator {
             } else {
                 None
             };
-            let streams = || joined.values().map(|a| a.reader.stream());
+            let streams = || joined.values().map(|a| a.reader.channel());
             if let Some(why) = why {
                 tell(
                     streams(),
@@ -289,7 +291,7 @@ impl Coordinator {
         let (options, threads) = match split(spec, prepared, &joined) {
             Ok(split) => split,
             Err(why) => {
-                let streams = joined.iter().map(|a| a.reader.stream());
+                let streams = joined.iter().map(|a| a.reader.channel());
                 tell(
                     streams,
                     &ToAgent::Refused {
@@ -307,11 +309,8 @@ impl Coordinator {
         let mut members = Vec::with_capacity(joined.len());
         let mut first = 0;
         for (i, (a, t)) in joined.into_iter().zip(threads).enumerate() {
-            let writer =
-                a.reader.stream().try_clone().map_err(|e| {
-                    FleetError::Split(format!("agent {}'s connection: {e}", a.rank))
-                })?;
-            let _ = writer.set_write_timeout(Some(Duration::from_secs(5)));
+            let writer = a.reader.channel().clone();
+            let _ = writer.tcp().set_write_timeout(Some(Duration::from_secs(5)));
             let part = ToAgent::Run {
                 options: options.clone(),
                 threads: t,
@@ -321,7 +320,7 @@ impl Coordinator {
             };
             let mut m = Member::of(&a, t, first, writer);
             first += t;
-            match send(&mut m.writer, &part) {
+            match send(&m.writer, &part) {
                 Err(e) => m.state = State::Lost(format!("could not be sent its part: {e}")),
                 Ok(()) => {
                     let _ = a.reader.stream().set_read_timeout(Some(self.opts.silence));
@@ -336,9 +335,9 @@ impl Coordinator {
 
 /// Sends `message` on each of `streams`; an agent that cannot take it is found out by its
 /// reader (or its silence).
-fn tell<'a>(streams: impl IntoIterator<Item = &'a TcpStream>, message: &ToAgent) {
-    for mut w in streams {
-        let _ = send(&mut w, message);
+fn tell<'a>(streams: impl IntoIterator<Item = &'a Channel>, message: &ToAgent) {
+    for w in streams {
+        let _ = send(w, message);
     }
 }
 
@@ -351,7 +350,7 @@ fn admit(joined: &mut BTreeMap<u32, Joined>, j: Joining, log: &mut dyn FnMut(&st
     if let Some(b) = joined.get(&a.rank) {
         let why = format!("rank {} already joined from {}", a.rank, b.address);
         log(&format!("refused the agent at {}: {why}", a.address));
-        tell([a.reader.stream()], &ToAgent::Refused { reason: why });
+        tell([a.reader.channel()], &ToAgent::Refused { reason: why });
         return;
     }
     log(&format!(
@@ -425,7 +424,7 @@ fn listen(i: usize, mut reader: Reader, tx: mpsc::Sender<(usize, Result<FromAgen
 }
 
 impl Member {
-    fn of(a: &Joined, threads: usize, first: usize, writer: TcpStream) -> Member {
+    fn of(a: &Joined, threads: usize, first: usize, writer: Channel) -> Member {
         Member {
             rank: a.rank,
             host: a.host.clone(),
@@ -457,14 +456,14 @@ fn handshake(stream: TcpStream, address: SocketAddr, token: &Token, agents: u32)
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
         stream.set_write_timeout(Some(Duration::from_secs(10)))?;
-        stream.try_clone()
+        Channel::accept(stream)
     })();
-    let mut w = match setup {
+    let w = match setup {
         Ok(w) => w,
         Err(e) => return refused(e.to_string()),
     };
-    let mut r = Reader::new(stream);
-    match greet(&mut w, &mut r, token, agents) {
+    let mut r = Reader::new(w.clone());
+    match greet(&w, &mut r, token, agents) {
         Ok(h) => Joining::Joined(Box::new(Joined {
             rank: h.rank,
             host: h.host,
@@ -534,7 +533,7 @@ struct Hello {
 }
 
 /// The agent's hello checked, the proofs exchanged, its clock pings answered.
-fn greet(w: &mut TcpStream, r: &mut Reader, token: &Token, agents: u32) -> Result<Hello, Refusal> {
+fn greet(w: &Channel, r: &mut Reader, token: &Token, agents: u32) -> Result<Hello, Refusal> {
     let FromAgent::Hello {
         protocol,
         version,
@@ -552,12 +551,13 @@ fn greet(w: &mut TcpStream, r: &mut Reader, token: &Token, agents: u32) -> Resul
     }
     let own = nonce();
     let challenge = ToAgent::Challenge {
-        proof: token.coordinator_proof(&agent_nonce, &own),
+        proof: token.coordinator_proof(w.session(), &agent_nonce, &own),
         nonce: own.clone(),
     };
     send(w, &challenge).map_err(gone)?;
     match r.read::<FromAgent>().map_err(gone)? {
-        FromAgent::Auth { proof } if token.check_agent(&own, &agent_nonce, &proof) => {}
+        FromAgent::Auth { proof } if token.check_agent(w.session(), &own, &agent_nonce, &proof) => {
+        }
         FromAgent::Auth { .. } => return Err(Refusal::Tell("wrong token".into())),
         _ => return Err(Refusal::Tell("it did not answer the challenge".into())),
     }
@@ -593,7 +593,7 @@ fn greet(w: &mut TcpStream, r: &mut Reader, token: &Token, agents: u32) -> Resul
 #[derive(Default)]
 struct Monitor {
     samples: crate::monitor::Samples,
-    writer: std::sync::Mutex<Option<TcpStream>>,
+    writer: std::sync::Mutex<Option<Channel>>,
     ended: std::sync::atomic::AtomicBool,
     lost: std::sync::atomic::AtomicBool,
     seconds: std::sync::Mutex<Seconds>,
@@ -834,7 +834,7 @@ impl Running<'_> {
     }
 
     /// The connections of the agents still running.
-    fn running(&self) -> impl Iterator<Item = &TcpStream> {
+    fn running(&self) -> impl Iterator<Item = &Channel> {
         self.members
             .iter()
             .filter(|m| m.running())

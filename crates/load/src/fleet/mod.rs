@@ -17,6 +17,7 @@
 mod agent;
 mod coordinator;
 pub mod monitor;
+mod secure;
 pub mod wire;
 
 pub use agent::{run_agent, AgentEnd, AgentError, AgentOptions};

@@ -1,7 +1,7 @@
 //! A remote monitor: `pelt monitor` on the server's host samples that host and the server's
 //! processes each second and streams the samples to a run (`--monitor-remote HOST:PORT`) over
-//! the fleet's channel: the same framing, the same token and challenge (with labels of its own,
-//! so no proof of one kind passes for another), the same bounded silences.
+//! the fleet's channel: the same encryption and framing, the same token and challenge (with
+//! labels of its own, so no proof of one kind passes for another), the same bounded silences.
 //!
 //! The run connects when it is prepared (a monitor that does not answer, or does not know the
 //! token, is bad input before any traffic), says `start` when the load starts, and `stop` when
@@ -9,7 +9,9 @@
 //! second k, and a last one for the last, shorter second. A monitor that goes silent or away
 //! during the run is named in the result, and the run goes on without it.
 
-use super::wire::{nonce, send, FromMonitor, ReadError, Reader, ToMonitor, Token, PROTOCOL};
+use super::wire::{
+    nonce, send, Channel, FromMonitor, ReadError, Reader, ToMonitor, Token, PROTOCOL,
+};
 use crate::monitor::{Sampler, Samples, Watch};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
@@ -29,7 +31,7 @@ pub struct RemoteMonitor {
     pub host: String,
     pub watching: String,
     reader: Reader,
-    writer: TcpStream,
+    writer: Channel,
 }
 
 impl std::fmt::Debug for RemoteMonitor {
@@ -57,20 +59,21 @@ impl RemoteMonitor {
                 Err(e) => last = format!("does not answer ({a}: {e})"),
             }
         }
-        let writer = stream.ok_or_else(|| fail(last))?;
+        let tcp = stream.ok_or_else(|| fail(last))?;
         let io = |e: std::io::Error| fail(format!("failed: {e}"));
-        let _ = writer.set_nodelay(true);
-        writer.set_read_timeout(Some(ANSWER)).map_err(io)?;
-        writer.set_write_timeout(Some(ANSWER)).map_err(io)?;
-        let mut reader = Reader::new(writer.try_clone().map_err(io)?);
-        let mut writer = writer;
+        let _ = tcp.set_nodelay(true);
+        tcp.set_read_timeout(Some(ANSWER)).map_err(io)?;
+        tcp.set_write_timeout(Some(ANSWER)).map_err(io)?;
+        let writer = Channel::connect(tcp).map_err(io)?;
+        let mut reader = Reader::new(writer.clone());
+        let session = writer.session();
         let own = nonce();
         let hello = ToMonitor::Hello {
             protocol: PROTOCOL,
             version: env!("CARGO_PKG_VERSION").into(),
             nonce: own.clone(),
         };
-        send(&mut writer, &hello).map_err(io)?;
+        send(&writer, &hello).map_err(io)?;
         match reader.read::<FromMonitor>() {
             Ok(FromMonitor::Challenge {
                 nonce: theirs,
@@ -78,13 +81,13 @@ impl RemoteMonitor {
                 host,
                 watching,
             }) => {
-                if !token.check_monitor(&own, &theirs, &proof) {
+                if !token.check_monitor(session, &own, &theirs, &proof) {
                     return Err(fail(
                         "does not prove this run's fleet token: the tokens differ".into(),
                     ));
                 }
-                let proof = token.run_proof(&theirs, &own);
-                send(&mut writer, &ToMonitor::Auth { proof }).map_err(io)?;
+                let proof = token.run_proof(session, &theirs, &own);
+                send(&writer, &ToMonitor::Auth { proof }).map_err(io)?;
                 Ok(RemoteMonitor {
                     addr: addr.to_string(),
                     host,
@@ -115,7 +118,7 @@ impl RemoteMonitor {
         samples: &Samples,
         silence: Duration,
         ended: &std::sync::atomic::AtomicBool,
-        writer: &Mutex<Option<TcpStream>>,
+        writer: &Mutex<Option<Channel>>,
     ) -> Option<String> {
         use std::sync::atomic::Ordering;
         let started = Instant::now();
@@ -126,12 +129,10 @@ impl RemoteMonitor {
                 started.elapsed().as_secs_f64()
             ))
         };
-        if let Err(e) = send(&mut self.writer, &ToMonitor::Start) {
+        if let Err(e) = send(&self.writer, &ToMonitor::Start) {
             return lost(format!("failed ({e})"));
         }
-        if let Ok(w) = self.writer.try_clone() {
-            *writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
-        }
+        *writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(self.writer.clone());
         let _ = self.reader.stream().set_read_timeout(Some(silence));
         loop {
             match self.reader.read::<FromMonitor>() {
@@ -146,8 +147,8 @@ impl RemoteMonitor {
 }
 
 /// Tells the monitor the run is over (it answers with the last sample, then closes).
-pub fn stop_monitor(writer: &Mutex<Option<TcpStream>>) {
-    if let Some(w) = writer.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+pub fn stop_monitor(writer: &Mutex<Option<Channel>>) {
+    if let Some(w) = writer.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
         let _ = send(w, &ToMonitor::Stop);
     }
 }
@@ -191,8 +192,9 @@ fn session(
     let _ = conn.set_nodelay(true);
     conn.set_read_timeout(Some(ANSWER)).map_err(io)?;
     conn.set_write_timeout(Some(ANSWER)).map_err(io)?;
-    let mut reader = Reader::new(conn.try_clone().map_err(io)?);
-    let mut writer = conn;
+    let writer = Channel::accept(conn).map_err(io)?;
+    let mut reader = Reader::new(writer.clone());
+    let session = writer.session();
     let theirs = match reader.read::<ToMonitor>().map_err(|e| e.to_string())? {
         ToMonitor::Hello {
             protocol, nonce, ..
@@ -200,7 +202,7 @@ fn session(
         ToMonitor::Hello { protocol, .. } => {
             let reason = format!("it speaks protocol {protocol}; this monitor speaks {PROTOCOL}");
             let _ = send(
-                &mut writer,
+                &writer,
                 &FromMonitor::Refused {
                     reason: reason.clone(),
                 },
@@ -215,14 +217,14 @@ fn session(
     };
     let own = nonce();
     let challenge = FromMonitor::Challenge {
-        proof: token.monitor_proof(&theirs, &own),
+        proof: token.monitor_proof(session, &theirs, &own),
         nonce: own.clone(),
         host: host.to_string(),
         watching,
     };
-    send(&mut writer, &challenge).map_err(io)?;
+    send(&writer, &challenge).map_err(io)?;
     match reader.read::<ToMonitor>().map_err(|e| e.to_string())? {
-        ToMonitor::Auth { proof } if token.check_run(&own, &theirs, &proof) => {}
+        ToMonitor::Auth { proof } if token.check_run(session, &own, &theirs, &proof) => {}
         _ => return Err("it does not know the fleet token".into()),
     }
     reader
@@ -259,7 +261,7 @@ fn session(
             second,
             sample: Box::new(sample),
         };
-        send(&mut writer, &message).map_err(|e| format!("the run went away ({e})"))?;
+        send(&writer, &message).map_err(|e| format!("the run went away ({e})"))?;
         if last {
             return Ok(second + 1);
         }

@@ -2,22 +2,24 @@
 //! over TCP, each side proving it knows the shared token before anything else is believed.
 //!
 //! Authentication is a challenge and response with HMAC-SHA256 (ring's): each side sends a
-//! fresh random nonce and proves the token over both nonces, with a different label per side,
-//! so the token never crosses the wire and a recorded proof is good for nothing later. The
-//! agent checks the coordinator too: an agent runs whatever load it is handed, so it takes
-//! orders only from a coordinator that knows the token. The channel is not encrypted; run it
-//! on the cluster's own network (the README says so).
+//! fresh random nonce and proves the token over both nonces and the TLS session they travel
+//! in ([`super::secure`]), with a different label per side, so the token never crosses the
+//! wire, a recorded proof is good for nothing later, and a proof relayed by a machine in the
+//! middle checks on neither side. The agent checks the coordinator too: an agent runs
+//! whatever load it is handed, so it takes orders only from a coordinator that knows the
+//! token.
 
+pub use super::secure::Channel;
 use pelt_stats::{Report, TimelinePoint};
 use ring::hmac;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 
-/// The control protocol's version: a coordinator refuses an agent that speaks another.
-pub const PROTOCOL: u32 = 1;
+/// The control protocol's version: a coordinator refuses an agent that speaks another (2: the
+/// channel is TLS, the proofs bound to its session).
+pub const PROTOCOL: u32 = 2;
 
 /// The longest control message read (a finished run's result, timeline and histograms).
 const MAX_MESSAGE: u64 = 64 << 20;
@@ -150,11 +152,10 @@ pub fn now_us() -> i64 {
 }
 
 /// Writes one message as one line.
-pub fn send<T: Serialize>(stream: &mut impl Write, message: &T) -> std::io::Result<()> {
+pub fn send<T: Serialize>(channel: &Channel, message: &T) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    stream.write_all(&line)?;
-    stream.flush()
+    channel.write_all(&line)
 }
 
 /// Why no message could be read.
@@ -181,16 +182,20 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-/// A connection's reading side: whole lines, each at most [`MAX_MESSAGE`] bytes.
+/// A channel's reading side: whole lines, each at most [`MAX_MESSAGE`] bytes.
 pub struct Reader {
-    inner: BufReader<TcpStream>,
+    channel: Channel,
+    /// Decrypted, not yet taken.
+    plain: Vec<u8>,
+    /// The message read so far.
     line: Vec<u8>,
 }
 
 impl Reader {
-    pub fn new(stream: TcpStream) -> Reader {
+    pub fn new(channel: Channel) -> Reader {
         Reader {
-            inner: BufReader::new(stream),
+            channel,
+            plain: Vec::new(),
             line: Vec::new(),
         }
     }
@@ -199,12 +204,30 @@ impl Reader {
     /// partial line read meanwhile is kept for the next call).
     pub fn read<T: for<'de> Deserialize<'de>>(&mut self) -> Result<T, ReadError> {
         loop {
-            let room = MAX_MESSAGE.saturating_sub(self.line.len() as u64);
-            let n = match (&mut self.inner)
-                .take(room)
-                .read_until(b'\n', &mut self.line)
-            {
-                Ok(n) => n,
+            if let Some(end) = self.plain.iter().position(|&b| b == b'\n') {
+                self.line.extend(self.plain.drain(..=end));
+                let parsed =
+                    serde_json::from_slice(&self.line).map_err(|e| ReadError::Bad(format!("{e}")));
+                self.line.clear();
+                return parsed;
+            }
+            self.line.append(&mut self.plain);
+            if self.line.len() as u64 >= MAX_MESSAGE {
+                self.line.clear();
+                return Err(ReadError::Bad(format!(
+                    "a message longer than {} MiB",
+                    MAX_MESSAGE >> 20
+                )));
+            }
+            match self.channel.receive(&mut self.plain) {
+                Ok(true) => {}
+                Ok(false) if self.line.is_empty() => return Err(ReadError::Closed),
+                Ok(false) => {
+                    self.line.clear();
+                    return Err(ReadError::Bad(
+                        "the connection closed within a message".into(),
+                    ));
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -213,7 +236,7 @@ impl Reader {
                 {
                     return Err(ReadError::Silent)
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 // A peer that died with unread data resets rather than closes: gone either way.
                 Err(e)
                     if matches!(
@@ -224,33 +247,18 @@ impl Reader {
                     return Err(ReadError::Closed)
                 }
                 Err(e) => return Err(ReadError::Io(e)),
-            };
-            if self.line.last() == Some(&b'\n') {
-                let parsed =
-                    serde_json::from_slice(&self.line).map_err(|e| ReadError::Bad(format!("{e}")));
-                self.line.clear();
-                return parsed;
-            }
-            if n == 0 && self.line.is_empty() {
-                return Err(ReadError::Closed);
-            }
-            if n == 0 {
-                self.line.clear();
-                return Err(ReadError::Bad(
-                    "the connection closed within a message".into(),
-                ));
-            }
-            if self.line.len() as u64 >= MAX_MESSAGE {
-                return Err(ReadError::Bad(format!(
-                    "a message longer than {} MiB",
-                    MAX_MESSAGE >> 20
-                )));
             }
         }
     }
 
+    /// The connection underneath (for its timeouts).
     pub fn stream(&self) -> &TcpStream {
-        self.inner.get_ref()
+        self.channel.tcp()
+    }
+
+    /// The channel, to write on (clones write to the same connection).
+    pub fn channel(&self) -> &Channel {
+        &self.channel
     }
 }
 
@@ -304,15 +312,16 @@ impl Token {
         Token::new(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// The proof of `side` (`agent` or `coordinator`) over the two nonces.
-    fn proof(&self, side: &str, first: &str, second: &str) -> String {
-        let message = format!("pelt-fleet {side}\n{first}\n{second}");
+    /// The proof of `side` (`agent`, `coordinator`, `monitor`, `run`) over the TLS session
+    /// (its exporter, [`Channel::session`]) and the two nonces.
+    fn proof(&self, side: &str, session: &str, first: &str, second: &str) -> String {
+        let message = format!("pelt-fleet {side}\n{session}\n{first}\n{second}");
         hex(hmac::sign(&self.0, message.as_bytes()).as_ref())
     }
 
     /// Checks a proof in constant time.
-    fn verify(&self, side: &str, first: &str, second: &str, proof: &str) -> bool {
-        let message = format!("pelt-fleet {side}\n{first}\n{second}");
+    fn verify(&self, side: &str, session: &str, first: &str, second: &str, proof: &str) -> bool {
+        let message = format!("pelt-fleet {side}\n{session}\n{first}\n{second}");
         let Some(tag) = unhex(proof) else {
             return false;
         };
@@ -320,38 +329,62 @@ impl Token {
     }
 
     /// The coordinator's proof, answering an agent's nonce with its own.
-    pub fn coordinator_proof(&self, agent_nonce: &str, own_nonce: &str) -> String {
-        self.proof("coordinator", agent_nonce, own_nonce)
+    pub fn coordinator_proof(&self, session: &str, agent_nonce: &str, own_nonce: &str) -> String {
+        self.proof("coordinator", session, agent_nonce, own_nonce)
     }
 
-    pub fn check_coordinator(&self, agent_nonce: &str, coord_nonce: &str, proof: &str) -> bool {
-        self.verify("coordinator", agent_nonce, coord_nonce, proof)
+    pub fn check_coordinator(
+        &self,
+        session: &str,
+        agent_nonce: &str,
+        coord_nonce: &str,
+        proof: &str,
+    ) -> bool {
+        self.verify("coordinator", session, agent_nonce, coord_nonce, proof)
     }
 
-    pub fn agent_proof(&self, coord_nonce: &str, own_nonce: &str) -> String {
-        self.proof("agent", coord_nonce, own_nonce)
+    pub fn agent_proof(&self, session: &str, coord_nonce: &str, own_nonce: &str) -> String {
+        self.proof("agent", session, coord_nonce, own_nonce)
     }
 
-    pub fn check_agent(&self, coord_nonce: &str, agent_nonce: &str, proof: &str) -> bool {
-        self.verify("agent", coord_nonce, agent_nonce, proof)
+    pub fn check_agent(
+        &self,
+        session: &str,
+        coord_nonce: &str,
+        agent_nonce: &str,
+        proof: &str,
+    ) -> bool {
+        self.verify("agent", session, coord_nonce, agent_nonce, proof)
     }
 
     /// A remote monitor's proof, answering a run's nonce with its own.
-    pub fn monitor_proof(&self, run_nonce: &str, own_nonce: &str) -> String {
-        self.proof("monitor", run_nonce, own_nonce)
+    pub fn monitor_proof(&self, session: &str, run_nonce: &str, own_nonce: &str) -> String {
+        self.proof("monitor", session, run_nonce, own_nonce)
     }
 
-    pub fn check_monitor(&self, run_nonce: &str, monitor_nonce: &str, proof: &str) -> bool {
-        self.verify("monitor", run_nonce, monitor_nonce, proof)
+    pub fn check_monitor(
+        &self,
+        session: &str,
+        run_nonce: &str,
+        monitor_nonce: &str,
+        proof: &str,
+    ) -> bool {
+        self.verify("monitor", session, run_nonce, monitor_nonce, proof)
     }
 
     /// A run's proof to a remote monitor.
-    pub fn run_proof(&self, monitor_nonce: &str, own_nonce: &str) -> String {
-        self.proof("run", monitor_nonce, own_nonce)
+    pub fn run_proof(&self, session: &str, monitor_nonce: &str, own_nonce: &str) -> String {
+        self.proof("run", session, monitor_nonce, own_nonce)
     }
 
-    pub fn check_run(&self, monitor_nonce: &str, run_nonce: &str, proof: &str) -> bool {
-        self.verify("run", monitor_nonce, run_nonce, proof)
+    pub fn check_run(
+        &self,
+        session: &str,
+        monitor_nonce: &str,
+        run_nonce: &str,
+        proof: &str,
+    ) -> bool {
+        self.verify("run", session, monitor_nonce, run_nonce, proof)
     }
 }
 
@@ -384,22 +417,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn proofs_hold_only_for_the_same_token_side_and_nonces() {
+    fn proofs_hold_only_for_the_same_token_side_session_and_nonces() {
         let t = Token::new("a-token-of-enough-length").unwrap();
         let other = Token::new("another-token-entirely").unwrap();
-        let (a, c) = (nonce(), nonce());
+        let (a, c, s) = (nonce(), nonce(), nonce());
         assert_ne!(a, c);
-        let p = t.coordinator_proof(&a, &c);
-        assert!(t.check_coordinator(&a, &c, &p));
-        assert!(!other.check_coordinator(&a, &c, &p));
+        let p = t.coordinator_proof(&s, &a, &c);
+        assert!(t.check_coordinator(&s, &a, &c, &p));
+        assert!(!other.check_coordinator(&s, &a, &c, &p));
+        // A proof made in one TLS session is worth nothing in another (a relay in the middle).
+        assert!(!t.check_coordinator(&nonce(), &a, &c, &p));
         // An agent cannot replay the coordinator's proof as its own, nor swap the nonces.
-        assert!(!t.check_agent(&a, &c, &p));
-        assert!(!t.check_coordinator(&c, &a, &p));
-        let q = t.agent_proof(&c, &a);
-        assert!(t.check_agent(&c, &a, &q));
-        assert!(!t.check_agent(&c, &nonce(), &q));
+        assert!(!t.check_agent(&s, &a, &c, &p));
+        assert!(!t.check_coordinator(&s, &c, &a, &p));
+        let q = t.agent_proof(&s, &c, &a);
+        assert!(t.check_agent(&s, &c, &a, &q));
+        assert!(!t.check_agent(&s, &c, &nonce(), &q));
         for junk in ["", "zz", "0", &"0".repeat(64), &"ab".repeat(200)] {
-            assert!(!t.check_agent(&c, &a, junk), "{junk}");
+            assert!(!t.check_agent(&s, &c, &a, junk), "{junk}");
         }
     }
 
@@ -432,17 +467,139 @@ mod tests {
         );
         let a = Token::new("0123456789abcdef\n").unwrap();
         let b = Token::new("0123456789abcdef").unwrap();
-        let (x, y) = (nonce(), nonce());
-        assert!(b.check_agent(&x, &y, &a.agent_proof(&x, &y)));
+        let (x, y, s) = (nonce(), nonce(), nonce());
+        assert!(b.check_agent(&s, &x, &y, &a.agent_proof(&s, &x, &y)));
+    }
+
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    /// Two ends of one channel over loopback: (the side that connected, the side that accepted).
+    fn pair() -> (Channel, Channel) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || Channel::accept(l.accept().unwrap().0).unwrap());
+        let client = Channel::connect(TcpStream::connect(addr).unwrap()).unwrap();
+        (client, server.join().unwrap())
+    }
+
+    /// A relay between a client and `to`, handing on every byte (flipping the `flip`th of the
+    /// client's, if given) and keeping a copy of both directions.
+    fn relay(to: std::net::SocketAddr, flip: Option<usize>) -> (TcpStream, Arc<Mutex<Vec<u8>>>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (inner, _) = l.accept().unwrap();
+        let outer = TcpStream::connect(to).unwrap();
+        for (mut from, mut into, flip) in [
+            (inner.try_clone().unwrap(), outer.try_clone().unwrap(), flip),
+            (outer, inner, None),
+        ] {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let (mut buf, mut at) = ([0u8; 4096], 0usize);
+                while let Ok(n) = from.read(&mut buf) {
+                    if n == 0 {
+                        let _ = into.shutdown(std::net::Shutdown::Write);
+                        return;
+                    }
+                    if let Some(i) = flip.filter(|&i| (at..at + n).contains(&i)) {
+                        buf[i - at] ^= 0x01;
+                    }
+                    at += n;
+                    seen.lock().unwrap().extend_from_slice(&buf[..n]);
+                    if into.write_all(&buf[..n]).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        (client, seen)
+    }
+
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn both_ends_share_a_session_no_other_channel_has() {
+        let (c, s) = pair();
+        assert_eq!(c.session(), s.session());
+        assert_eq!(c.session().len(), 64);
+        let (c2, _) = pair();
+        assert_ne!(c.session(), c2.session());
+    }
+
+    #[test]
+    fn the_wire_carries_no_message_in_clear_and_a_changed_byte_is_refused() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let ch = Channel::accept(l.accept().unwrap().0).unwrap();
+            let mut r = Reader::new(ch);
+            (r.read::<ToAgent>(), r.read::<ToAgent>())
+        });
+        let (tcp, seen) = relay(to, None);
+        let c = Channel::connect(tcp).unwrap();
+        let secret = "Authorization: Bearer s3cr3t-header-value";
+        send(
+            &c,
+            &ToAgent::Abort {
+                reason: secret.into(),
+            },
+        )
+        .unwrap();
+        c.close();
+        let (first, second) = server.join().unwrap();
+        assert!(matches!(first, Ok(ToAgent::Abort { reason }) if reason == secret));
+        assert!(matches!(second, Err(ReadError::Closed)), "{second:?}");
+        let seen = seen.lock().unwrap();
+        assert!(seen.len() > secret.len());
+        let clear = |needle: &[u8]| seen.windows(needle.len()).any(|w| w == needle);
+        assert!(
+            !clear(b"s3cr3t") && !clear(b"abort"),
+            "the relay read the message"
+        );
+
+        // One bit changed after the handshake: the record does not decrypt; nothing is read.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let ch = Channel::accept(l.accept().unwrap().0).unwrap();
+            Reader::new(ch).read::<ToAgent>()
+        });
+        // The client's handshake is its ClientHello and Finished, well under 2 KiB.
+        let (tcp, _) = relay(to, Some(2048 + 40));
+        let c = Channel::connect(tcp).unwrap();
+        send(
+            &c,
+            &ToAgent::Abort {
+                reason: "x".repeat(4096),
+            },
+        )
+        .unwrap();
+        let got = server.join().unwrap();
+        assert!(
+            matches!(&got, Err(ReadError::Io(e)) if e.to_string().contains("TLS")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_peer_that_speaks_no_tls_is_refused_at_the_handshake() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut plain = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        plain
+            .write_all(b"{\"type\":\"hello\",\"protocol\":1}\n")
+            .unwrap();
+        let e = Channel::accept(l.accept().unwrap().0).unwrap_err();
+        assert!(e.to_string().contains("TLS handshake failed"), "{e}");
     }
 
     #[test]
     fn messages_read_whole_and_junk_is_named_not_trusted() {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
+        let (c, s) = pair();
         let mut r = Reader::new(s);
-        send(&mut c, &ToAgent::Heartbeat).unwrap();
+        send(&c, &ToAgent::Heartbeat).unwrap();
         c.write_all(b"{\"type\":\"abort\",\"reason\":\"x\"}\n{\"type\":\"run\"}\nnot json\n")
             .unwrap();
         assert!(matches!(r.read::<ToAgent>(), Ok(ToAgent::Heartbeat)));
@@ -454,16 +611,25 @@ mod tests {
         // A message split across writes is read whole; a close inside one is named.
         c.write_all(b"{\"type\":\"heart").unwrap();
         r.stream()
-            .set_read_timeout(Some(std::time::Duration::from_millis(50)))
+            .set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
         assert!(matches!(r.read::<ToAgent>(), Err(ReadError::Silent)));
         c.write_all(b"beat\"}\n{\"type\"").unwrap();
         assert!(matches!(r.read::<ToAgent>(), Ok(ToAgent::Heartbeat)));
-        drop(c);
+        c.close();
         r.stream().set_read_timeout(None).unwrap();
         assert!(
             matches!(r.read::<ToAgent>(), Err(ReadError::Bad(e)) if e.contains("closed within"))
         );
         assert!(matches!(r.read::<ToAgent>(), Err(ReadError::Closed)));
+        // A message bigger than one TLS record (16 KiB) arrives whole.
+        let (c, s) = pair();
+        let mut r = Reader::new(s);
+        let long = "y".repeat(200_000);
+        let w = std::thread::spawn(move || send(&c, &ToAgent::Abort { reason: long }));
+        assert!(
+            matches!(r.read::<ToAgent>(), Ok(ToAgent::Abort { reason }) if reason.len() == 200_000)
+        );
+        w.join().unwrap().unwrap();
     }
 }
