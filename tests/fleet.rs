@@ -728,14 +728,11 @@ fn ctrl_c_on_the_coordinator_stops_the_fleet_and_keeps_the_results() {
     assert_eq!(v["interrupted"], true);
     assert_eq!(v["stopped_by"], "signal");
     assert!(count(&v, &["requests", "completed"]) >= 200, "{v}");
+    // Their parts were cut short by the coordinator: not a success (a Job would say Failed).
     for a in agents {
         let (out, _) = wait_bounded(a, Duration::from_secs(15));
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{err}");
     }
 }
 

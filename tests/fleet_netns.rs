@@ -423,7 +423,8 @@ fn a_capture_on_the_bridge_holds_no_header_value_of_the_run() {
         let file = lab.path(&format!("port{port}.pcap"));
         let c = lab
             .command("sw", TCPDUMP)
-            .args(["-i", "any", "-U", "-s", "0", "-w", &file])
+            .args(["-i", "any", "--immediate-mode", "-B", "32768"])
+            .args(["-U", "-s", "0", "-w", &file])
             .args(["tcp", "port", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -199,7 +199,10 @@ pub fn agent(a: &AgentArgs) -> Result<ExitCode> {
         print!("{}", output::summary(&end.report));
     }
     std::io::stdout().flush()?;
-    Ok(if end.orphaned {
+    // An agent exits 0 only when it ran its whole part: stopped by its coordinator (a lost
+    // agent, Ctrl-C or SIGTERM there) it exits 4, so no Job or pipeline reads a run cut short
+    // as a success.
+    Ok(if end.orphaned || end.stopped.is_some() {
         ExitCode::from(EXIT_FLEET)
     } else if stop.load(Ordering::Relaxed) && end.stopped.is_none() {
         ExitCode::from(EXIT_INTERRUPTED)
