@@ -677,3 +677,114 @@ fn unix_socket_against_the_built_in_server() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Time to first byte: a server that sends its head at once and its body 300 ms later. TTFB
+/// is the head (well under the delay) and latency the body (at least the delay), overall, per
+/// target, per second, in the CSV and for `--expect`; in open loop both count from the due
+/// time. Bounds are loose: they say which side of the delay each lies, no more (290 ms: the
+/// histograms' precision, two digits per target, rounds 300 ms down to 299).
+#[test]
+fn time_to_first_byte_is_the_head_and_latency_the_whole_response() {
+    let raw = RawServer::start(|mut s| {
+        while read_request(&mut s) {
+            let head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n";
+            if s.write_all(head).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            if s.write_all(b"OK").is_err() {
+                return;
+            }
+        }
+    });
+    let url = raw.url();
+    let dir = std::env::temp_dir().join(format!("pelt-ttfb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let targets = dir.join("targets.txt");
+    std::fs::write(&targets, format!("GET {url}a\n\nGET {url}b\n")).unwrap();
+    let csv = dir.join("seconds.csv");
+    let v = run_json(&[
+        "--targets",
+        &targets.display().to_string(),
+        "-n",
+        "6",
+        "-c",
+        "2",
+        "--expect",
+        "ttfb.p99<250ms",
+        "--expect",
+        "p50>=290ms",
+        "--csv",
+        &csv.display().to_string(),
+    ]);
+    let us = |v: &serde_json::Value| v.as_u64().unwrap();
+    assert_eq!(v["requests"]["completed"], 6, "{v}");
+    assert!(us(&v["ttfb_us"]["p99"]) < 250_000, "{}", v["ttfb_us"]);
+    assert!(
+        us(&v["latency_us"]["p50"]) >= 290_000,
+        "{}",
+        v["latency_us"]
+    );
+    assert!(v["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["passed"] == true));
+    assert!(v["histograms"]["ttfb_us"].is_string());
+    for t in v["targets"].as_array().unwrap() {
+        assert!(us(&t["ttfb_us"]["max"]) < 250_000, "{t}");
+        assert!(us(&t["latency_us"]["min"]) >= 290_000, "{t}");
+    }
+    let seconds: Vec<&serde_json::Value> = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| us(&p["completed"]) > 0)
+        .collect();
+    assert!(!seconds.is_empty());
+    for p in seconds {
+        assert!(us(&p["ttfb_us"]["max"]) < 250_000, "{p}");
+        assert!(us(&p["latency_us"]["p50"]) >= 290_000, "{p}");
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let head: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = head
+        .iter()
+        .position(|c| *c == "ttfb_p99_us")
+        .expect("a ttfb column");
+    assert!(text
+        .lines()
+        .skip(1)
+        .any(|l| !l.split(',').nth(col).unwrap().is_empty()));
+    // A TTFB objective that does not hold fails the run (exit 3): the head is not that late.
+    let (out, _) = run(&[
+        &url,
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "-q",
+        "--expect",
+        "ttfb.p50>=250ms",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    // Open loop: both from the due time, so a request that waited for the one connection
+    // counts its wait in both (no coordinated omission in either).
+    let open = run_json(&[
+        &url,
+        "--rate",
+        "10",
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--max-connections",
+        "1",
+    ]);
+    assert_eq!(open["latency_from"], "due");
+    let (ttfb, lat) = (us(&open["ttfb_us"]["max"]), us(&open["latency_us"]["max"]));
+    assert!(ttfb < lat && lat >= 290_000, "ttfb {ttfb}, latency {lat}");
+    // The second and later requests queued behind a 300 ms response: their TTFB holds the wait.
+    assert!(ttfb >= 200_000, "ttfb {ttfb}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -288,6 +288,9 @@ export interface TimelinePoint {
   status_classes: Record<string, number>
   latency_us: { p50: number; p90: number; p99: number; max: number }
   histogram?: string | null
+  /** Time to first byte of the responses that completed in this second. */
+  ttfb_us?: { p50: number; p90: number; p99: number; max: number }
+  ttfb_histogram?: string
   connections: number
   /** With `stages`: the rate (requests/s) or connections they asked for in this second. */
   target?: number
@@ -388,6 +391,9 @@ export interface TargetResult {
   error_kinds: Record<string, number>
   latency_us: Latency
   histogram: string
+  /** Time to first byte of this target's responses (null in results from before pelt had it). */
+  ttfb_us: Latency | null
+  ttfb_histogram: string | null
 }
 
 /** The result: the CLI's --json document (docs/result-schema.json). */
@@ -433,6 +439,8 @@ export interface Result {
   error_hints: Record<string, string>
   connection_errors: Record<string, number>
   latency_us: Latency
+  /** Time to first byte: from where latency starts to the response's first byte read. */
+  ttfb_us: Latency | null
   latency_from: 'send' | 'due'
   open_loop: { service_time_us: Latency; lag_us: Latency; late_requests: number; late_threshold_us: number; backlog_at_end: number } | null
   warmup: { duration_s: number; requests: Requests; status: Record<string, number>; errors: Record<string, number>; latency_us: Latency } | null
@@ -443,7 +451,7 @@ export interface Result {
   thresholds: Threshold[]
   notes: string[]
   started_unix_ms: number
-  histograms: { latency_us: string; service_time_us: string | null; lag_us: string | null; handshake_us: string | null; warmup_latency_us: string | null; iteration_us: string | null }
+  histograms: { latency_us: string; ttfb_us: string | null; service_time_us: string | null; lag_us: string | null; handshake_us: string | null; warmup_latency_us: string | null; iteration_us: string | null }
   merged_from: string[]
   /** A fleet run (pelt URL --agents N): each agent's part; null for one process. */
   fleet: {
@@ -748,6 +756,29 @@ export interface ServerOptions {
    * --chunked: Send bodies with chunked transfer encoding.
    */
   chunked?: boolean
+  /**
+   * --sse: Answer every request with a stream of N server-sent events (text/event-stream)
+   * instead of a body, timed by --sse-first, --sse-interval and --sse-jitter.
+   */
+  sse?: number
+  /**
+   * --sse-first: --sse: wait this long after the head before the first event (a model's time to
+   * first token). [default: 0]
+   */
+  sseFirst?: Duration
+  /**
+   * --sse-interval: --sse: the gap between events. [default: 10ms]
+   */
+  sseInterval?: Duration
+  /**
+   * --sse-jitter: --sse: move each gap by up to this much either way (uniformly). [default: 0]
+   */
+  sseJitter?: Duration
+  /**
+   * --sse-body: --sse: each event's data: this text, or openai for an OpenAI chat completion
+   * chunk of one token per event and data: [DONE] after the last. [default: the event's index]
+   */
+  sseBody?: string
   /**
    * --tls: Serve HTTPS. Without --cert/--key, with a fresh self-signed certificate for
    * localhost, 127.0.0.1 and ::1 (pelt serve writes it to the file its second line names, for a

@@ -225,10 +225,11 @@ fn targets_section(b: &mut String, r: &Report) {
     let (rows, rest) = pelt_stats::busiest(&r.targets, TARGET_ROWS);
     b.push_str("<div class=\"grid\">\n");
     chart_boxes(b, &[("chart-targets", "Latency by target (p50, p99)")]);
-    b.push_str("<section class=\"box\"><h2>Targets</h2><table>\n<tr><th>target</th><th class=\"n\">sent</th><th class=\"n\">completed</th><th class=\"n\">errors</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">max</th></tr>\n");
+    b.push_str("<section class=\"box\"><h2>Targets</h2><table>\n<tr><th>target</th><th class=\"n\">sent</th><th class=\"n\">completed</th><th class=\"n\">errors</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">max</th><th class=\"n\">TTFB p99</th></tr>\n");
     let us = |v: u64| latency(v as f64);
     for t in rows {
         let l = &t.latency_us;
+        let ttfb = t.ttfb_us.as_ref().map_or(String::new(), |s| us(s.p99_us));
         row(
             b,
             &[
@@ -239,6 +240,7 @@ fn targets_section(b: &mut String, r: &Report) {
                 &us(l.p50_us),
                 &us(l.p99_us),
                 &us(l.max_us),
+                &ttfb,
             ],
         );
     }
@@ -250,6 +252,7 @@ fn targets_section(b: &mut String, r: &Report) {
                 &thousands(rest.sent),
                 &thousands(rest.completed),
                 &thousands(rest.errors),
+                "",
                 "",
                 "",
                 "",
@@ -491,6 +494,9 @@ pub fn report(r: &Report) -> String {
     // Latency table.
     b.push_str("<section class=\"box\"><h2>Latency</h2><table>\n<tr><th></th><th class=\"n\">min</th><th class=\"n\">mean</th><th class=\"n\">p50</th><th class=\"n\">p90</th><th class=\"n\">p99</th><th class=\"n\">p99.9</th><th class=\"n\">max</th></tr>\n");
     latency_rows(&mut b, "latency", &r.latency_us);
+    if let Some(t) = &r.ttfb_us {
+        latency_rows(&mut b, "time to first byte", t);
+    }
     if let Some(o) = &r.open_loop {
         latency_rows(&mut b, "service time", &o.service_time_us);
         latency_rows(&mut b, "lag (pelt)", &o.lag_us);

@@ -199,23 +199,29 @@ fn targets_table(s: &mut String, r: &Report) {
         .unwrap_or(0)
         .clamp(6, 40);
     let header = format!(
-        "  {:<width$}  {:>10} {:>10} {:>8}  {:<8} {:<8} {}",
-        "Target", "sent", "completed", "errors", "p50", "p99", "max"
+        "  {:<width$}  {:>10} {:>10} {:>8}  {:<8} {:<8} {:<8} {}",
+        "Target", "sent", "completed", "errors", "p50", "p99", "max", "TTFB p99"
     );
     let _ = writeln!(s, "\n{}", header.trim_end());
-    let row = |s: &mut String, name: &str, counts: [u64; 3], l: Option<&LatencySummary>| {
+    let row = |s: &mut String,
+               name: &str,
+               counts: [u64; 3],
+               l: Option<&LatencySummary>,
+               ttfb: Option<&LatencySummary>| {
         let name: String = name.chars().take(width).collect();
         let lat = l.map_or_else(
-            || format!("{:<8} {:<8} -", "-", "-"),
+            || format!("{:<8} {:<8} {:<8}", "-", "-", "-"),
             |l| {
                 format!(
-                    "{:<8} {:<8} {}",
+                    "{:<8} {:<8} {:<8}",
                     latency(l.p50_us as f64),
                     latency(l.p99_us as f64),
                     latency(l.max_us as f64)
                 )
             },
         );
+        let ttfb = ttfb.map_or_else(|| "-".to_string(), |t| latency(t.p99_us as f64));
+        let lat = format!("{lat} {ttfb}");
         let [sent, done, errors] = counts.map(thousands);
         let _ = writeln!(
             s,
@@ -224,11 +230,17 @@ fn targets_table(s: &mut String, r: &Report) {
     };
     for t in &rows {
         let counts = [t.sent, t.completed, t.errors];
-        row(s, &t.name, counts, Some(&t.latency_us));
+        row(s, &t.name, counts, Some(&t.latency_us), t.ttfb_us.as_ref());
     }
     if let Some(rest) = rest {
         let label = format!("({} more)", rest.names);
-        row(s, &label, [rest.sent, rest.completed, rest.errors], None);
+        row(
+            s,
+            &label,
+            [rest.sent, rest.completed, rest.errors],
+            None,
+            None,
+        );
     }
 }
 
@@ -411,21 +423,25 @@ pub fn summary(r: &Report) -> String {
         "\n               min      mean     stdev    p50      p90      p99      p99.9    max"
     );
     latency_row(&mut s, "Latency", &r.latency_us);
+    if let Some(t) = &r.ttfb_us {
+        latency_row(&mut s, "TTFB", t);
+    }
     if let Some(o) = &r.open_loop {
         latency_row(&mut s, "Service time", &o.service_time_us);
         latency_row(&mut s, "Lag", &o.lag_us);
         let _ = writeln!(
             s,
-            "               latency: due time to last byte read; service time: first byte \
-             written to last byte read;\n               lag: due time to start (pelt's own \
-             delay). {} requests started over {} late.",
+            "               latency: due time to last byte read; TTFB: due time to first byte \
+             read;\n               service time: first byte written to last byte read; lag: due \
+             time to start (pelt's own\n               delay). {} requests started over {} late.",
             thousands(o.late_requests),
             latency(o.late_threshold_us as f64)
         );
     } else {
         let _ = writeln!(
             s,
-            "               (from the first byte written to the last byte read)"
+            "               (from the first byte written to the last byte read; TTFB: to the \
+             first byte read)"
         );
     }
     if !r.status.is_empty() {
@@ -607,10 +623,11 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         let _ = write!(s, ",{c}");
     }
     // After the classes, so the earlier columns keep their places; target is empty without
-    // --stages, the resources' columns without --monitor.
+    // --stages, the resources' columns without --monitor, time to first byte in results from
+    // before pelt measured it.
     s.push_str(",connections,target,");
     s.push_str(RESOURCE_COLUMNS.join(",").as_str());
-    s.push('\n');
+    s.push_str(",ttfb_p50_us,ttfb_p99_us\n");
     for p in points {
         let l = &p.latency_us;
         let _ = write!(
@@ -639,7 +656,7 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
                 let cpu = |c: Option<f64>| c.map_or(String::new(), |c| format!("{c:.3}"));
                 let n = |c: Option<u64>| c.map_or(String::new(), |c| c.to_string());
                 let h = &r.host;
-                let _ = writeln!(
+                let _ = write!(
                     s,
                     ",{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{}",
                     cpu(server.map(|p| p.cpu())),
@@ -656,10 +673,13 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
                     h.listen_drops,
                 );
             }
-            None => {
-                s.push_str(&",".repeat(RESOURCE_COLUMNS.len()));
-                s.push('\n');
+            None => s.push_str(&",".repeat(RESOURCE_COLUMNS.len())),
+        }
+        match &p.ttfb_us {
+            Some(t) => {
+                let _ = writeln!(s, ",{},{}", t.p50, t.p99);
             }
+            None => s.push_str(",,\n"),
         }
     }
     s
@@ -684,6 +704,7 @@ pub fn targets_csv(r: &Report) -> Result<Vec<u8>> {
         "max_us",
     ];
     head.extend(CLASSES);
+    head.extend(["ttfb_p50_us", "ttfb_p99_us"]);
     w.write_record(&head)?;
     for t in &r.targets {
         let l = &t.latency_us;
@@ -714,6 +735,12 @@ pub fn targets_csv(r: &Report) -> Result<Vec<u8>> {
             classes[k] += n;
         }
         row.extend(classes.iter().map(u64::to_string));
+        let ttfb = |f: fn(&LatencySummary) -> u64| {
+            t.ttfb_us
+                .as_ref()
+                .map_or(String::new(), |s| f(s).to_string())
+        };
+        row.extend([ttfb(|s| s.p50_us), ttfb(|s| s.p99_us)]);
         w.write_record(&row)?;
     }
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))

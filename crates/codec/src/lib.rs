@@ -10,6 +10,8 @@
 //!   length, never buffered; the only buffer is a bounded one for a head split across reads.
 //! - [`h2`] is HTTP/2's client side: a stateless request header block encoded once, and a
 //!   [`h2::Session`] that turns the server's frames into events and owes it its acknowledgements.
+//! - [`sse`] parses a `text/event-stream` body into its events, incrementally, allocating
+//!   nothing per event and keeping a bounded part of any line.
 //!
 //! ```
 //! use pelt_codec::response::{Parsed, ResponseParser};
@@ -28,6 +30,7 @@ pub mod h2;
 pub mod hpack;
 pub mod request;
 pub mod response;
+pub mod sse;
 
 pub use request::{HeaderError, RequestSpec};
 pub use response::{ParseError, Parsed, ParserOptions, Response, ResponseParser};

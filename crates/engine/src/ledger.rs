@@ -141,6 +141,17 @@ impl Totals {
     }
 }
 
+/// When a complete response's request was due (open loop: its place in the schedule; closed
+/// loop: when it started), when its first byte was handed to the socket, when the first byte
+/// of its response arrived, and when the response was complete.
+#[derive(Debug, Clone, Copy)]
+pub struct Times {
+    pub due: Instant,
+    pub sent: Instant,
+    pub first: Instant,
+    pub done: Instant,
+}
+
 #[inline]
 fn micros(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_micros() as u64
@@ -251,31 +262,25 @@ impl Ledger {
         self.interval.sent += 1;
     }
 
-    /// A complete response at `now` to request `seq`, started at `sent` and due at `due`.
+    /// A complete response to request `seq`, at the times `at` says.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub fn response(
-        &mut self,
-        warm: bool,
-        target: u32,
-        seq: u64,
-        status: u16,
-        due: Instant,
-        sent: Instant,
-        now: Instant,
-    ) {
-        let service = micros(sent, now);
-        let latency = if self.open { micros(due, now) } else { service };
+    pub fn response(&mut self, warm: bool, target: u32, seq: u64, status: u16, at: Times) {
+        let service = micros(at.sent, at.done);
+        let (latency, ttfb) = if self.open {
+            (micros(at.due, at.done), micros(at.due, at.first))
+        } else {
+            (service, micros(at.sent, at.first))
+        };
         if let Some(t) = self.target(warm, target) {
-            t.record_response(status, latency);
+            t.record_response(status, latency, ttfb);
         }
         let open = self.open;
         let s = self.stats(warm);
-        s.record_response(status, latency);
+        s.record_response(status, latency, ttfb);
         if open {
             s.service.record(service);
         }
-        self.interval.record_response(status, latency);
+        self.interval.record_response(status, latency, ttfb);
         if self.sampling(warm) {
             let response = (!self.response.is_empty()).then(|| self.response.as_slice().into());
             self.interval.sample(Sample {
@@ -400,6 +405,15 @@ impl Ledger {
 mod tests {
     use super::*;
 
+    fn times(due: Instant, sent: Instant, first: Instant, done: Instant) -> Times {
+        Times {
+            due,
+            sent,
+            first,
+            done,
+        }
+    }
+
     #[test]
     fn requests_are_booked_to_the_phase_they_started_in() {
         let (tx, rx) = std::sync::mpsc::channel();
@@ -410,13 +424,20 @@ mod tests {
         l.started(false, 0, t0, t0);
         // A warm request that completes after the warm-up stays a warm-up request.
         l.tick(t0 + Duration::from_millis(1200));
-        l.response(true, 0, 0, 200, t0, t0, t0 + Duration::from_millis(1200));
+        let (first, done) = (
+            t0 + Duration::from_millis(700),
+            t0 + Duration::from_millis(1200),
+        );
+        l.response(true, 0, 0, 200, times(t0, t0, first, done));
         l.error(false, 0, 1, ErrorKind::Timeout, || "t".into());
         assert_eq!((l.warm.sent, l.warm.completed(), l.warm.late), (1, 1, 1));
         assert_eq!((l.main.sent, l.main.errors.total()), (1, 1));
         // Open loop: latency from the due time, service time from the start.
         let max = l.warm.latency.summary().max_us;
         assert!((1_199_000..=1_201_000).contains(&max), "{max}");
+        // Time to first byte from the same start.
+        let ttfb = l.warm.ttfb.summary().max_us;
+        assert!((699_000..=701_000).contains(&ttfb), "{ttfb}");
         l.current().bytes_sent += 5;
         assert_eq!(l.main.bytes_sent, 5);
         l.finish();
@@ -448,11 +469,11 @@ mod tests {
             if seq == 4 {
                 l.error(false, 2, seq, ErrorKind::Reset, || "r".into());
             } else {
-                l.response(false, 1, seq, 200, t0, t0, ms(seq + 1));
+                l.response(false, 1, seq, 200, times(t0, t0, ms(seq), ms(seq + 1)));
             }
         }
         // Warm-up requests are never sampled and do not count towards the next.
-        l.response(true, 0, 99, 200, t0, t0, ms(1));
+        l.response(true, 0, 99, 200, times(t0, t0, ms(1), ms(1)));
         l.finish();
         let iv = rx.recv().unwrap().interval;
         let got: Vec<_> = iv

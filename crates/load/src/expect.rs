@@ -3,6 +3,7 @@
 //! An expression is `METRIC OP VALUE` with OP one of `<`, `<=`, `>`, `>=`. Metrics:
 //! - latency: `p50`, `p90`, `p99`, `p99.9`, `p99.99`, `max`, `mean`, `min`, with a unit
 //!   (`us`, `ms`, `s`); the latency the summary shows (from the due time with --rate);
+//! - time to first byte: `ttfb.p99<50ms` (any latency figure, from the same start);
 //! - `errors`: a count (`errors<10`) or a share of the requests that ended (`errors<0.1%`);
 //! - `rps`: completed responses per second (`rps>5000`, `rps>=20k`);
 //! - a status class `1xx`..`5xx` or a code such as `503`: a count or a share of the requests
@@ -70,6 +71,8 @@ impl Figure {
 #[derive(Debug, Clone, PartialEq)]
 enum Metric {
     Latency(Figure),
+    /// Time to first byte (`ttfb.p99`).
+    Ttfb(Figure),
     Errors,
     Rps,
     /// A status class (1..=5) or an exact code (100..=999).
@@ -111,8 +114,8 @@ pub struct Expectation {
 }
 
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
-                    5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min errors rps 1xx..5xx \
-                    or a status code; with --scenario also step[NAME].p99, checks, \
+                    5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min, the same of ttfb as \
+                    ttfb.p99, errors rps 1xx..5xx or a status code; with --scenario also step[NAME].p99, checks, \
                     iterations_failed; with --monitor server_cpu, pelt_cpu, server_rss)";
 
 /// Parses one expression; the error names what is wrong (the caller adds the flag and value).
@@ -139,14 +142,19 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
         .strip_prefix("step[")
         .and_then(|r| r.rsplit_once("]."))
         .map(|(step, figure)| (step.to_string(), figure.to_ascii_lowercase()));
-    let latency = match &step {
-        Some((s, f)) => Some((
+    let latency = match (&step, lower.strip_prefix("ttfb.")) {
+        (Some((s, f)), _) => Some((
             Figure::parse(f)
                 .ok_or_else(|| format!("unknown figure '{f}' for step[{s}]; {HELP}"))?,
-            Some(s.clone()),
+            Some(Some(s.clone())),
         )),
-        None => Figure::parse(&lower).map(|f| (f, None)),
+        (None, Some(f)) => Some((
+            Figure::parse(f).ok_or_else(|| format!("unknown figure '{f}' for ttfb; {HELP}"))?,
+            None,
+        )),
+        (None, None) => Figure::parse(&lower).map(|f| (f, Some(None))),
     };
+    // `step`: Some(Some(name)) for a step's figure, Some(None) the run's, None its ttfb.
     let (metric, limit, unit) = if let Some((figure, step)) = latency {
         let split = value
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -160,8 +168,9 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
         };
         let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
         let metric = match step {
-            Some(s) => Metric::Step(s, figure),
-            None => Metric::Latency(figure),
+            Some(Some(s)) => Metric::Step(s, figure),
+            Some(None) => Metric::Latency(figure),
+            None => Metric::Ttfb(figure),
         };
         (metric, n, unit)
     } else {
@@ -279,8 +288,12 @@ impl Expectation {
         };
         let actual = match (&self.metric, self.unit) {
             // No response, no latency: a latency objective cannot be said to hold.
-            (Metric::Latency(_), _) if r.requests.completed == 0 => f64::NAN,
+            (Metric::Latency(_) | Metric::Ttfb(_), _) if r.requests.completed == 0 => f64::NAN,
             (Metric::Latency(f), Unit::Time(per_unit, _)) => f.of(&r.latency_us) / per_unit,
+            // A result from before pelt measured it has none.
+            (Metric::Ttfb(f), Unit::Time(per_unit, _)) => {
+                r.ttfb_us.as_ref().map_or(f64::NAN, |t| f.of(t) / per_unit)
+            }
             // A step that is not in the run, or got no response, has no latency.
             (Metric::Step(name, f), Unit::Time(per_unit, _)) => r
                 .targets
@@ -355,6 +368,8 @@ mod tests {
             "2xx>99%",
             "404<=3",
             "step[login].p99<50ms",
+            "ttfb.p99<50ms",
+            "TTFB.p50 <= 2ms",
             "step[GET /items].max<=1s",
             "checks>99.9%",
             "iterations_failed<0.1%",
@@ -389,6 +404,8 @@ mod tests {
                 "unknown figure 'p98' for step[login]",
             ),
             ("step[login].p99<5", "latency needs a unit"),
+            ("ttfb.p98<5ms", "unknown figure 'p98' for ttfb"),
+            ("ttfb.p99<5", "latency needs a unit"),
         ] {
             let e = parse(t).unwrap_err();
             assert!(e.contains(says), "{t}: {e}");

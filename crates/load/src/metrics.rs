@@ -37,6 +37,8 @@ pub struct Metrics {
     bytes_received: u64,
     late: u64,
     latency: Buckets,
+    /// Time to first byte (from the same start as latency).
+    ttfb: Buckets,
     /// Open loop: the lag's histogram.
     lag: Option<Buckets>,
     connections: u64,
@@ -45,6 +47,7 @@ pub struct Metrics {
     /// seconds.
     last_rps: f64,
     last: Option<[f64; 4]>,
+    last_ttfb: Option<[f64; 4]>,
     last_lag: Option<[f64; 4]>,
     finished: bool,
     /// Per target name (`--targets` with names): the names, and their counts so far.
@@ -109,11 +112,13 @@ impl Metrics {
             bytes_received: 0,
             late: 0,
             latency: Buckets::default(),
+            ttfb: Buckets::default(),
             lag: (info.load_model == pelt_stats::LoadModel::Open).then(Buckets::default),
             connections: 0,
             seconds: 0,
             last_rps: 0.0,
             last: None,
+            last_ttfb: None,
             last_lag: None,
             finished: false,
             target_names: Vec::new(),
@@ -147,6 +152,9 @@ impl Metrics {
         self.late += d.late;
         if let Some(h) = &p.histogram {
             self.latency.add(&LatencyHistogram::decode(h)?);
+        }
+        if let Some(h) = &p.ttfb_histogram {
+            self.ttfb.add(&LatencyHistogram::decode(h)?);
         }
         if let (Some(b), Some(lag)) = (self.lag.as_mut(), &d.lag) {
             b.add(lag);
@@ -182,6 +190,10 @@ impl Metrics {
             let l = &p.latency_us;
             [s(l.p50), s(l.p90), s(l.p99), s(l.max)]
         });
+        self.last_ttfb = p
+            .ttfb_us
+            .filter(|_| p.completed > 0)
+            .map(|l| [s(l.p50), s(l.p90), s(l.p99), s(l.max)]);
         Ok(())
     }
 
@@ -422,6 +434,18 @@ impl Metrics {
             "pelt_latency_seconds",
             "Latency of complete responses (open loop: from the due time).",
             &self.latency,
+        );
+        if let Some(last) = self.last_ttfb {
+            f.quantiles(
+                "pelt_ttfb_last_second_seconds",
+                "The last second's time to first byte percentiles (quantile 1: the max).",
+                last,
+            );
+        }
+        f.histogram(
+            "pelt_ttfb_seconds",
+            "Time to the first byte of complete responses, from where latency starts.",
+            &self.ttfb,
         );
         let Some(lag) = &self.lag else { return };
         f.counter(
@@ -673,7 +697,8 @@ mod tests {
     fn point(second: u64, latencies_us: &[u64], errors: u64) -> TimelinePoint {
         let mut iv = pelt_stats::Interval::new(second);
         for &l in latencies_us {
-            iv.record_response(200, l);
+            // The first byte came at a fifth of the latency.
+            iv.record_response(200, l, l / 5);
         }
         iv.sent = latencies_us.len() as u64 + errors;
         iv.errors = errors;
@@ -753,6 +778,9 @@ mod tests {
             "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"10\"} 3",
             "pelt_latency_seconds_bucket{run=\"r1\",agent=\"2\",le=\"+Inf\"} 4",
             "pelt_latency_seconds_count{run=\"r1\",agent=\"2\"} 4",
+            "pelt_ttfb_seconds_bucket{run=\"r1\",agent=\"2\",le=\"0.0005\"} 2",
+            "pelt_ttfb_seconds_bucket{run=\"r1\",agent=\"2\",le=\"0.001\"} 3",
+            "pelt_ttfb_seconds_bucket{run=\"r1\",agent=\"2\",le=\"+Inf\"} 4",
             "pelt_run_finished{run=\"r1\",agent=\"2\"} 0",
             "# TYPE pelt_latency_seconds histogram",
         ] {
@@ -767,6 +795,10 @@ mod tests {
             t.contains(
                 "pelt_latency_last_second_seconds{run=\"r1\",agent=\"2\",quantile=\"0.5\"} 2"
             ),
+            "{t}"
+        );
+        assert!(
+            t.contains("pelt_ttfb_last_second_seconds{run=\"r1\",agent=\"2\",quantile=\"0.99\"}"),
             "{t}"
         );
         m.finish();

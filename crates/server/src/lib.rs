@@ -81,6 +81,44 @@ pub struct ServerConfig {
     /// End each connection after this many requests: HTTP/1.1 answers the last one with
     /// `Connection: close`, HTTP/2 sends GOAWAY (as nginx's keepalive_requests does).
     pub max_requests: Option<u64>,
+    /// Answer with a stream of server-sent events instead of a body (`None`: a body).
+    pub sse: Option<SseConfig>,
+}
+
+/// A `text/event-stream` response: `events` events, the first `first` after the head, each
+/// later one `interval` (plus or minus up to `jitter`) after the one before.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseConfig {
+    pub events: u64,
+    pub first: Duration,
+    pub interval: Duration,
+    pub jitter: Duration,
+    /// Each event's data.
+    pub body: SseBody,
+}
+
+/// What an event carries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SseBody {
+    /// The event's index, 0 first.
+    Index,
+    /// This text (a line of it each, one `data:` field per line).
+    Text(String),
+    /// An OpenAI chat completion chunk with one token, and `data: [DONE]` after the last (the
+    /// shape an LLM server streams).
+    OpenAi,
+}
+
+impl Default for SseConfig {
+    fn default() -> Self {
+        SseConfig {
+            events: 10,
+            first: Duration::ZERO,
+            interval: Duration::from_millis(10),
+            jitter: Duration::ZERO,
+            body: SseBody::Index,
+        }
+    }
 }
 
 /// A certificate chain and its private key, PEM-encoded.
@@ -158,6 +196,7 @@ impl Default for ServerConfig {
             h2: false,
             max_streams: None,
             max_requests: None,
+            sse: None,
         }
     }
 }
@@ -418,7 +457,100 @@ impl Body for ChunkedBody {
     }
 }
 
-type AnyBody = http_body_util::Either<Full<Bytes>, ChunkedBody>;
+/// A stream of server-sent events: each event's frame when its time comes.
+struct EventStream {
+    config: SseConfig,
+    /// Events sent so far; the stream's number (for OpenAI ids) and its jitter's state.
+    sent: u64,
+    stream: u64,
+    rng: u64,
+    done: bool,
+    timer: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl EventStream {
+    fn new(config: SseConfig, stream: u64) -> EventStream {
+        let timer = Box::pin(tokio::time::sleep(config.first));
+        EventStream {
+            config,
+            sent: 0,
+            stream,
+            // Any odd seed: the jitter differs per stream and repeats per run.
+            rng: stream.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            done: false,
+            timer,
+        }
+    }
+
+    /// The gap before the next event: the interval, moved by up to the jitter either way.
+    fn gap(&mut self) -> Duration {
+        let jitter = self.config.jitter.as_nanos() as u64;
+        if jitter == 0 {
+            return self.config.interval;
+        }
+        // xorshift64: cheap and good enough to spread gaps.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let offset = self.rng % (2 * jitter + 1);
+        let base = self.config.interval.as_nanos() as u64;
+        Duration::from_nanos((base + offset).saturating_sub(jitter))
+    }
+
+    fn event(&self, n: u64) -> Bytes {
+        let data = match &self.config.body {
+            SseBody::Index => format!("data: {n}\n\n"),
+            SseBody::Text(t) => {
+                let mut e = String::with_capacity(t.len() + 8);
+                for line in t.split('\n') {
+                    e.push_str("data: ");
+                    e.push_str(line);
+                    e.push('\n');
+                }
+                e.push('\n');
+                e
+            }
+            SseBody::OpenAi => format!(
+                "data: {{\"id\":\"chatcmpl-pelt-{}\",\"object\":\"chat.completion.chunk\",\"model\":\"pelt\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"tok{n} \"}},\"finish_reason\":{}}}]}}\n\n",
+                self.stream,
+                if n + 1 == self.config.events { "\"stop\"" } else { "null" }
+            ),
+        };
+        Bytes::from(data)
+    }
+}
+
+impl Body for EventStream {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.sent >= self.config.events {
+            if self.config.body == SseBody::OpenAi && !self.done {
+                self.done = true;
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                    b"data: [DONE]\n\n",
+                )))));
+            }
+            return Poll::Ready(None);
+        }
+        if std::future::Future::poll(self.timer.as_mut(), cx).is_pending() {
+            return Poll::Pending;
+        }
+        let n = self.sent;
+        self.sent += 1;
+        let frame = self.event(n);
+        let next = self.timer.deadline() + self.gap();
+        self.timer.as_mut().reset(next);
+        Poll::Ready(Some(Ok(Frame::data(frame))))
+    }
+}
+
+type AnyBody =
+    http_body_util::Either<http_body_util::Either<Full<Bytes>, ChunkedBody>, EventStream>;
 
 async fn respond(
     req: Request<Incoming>,
@@ -455,12 +587,24 @@ async fn respond(
     let fail = cfg.error_rate > 0.0
         && ((n + 1) as f64 * cfg.error_rate).floor() > (n as f64 * cfg.error_rate).floor();
     let status = if fail { 500 } else { cfg.status };
-    let body = if cfg.chunked {
-        AnyBody::Right(ChunkedBody(Some(state.body.clone())))
-    } else {
-        AnyBody::Left(Full::new(state.body.clone()))
+    use http_body_util::Either;
+    let body = match &cfg.sse {
+        Some(sse) => Either::Right(EventStream::new(sse.clone(), n)),
+        None if cfg.chunked => Either::Left(Either::Right(ChunkedBody(Some(state.body.clone())))),
+        None => Either::Left(Either::Left(Full::new(state.body.clone()))),
     };
     let mut resp = Response::new(body);
+    if cfg.sse.is_some() {
+        let h = resp.headers_mut();
+        h.insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/event-stream"),
+        );
+        h.insert(
+            hyper::header::CACHE_CONTROL,
+            hyper::header::HeaderValue::from_static("no-cache"),
+        );
+    }
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     let last = cfg
         .max_requests
@@ -505,6 +649,57 @@ mod tests {
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
         out
+    }
+
+    #[test]
+    fn event_streams_send_their_events_on_time_and_end() {
+        let sse = SseConfig {
+            events: 5,
+            first: Duration::from_millis(100),
+            interval: Duration::from_millis(20),
+            jitter: Duration::from_millis(10),
+            body: SseBody::Index,
+        };
+        let server = Server::start(ServerConfig {
+            sse: Some(sse.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+        let started = std::time::Instant::now();
+        let out = get(server.addr());
+        // The first event waits 100 ms, the others 10 to 30 ms each (bounds loose: at least).
+        assert!(
+            started.elapsed() >= Duration::from_millis(100 + 4 * 10),
+            "{out}"
+        );
+        let lower = out.to_ascii_lowercase();
+        assert!(lower.contains("content-type: text/event-stream"), "{out}");
+        assert!(lower.contains("transfer-encoding: chunked"), "{out}");
+        let events: Vec<&str> = out.matches("data: ").collect();
+        assert_eq!(events.len(), 5, "{out}");
+        for n in 0..5 {
+            assert!(out.contains(&format!("data: {n}\n\n")), "{out}");
+        }
+        assert_eq!(server.stop(), 1);
+        // OpenAI's shape: a chunk per token, the last one stopping, then [DONE].
+        let server = Server::start(ServerConfig {
+            sse: Some(SseConfig {
+                events: 3,
+                body: SseBody::OpenAi,
+                ..sse
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        let out = get(server.addr());
+        assert_eq!(out.matches("chat.completion.chunk").count(), 3, "{out}");
+        assert_eq!(
+            out.matches("\"finish_reason\":\"stop\"").count(),
+            1,
+            "{out}"
+        );
+        assert!(out.contains("data: [DONE]\n\n"), "{out}");
+        server.stop();
     }
 
     #[test]

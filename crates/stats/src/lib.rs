@@ -10,7 +10,7 @@
 //! use pelt_stats::{ErrorKind, WorkerStats};
 //! let mut a = WorkerStats::new();
 //! a.sent = 2;
-//! a.record_response(200, 150);
+//! a.record_response(200, 150, 90);
 //! a.record_error(ErrorKind::Timeout, || "no response within 10s".into());
 //! let mut total = WorkerStats::new();
 //! total.merge(&a);
@@ -134,6 +134,9 @@ pub struct WorkerStats {
     /// Latency of complete responses, microseconds: from the due time in open loop, from the
     /// first byte written in closed loop.
     pub latency: LatencyHistogram,
+    /// Time to first byte of complete responses, microseconds: from where `latency` starts
+    /// to the first byte of the response read.
+    pub ttfb: LatencyHistogram,
     /// Open loop only: service time (completion - actual start), microseconds.
     pub service: LatencyHistogram,
     /// Open loop only: lag (actual start - due time) of every request started, microseconds.
@@ -164,6 +167,7 @@ impl WorkerStats {
             handshakes_full: 0,
             handshakes_resumed: 0,
             latency: LatencyHistogram::new(),
+            ttfb: LatencyHistogram::new(),
             service: LatencyHistogram::new(),
             handshake: LatencyHistogram::new(),
             lag: LatencyHistogram::new(),
@@ -172,11 +176,13 @@ impl WorkerStats {
         }
     }
 
-    /// A complete response with `status`, `latency_us` after its first byte was written.
+    /// A complete response with `status`, `latency_us` after its first byte was written (or
+    /// it was due), its first byte `ttfb_us` after.
     #[inline]
-    pub fn record_response(&mut self, status: u16, latency_us: u64) {
+    pub fn record_response(&mut self, status: u16, latency_us: u64, ttfb_us: u64) {
         self.status.record(status);
         self.latency.record(latency_us);
+        self.ttfb.record(ttfb_us);
     }
 
     /// Open loop: a request started `lag_us` after its due time.
@@ -210,6 +216,7 @@ impl WorkerStats {
         self.handshakes_full += other.handshakes_full;
         self.handshakes_resumed += other.handshakes_resumed;
         self.latency.merge(&other.latency);
+        self.ttfb.merge(&other.ttfb);
         if self.targets.len() < other.targets.len() {
             self.targets
                 .resize_with(other.targets.len(), TargetStats::default);
@@ -232,14 +239,14 @@ mod tests {
     fn merge_adds_every_field() {
         let mut a = WorkerStats::new();
         a.sent = 3;
-        a.record_response(200, 100);
-        a.record_response(404, 300);
+        a.record_response(200, 100, 60);
+        a.record_response(404, 300, 250);
         a.record_error(ErrorKind::Reset, || "reset by peer".into());
         a.bytes_sent = 10;
         let mut b = WorkerStats::new();
         b.sent = 2;
         b.in_flight = 1;
-        b.record_response(200, 200);
+        b.record_response(200, 200, 20);
         b.record_error(ErrorKind::Reset, || "second message".into());
         b.bytes_received = 7;
         b.connections_opened = 4;
@@ -267,6 +274,7 @@ mod tests {
         );
         assert_eq!(t.latency.summary().max_us, 300);
         assert_eq!(t.latency.count(), 3);
+        assert_eq!((t.ttfb.count(), t.ttfb.summary().max_us), (3, 250));
         assert_eq!((t.lag.count(), t.late, t.service.count()), (2, 1, 1));
     }
 

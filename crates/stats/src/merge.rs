@@ -52,6 +52,18 @@ fn merged_hist(
     out
 }
 
+/// The histogram `pick` finds, summed, when every result has one (else `None`: a sum of some
+/// would not be the whole's).
+fn merged_hist_all(
+    reports: &[Report],
+    pick: impl Fn(&Histograms) -> Option<&LatencyHistogram>,
+) -> Option<LatencyHistogram> {
+    let all = reports
+        .iter()
+        .all(|r| r.histograms.as_ref().and_then(&pick).is_some());
+    all.then(|| merged_hist(reports, pick)).flatten()
+}
+
 /// Per-target figures added by name, in first-seen order (exact: their histograms add).
 fn merged_targets(reports: &[Report]) -> Vec<TargetReport> {
     let mut out: Vec<TargetReport> = Vec::new();
@@ -102,6 +114,8 @@ struct Second {
     target: Option<f64>,
     classes: BTreeMap<String, u64>,
     latency: LatencyHistogram,
+    /// While every point had one.
+    ttfb: Option<LatencyHistogram>,
     detail: crate::Detail,
 }
 
@@ -132,6 +146,7 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         }
     };
     let latency = merged_hist(reports, |h| Some(&h.latency_us)).unwrap_or_default();
+    let ttfb = merged_hist_all(reports, |h| h.ttfb_us.as_ref());
     let service = merged_hist(reports, |h| h.service_time_us.as_ref());
     let lag = merged_hist(reports, |h| h.lag_us.as_ref());
     let handshake = merged_hist(reports, |h| h.handshake_us.as_ref());
@@ -166,6 +181,7 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         error_hints: outcomes.error_hints,
         connection_errors: outcomes.connection_errors,
         latency_us: latency.summary(),
+        ttfb_us: ttfb.as_ref().map(LatencyHistogram::summary),
         latency_from: first.latency_from,
         open_loop: merged_open_loop(reports, service.as_ref(), lag.as_ref()),
         warmup: merged_warmup(reports, warm_latency.as_ref()),
@@ -182,6 +198,7 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         started_unix_ms: started,
         histograms: Some(Histograms {
             latency_us: latency,
+            ttfb_us: ttfb,
             service_time_us: service,
             lag_us: lag,
             handshake_us: handshake,
@@ -489,6 +506,10 @@ impl Second {
         }
         add_maps(&mut self.classes, &p.status_classes);
         self.latency.merge(&h);
+        match (&mut self.ttfb, &p.ttfb_histogram) {
+            (Some(t), Some(encoded)) => t.merge(&LatencyHistogram::decode(encoded)?),
+            _ => self.ttfb = None,
+        }
         self.detail.merge(&p.detail);
         Ok(())
     }
@@ -504,13 +525,13 @@ impl Second {
             target: None,
             classes: BTreeMap::new(),
             latency: LatencyHistogram::new(),
+            ttfb: Some(LatencyHistogram::new()),
             detail: crate::Detail::default(),
         }
     }
 
     /// The merged second as timeline point `second`.
     fn point(self, second: u64) -> TimelinePoint {
-        let l = self.latency.summary();
         TimelinePoint {
             second,
             length_s: self.length_s,
@@ -524,13 +545,10 @@ impl Second {
                 0.0
             },
             status_classes: self.classes,
-            latency_us: crate::PointLatency {
-                p50: l.p50_us,
-                p90: l.p90_us,
-                p99: l.p99_us,
-                max: l.max_us,
-            },
+            latency_us: crate::PointLatency::of(&self.latency),
             histogram: Some(self.latency.encode()),
+            ttfb_us: self.ttfb.as_ref().map(crate::PointLatency::of),
+            ttfb_histogram: self.ttfb.as_ref().map(LatencyHistogram::encode),
             connections: self.connections,
             target: self.target,
             resources: None,
@@ -589,10 +607,10 @@ mod tests {
         let mut seconds: BTreeMap<u64, Interval> = BTreeMap::new();
         for &(status, lat, sec) in samples {
             stats.sent += 1;
-            stats.record_response(status, lat);
+            stats.record_response(status, lat, lat / 3);
             let iv = seconds.entry(sec).or_insert_with(|| Interval::new(sec));
             iv.sent += 1;
-            iv.record_response(status, lat);
+            iv.record_response(status, lat, lat / 3);
         }
         let mut r = Report::new(info(), &stats, 2.0, StopReason::Duration);
         r.started_unix_ms = started_unix_ms;
@@ -616,9 +634,9 @@ mod tests {
         stats.targets = vec![crate::TargetStats::default(); 3];
         for &(status, lat, t) in samples {
             stats.sent += 1;
-            stats.record_response(status, lat);
+            stats.record_response(status, lat, lat / 3);
             stats.targets[t].sent += 1;
-            stats.targets[t].record_response(status, lat);
+            stats.targets[t].record_response(status, lat, lat / 3);
         }
         let mut r = Report::new(info(), &stats, 2.0, StopReason::Duration);
         r.targets = stats
@@ -650,6 +668,8 @@ mod tests {
                 prop_assert_eq!((&m.name, m.sent, m.completed, m.errors), (&o.name, o.sent, o.completed, o.errors));
                 prop_assert_eq!(&m.status, &o.status);
                 prop_assert_eq!(&m.histogram, &o.histogram);
+                prop_assert_eq!(&m.ttfb_histogram, &o.ttfb_histogram);
+                prop_assert_eq!(m.ttfb_us.map(|s| s.p99_us), o.ttfb_us.map(|s| s.p99_us));
                 let (x, y) = (m.latency_us, o.latency_us);
                 prop_assert_eq!((x.min_us, x.p50_us, x.p90_us, x.p99_us, x.max_us),
                                 (y.min_us, y.p50_us, y.p90_us, y.p99_us, y.max_us));
@@ -681,12 +701,17 @@ mod tests {
             prop_assert!((m.mean_us - o.mean_us).abs() <= 1e-9 * o.mean_us.max(1.0));
             prop_assert_eq!(&merged.histograms.as_ref().unwrap().latency_us,
                             &one.histograms.as_ref().unwrap().latency_us);
+            prop_assert_eq!(&merged.histograms.as_ref().unwrap().ttfb_us,
+                            &one.histograms.as_ref().unwrap().ttfb_us);
+            prop_assert_eq!(merged.ttfb_us.map(|s| (s.p50_us, s.p99_us, s.max_us)),
+                            one.ttfb_us.map(|s| (s.p50_us, s.p99_us, s.max_us)));
             prop_assert_eq!(merged.requests.completed, one.requests.completed);
             prop_assert_eq!(merged.requests.sent, one.requests.sent);
             prop_assert_eq!(&merged.status, &one.status);
             prop_assert_eq!(merged.timeline.len(), one.timeline.len());
             for (m, o) in merged.timeline.iter().zip(&one.timeline) {
                 prop_assert_eq!((m.second, m.completed, m.latency_us), (o.second, o.completed, o.latency_us));
+                prop_assert_eq!(m.ttfb_us, o.ttfb_us);
                 prop_assert_eq!(&m.status_classes, &o.status_classes);
             }
         }

@@ -248,6 +248,10 @@ pub struct Report {
     /// Connection-level problems that no request owned (bytes after a response), by kind.
     pub connection_errors: BTreeMap<String, u64>,
     pub latency_us: LatencySummary,
+    /// Time to first byte of the complete responses: from where latency starts to the first
+    /// byte of the response (`null` in results written before pelt measured it).
+    #[serde(default)]
+    pub ttfb_us: Option<LatencySummary>,
     /// Where latency is measured from: `send` (closed loop) or `due` (open loop).
     pub latency_from: LatencyFrom,
     /// Open loop only: service time, lag, late starts and the backlog.
@@ -341,6 +345,9 @@ pub struct CheckReport {
 pub struct Histograms {
     /// Behind `latency_us`.
     pub latency_us: LatencyHistogram,
+    /// Behind `ttfb_us`.
+    #[serde(default)]
+    pub ttfb_us: Option<LatencyHistogram>,
     /// Behind `open_loop.service_time_us` (open loop only).
     #[serde(default)]
     pub service_time_us: Option<LatencyHistogram>,
@@ -401,6 +408,7 @@ impl Report {
                 .map(|(k, n, _)| (k.name().to_string(), n))
                 .collect(),
             latency_us: stats.latency.summary(),
+            ttfb_us: Some(stats.ttfb.summary()),
             latency_from: LatencyFrom::Send,
             open_loop: None,
             warmup: None,
@@ -420,6 +428,7 @@ impl Report {
             started_unix_ms: 0,
             histograms: Some(Histograms {
                 latency_us: stats.latency.clone(),
+                ttfb_us: Some(stats.ttfb.clone()),
                 service_time_us: None,
                 lag_us: None,
                 handshake_us: None,

@@ -24,6 +24,8 @@ pub struct TargetStats {
     pub status: Vec<(u16, u64)>,
     pub errors: [u64; ErrorKind::ALL.len()],
     pub latency: LatencyHistogram,
+    /// Time to the response's first byte, from where `latency` starts.
+    pub ttfb: LatencyHistogram,
 }
 
 impl Default for TargetStats {
@@ -34,18 +36,21 @@ impl Default for TargetStats {
             status: Vec::new(),
             errors: [0; ErrorKind::ALL.len()],
             latency: LatencyHistogram::coarse(),
+            ttfb: LatencyHistogram::coarse(),
         }
     }
 }
 
 impl TargetStats {
+    /// A complete response: its latency, and its time to first byte.
     #[inline]
-    pub fn record_response(&mut self, status: u16, latency_us: u64) {
+    pub fn record_response(&mut self, status: u16, latency_us: u64, ttfb_us: u64) {
         match self.status.iter_mut().find(|(s, _)| *s == status) {
             Some((_, n)) => *n += 1,
             None => self.status.push((status, 1)),
         }
         self.latency.record(latency_us);
+        self.ttfb.record(ttfb_us);
     }
 
     #[inline]
@@ -70,6 +75,7 @@ impl TargetStats {
             *a += b;
         }
         self.latency.merge(&other.latency);
+        self.ttfb.merge(&other.ttfb);
     }
 
     /// The result's entry for this name.
@@ -93,6 +99,8 @@ impl TargetStats {
             error_kinds: errors,
             latency_us: self.latency.summary(),
             histogram: self.latency.clone(),
+            ttfb_us: Some(self.ttfb.summary()),
+            ttfb_histogram: Some(self.ttfb.clone()),
         }
     }
 }
@@ -112,6 +120,12 @@ pub struct TargetReport {
     pub latency_us: LatencySummary,
     /// The histogram behind `latency_us` (two significant digits), so results merge exactly.
     pub histogram: LatencyHistogram,
+    /// Time to the first byte of its responses (`null` in results from before pelt had it).
+    #[serde(default)]
+    pub ttfb_us: Option<LatencySummary>,
+    /// The histogram behind `ttfb_us`.
+    #[serde(default)]
+    pub ttfb_histogram: Option<LatencyHistogram>,
 }
 
 impl TargetReport {
@@ -131,6 +145,14 @@ impl TargetReport {
         }
         self.histogram.merge(&other.histogram);
         self.latency_us = self.histogram.summary();
+        // Exact only when both have it: a result without it makes the merged one without.
+        match (&mut self.ttfb_histogram, &other.ttfb_histogram) {
+            (Some(a), Some(b)) => {
+                a.merge(b);
+                self.ttfb_us = Some(a.summary());
+            }
+            _ => (self.ttfb_histogram, self.ttfb_us) = (None, None),
+        }
     }
 }
 

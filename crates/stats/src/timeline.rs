@@ -20,6 +20,8 @@ pub struct Interval {
     pub classes: [u64; 6],
     /// Latency of the responses that completed in this second.
     pub latency: LatencyHistogram,
+    /// Their time to first byte.
+    pub ttfb: LatencyHistogram,
     /// Connections open (or opening) at the end of the second.
     pub connections: u64,
     /// Sampled requests that ended in this second (`Config::sample_every`), at most
@@ -143,6 +145,7 @@ impl Interval {
             errors: 0,
             classes: [0; 6],
             latency: LatencyHistogram::new(),
+            ttfb: LatencyHistogram::new(),
             connections: 0,
             samples: Vec::new(),
             samples_dropped: 0,
@@ -160,13 +163,14 @@ impl Interval {
         }
     }
 
-    /// A complete response with `status` and `latency_us`.
+    /// A complete response with `status`, `latency_us` and `ttfb_us`.
     #[inline]
-    pub fn record_response(&mut self, status: u16, latency_us: u64) {
+    pub fn record_response(&mut self, status: u16, latency_us: u64, ttfb_us: u64) {
         self.completed += 1;
         let class = status as usize / 100;
         self.classes[if (1..=5).contains(&class) { class } else { 0 }] += 1;
         self.latency.record(latency_us);
+        self.ttfb.record(ttfb_us);
     }
 
     /// Adds another worker's counts for the same second.
@@ -181,13 +185,13 @@ impl Interval {
             *a += b;
         }
         self.latency.merge(&other.latency);
+        self.ttfb.merge(&other.ttfb);
         self.detail.merge(&other.detail);
     }
 
     /// The timeline point of this (merged) interval, `length_s` long (shorter than a second
     /// for the last one).
     pub fn point(&self, length_s: f64, warmup: bool) -> TimelinePoint {
-        let s = self.latency.summary();
         const NAMES: [&str; 6] = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"];
         TimelinePoint {
             resources: None,
@@ -208,13 +212,10 @@ impl Interval {
                 .filter(|&(_, n)| n > 0)
                 .map(|(name, n)| (name.to_string(), n))
                 .collect(),
-            latency_us: PointLatency {
-                p50: s.p50_us,
-                p90: s.p90_us,
-                p99: s.p99_us,
-                max: s.max_us,
-            },
+            latency_us: PointLatency::of(&self.latency),
             histogram: Some(self.latency.encode()),
+            ttfb_us: Some(PointLatency::of(&self.ttfb)),
+            ttfb_histogram: Some(self.ttfb.encode()),
             connections: self.connections,
             target: None,
             samples: self.samples.clone(),
@@ -231,6 +232,19 @@ pub struct PointLatency {
     pub p90: u64,
     pub p99: u64,
     pub max: u64,
+}
+
+impl PointLatency {
+    /// The percentiles of `h`.
+    pub fn of(h: &LatencyHistogram) -> PointLatency {
+        let s = h.summary();
+        PointLatency {
+            p50: s.p50_us,
+            p90: s.p90_us,
+            p99: s.p99_us,
+            max: s.max_us,
+        }
+    }
 }
 
 /// One second of the run, as the JSON result's `timeline` and `--jsonl` carry it.
@@ -253,6 +267,13 @@ pub struct TimelinePoint {
     /// hundred bytes) so a long run's timeline stays small; `pelt merge` and `--hdr-log` use it.
     #[serde(default)]
     pub histogram: Option<String>,
+    /// Time to first byte of the responses that completed in this second (absent from results
+    /// written before pelt measured it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb_us: Option<PointLatency>,
+    /// Its histogram, encoded as `histogram` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb_histogram: Option<String>,
     /// Connections open (or opening) at the end of the second, over all workers.
     #[serde(default)]
     pub connections: u64,
@@ -313,6 +334,8 @@ struct Open {
     point: TimelinePoint,
     latency: LatencyHistogram,
     exact: bool,
+    /// Time to first byte, while every second had its histogram.
+    ttfb: Option<LatencyHistogram>,
 }
 
 impl Default for Timeline {
@@ -366,12 +389,20 @@ impl Timeline {
             self.close();
         }
         let decoded = p.histogram.take().map(|h| LatencyHistogram::decode(&h));
+        let ttfb = p
+            .ttfb_histogram
+            .take()
+            .and_then(|h| LatencyHistogram::decode(&h).ok());
         match &mut self.open {
             Some(o) => {
                 match decoded {
                     Some(Ok(h)) => o.latency.merge(&h),
                     _ => o.exact = false,
                 }
+                o.ttfb = o.ttfb.take().zip(ttfb).map(|(mut a, b)| {
+                    a.merge(&b);
+                    a
+                });
                 o.point = fold(&[std::mem::replace(&mut o.point, p.clone()), p]);
             }
             None => {
@@ -383,6 +414,7 @@ impl Timeline {
                     },
                     point: p,
                     exact,
+                    ttfb,
                 });
             }
         }
@@ -395,19 +427,18 @@ impl Timeline {
             mut point,
             latency,
             exact,
+            ttfb,
         }) = self.open.take()
         else {
             return;
         };
         if exact {
-            let s = latency.summary();
-            point.latency_us = PointLatency {
-                p50: s.p50_us,
-                p90: s.p90_us,
-                p99: s.p99_us,
-                max: s.max_us,
-            };
+            point.latency_us = PointLatency::of(&latency);
             point.histogram = Some(latency.encode());
+        }
+        if let Some(t) = ttfb {
+            point.ttfb_us = Some(PointLatency::of(&t));
+            point.ttfb_histogram = Some(t.encode());
         }
         let grain = self.grain;
         match self.coarse.last_mut() {
@@ -470,11 +501,20 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
     let length_s = (last.second as f64 + last.length_s - first.second as f64).max(0.0);
     let mut latency = LatencyHistogram::new();
     let mut histograms = true;
+    // Time to first byte: exact while every point has its histogram, else left out.
+    let mut ttfb = Some(LatencyHistogram::new());
     let mut classes: BTreeMap<String, u64> = BTreeMap::new();
     for p in points {
         match p.histogram.as_deref().map(LatencyHistogram::decode) {
             Some(Ok(h)) => latency.merge(&h),
             _ => histograms = false,
+        }
+        match (
+            &mut ttfb,
+            p.ttfb_histogram.as_deref().map(LatencyHistogram::decode),
+        ) {
+            (Some(t), Some(Ok(h))) => t.merge(&h),
+            _ => ttfb = None,
         }
         for (k, n) in &p.status_classes {
             *classes.entry(k.clone()).or_insert(0) += n;
@@ -482,7 +522,6 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
     }
     let sum = |f: fn(&TimelinePoint) -> u64| points.iter().map(f).sum::<u64>();
     let completed = sum(|p| p.completed);
-    let s = latency.summary();
     let weights: f64 = points.iter().map(|p| p.length_s).sum();
     let target = points.iter().any(|p| p.target.is_some()).then(|| {
         let t: f64 = points
@@ -513,12 +552,7 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
         },
         status_classes: classes,
         latency_us: if histograms {
-            PointLatency {
-                p50: s.p50_us,
-                p90: s.p90_us,
-                p99: s.p99_us,
-                max: s.max_us,
-            }
+            PointLatency::of(&latency)
         } else {
             // Without every histogram, no percentile is exact: the worst of each.
             let worst = |f: fn(&PointLatency) -> u64| {
@@ -532,6 +566,8 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
             }
         },
         histogram: histograms.then(|| latency.encode()),
+        ttfb_us: ttfb.as_ref().map(PointLatency::of),
+        ttfb_histogram: ttfb.as_ref().map(LatencyHistogram::encode),
         connections: last.connections,
         target,
         samples: Vec::new(),
@@ -558,7 +594,7 @@ mod tests {
             let mut iv = Interval::new(k);
             iv.sent = k;
             iv.connections = k;
-            iv.record_response(200, 100 + k * 10);
+            iv.record_response(200, 100 + k * 10, 50 + k);
             if k >= 3 {
                 all.record(100 + k * 10);
             }
@@ -597,23 +633,30 @@ mod tests {
         // A coarse point's connections are its last second's.
         assert_eq!(coarse[1].connections, coarse[2].second - 1);
         let mut merged = LatencyHistogram::new();
+        let mut ttfb = LatencyHistogram::new();
         for p in points.iter().filter(|p| !p.warmup) {
             merged.merge(&LatencyHistogram::decode(p.histogram.as_deref().unwrap()).unwrap());
+            ttfb.merge(&LatencyHistogram::decode(p.ttfb_histogram.as_deref().unwrap()).unwrap());
         }
         assert_eq!(merged.summary(), all.summary());
+        // Time to first byte folds as exactly, coarse points and all.
+        assert_eq!(
+            (ttfb.count(), ttfb.summary().min_us, ttfb.summary().max_us),
+            (38, 53, 90)
+        );
     }
 
     #[test]
     fn intervals_merge_and_summarize() {
         let mut a = Interval::new(3);
         a.sent = 3;
-        a.record_response(200, 100);
-        a.record_response(503, 900);
+        a.record_response(200, 100, 40);
+        a.record_response(503, 900, 800);
         a.errors = 1;
         let mut b = Interval::new(3);
         b.sent = 1;
-        b.record_response(204, 300);
-        b.record_response(42, 10);
+        b.record_response(204, 300, 30);
+        b.record_response(42, 10, 10);
         a.merge(&b);
         let p = a.point(0.5, false);
         assert_eq!((p.second, p.sent, p.completed, p.errors), (3, 4, 4, 1));
@@ -622,6 +665,7 @@ mod tests {
         assert_eq!(p.status_classes["5xx"], 1);
         assert_eq!(p.status_classes["other"], 1);
         assert_eq!(p.latency_us.max, 900);
+        assert_eq!(p.ttfb_us.map(|t| t.max), Some(800));
         assert!(!p.status_classes.contains_key("4xx"));
     }
 }

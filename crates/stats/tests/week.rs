@@ -26,7 +26,7 @@ fn interval(k: u64, shapes: &[Vec<u64>]) -> Interval {
     let mut iv = Interval::new(k);
     let shape = &shapes[(k % shapes.len() as u64) as usize];
     for &l in shape {
-        iv.record_response(if l > 40_000 { 503 } else { 200 }, l);
+        iv.record_response(if l > 40_000 { 503 } else { 200 }, l, l / 2);
     }
     iv.sent = shape.len() as u64 + 1;
     iv.errors = 1;

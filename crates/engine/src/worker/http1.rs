@@ -120,6 +120,7 @@ impl Protocol for Http1 {
     ) -> AfterRead {
         let mut pos = 0;
         let mut completed = false;
+        let at = arrived.unwrap_or(now);
         while pos < data.len() {
             if conn.slots.len == 0 {
                 // Bytes nobody asked for: never attributed to the next request.
@@ -141,6 +142,8 @@ impl Protocol for Http1 {
                 }
             }
             let keep = config.sample_responses || config.scenario.is_some();
+            // The oldest request's response starts with these bytes, if it had not already.
+            conn.slots.first_byte(at);
             match conn.proto.parser.parse(&data[pos..]) {
                 Ok((_, Parsed::Partial)) => {
                     if keep {
@@ -165,9 +168,13 @@ impl Protocol for Http1 {
                     pos += n;
                     completed = true;
                     let slot = conn.slots.pop().expect("a request is in flight");
-                    let (status, due, sent) = (response.status, slot.due, slot.sent);
-                    let at = arrived.unwrap_or(now);
-                    ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, at);
+                    let times = Times {
+                        due: slot.due,
+                        sent: slot.sent,
+                        first: slot.first.unwrap_or(at),
+                        done: at,
+                    };
+                    ledger.response(slot.warm, slot.target, slot.seq, response.status, times);
                     if !(response.keep_alive && config.keep_alive) {
                         return AfterRead::Close;
                     }
@@ -202,15 +209,14 @@ impl Protocol for Http1 {
             Ok(response) => {
                 let slot = w.conns[i].slots.pop().expect("a request is in flight");
                 w.ledger.keep_response(&w.conns[i].proto.capture);
-                w.ledger.response(
-                    slot.warm,
-                    slot.target,
-                    slot.seq,
-                    response.status,
-                    slot.due,
-                    slot.sent,
-                    now,
-                );
+                let times = Times {
+                    due: slot.due,
+                    sent: slot.sent,
+                    first: slot.first.unwrap_or(now),
+                    done: now,
+                };
+                let (warm, target, seq) = (slot.warm, slot.target, slot.seq);
+                w.ledger.response(warm, target, seq, response.status, times);
                 // Scenarios: the user reads a response the close ended, too.
                 if let Some(users) = &mut w.users {
                     let kept = &w.conns[i].proto.capture;

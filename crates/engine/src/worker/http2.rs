@@ -610,9 +610,14 @@ fn receive(
             );
             return;
         }
-        let (status, due, sent) = (slot.stream.status, slot.due, slot.sent);
         let at = arrived.unwrap_or(now);
-        ledger.response(slot.warm, slot.target, slot.seq, status, due, sent, at);
+        let times = Times {
+            due: slot.due,
+            sent: slot.sent,
+            first: slot.first.unwrap_or(at),
+            done: at,
+        };
+        ledger.response(slot.warm, slot.target, slot.seq, slot.stream.status, times);
     };
     // Scenarios: where a response's fields and bytes go (a stream pelt gave up on has none).
     let lane_of = |slots: &Slots<Stream>, stream: u32| {
@@ -632,6 +637,8 @@ fn receive(
             let Some(k) = slots.position(stream) else {
                 return 0;
             };
+            // Its response's first frame: the time to first byte ends here.
+            slots.get_mut(k).first.get_or_insert(arrived.unwrap_or(now));
             let s = &mut slots.get_mut(k).stream;
             // 1xx heads come first and trailers last; the first final status is the one.
             if s.status == 0 {

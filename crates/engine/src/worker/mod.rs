@@ -39,7 +39,7 @@ use users::Users;
 
 use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock, Wait};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, Times};
 use crate::model::Model;
 use crate::requests::Picker;
 use crate::schedule::{Pace, Schedule};

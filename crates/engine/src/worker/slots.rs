@@ -26,6 +26,8 @@ pub(super) struct Slot<S> {
     pub(super) due: Instant,
     /// When its first byte was handed to the socket (service time starts here).
     pub(super) sent: Instant,
+    /// When the first byte of its response arrived (`None`: none yet).
+    pub(super) first: Option<Instant>,
     /// It started during the warm-up.
     pub(super) warm: bool,
     /// Which entry of `Config::targets` it sends (0 with a single request).
@@ -50,6 +52,7 @@ impl<S: Default> Slot<S> {
         Slot {
             due,
             sent,
+            first: None,
             warm,
             target: 0,
             seq: 0,
@@ -97,6 +100,14 @@ impl<S: Copy + Default> Slots<S> {
         (self.len > 0).then(|| &self.ring[self.head])
     }
 
+    /// The oldest request's response began at `at`, unless it had begun before.
+    #[inline]
+    pub(super) fn first_byte(&mut self, at: Instant) {
+        if self.len > 0 {
+            self.ring[self.head].first.get_or_insert(at);
+        }
+    }
+
     /// The `k`th request, oldest first.
     #[inline]
     pub(super) fn get_mut(&mut self, k: usize) -> &mut Slot<S> {
@@ -124,6 +135,7 @@ impl<S: Copy + Default> Slots<S> {
         for k in self.len - n..self.len {
             let at = (self.head + k) % self.ring.len();
             self.ring[at].sent = now;
+            self.ring[at].first = None;
         }
     }
 }

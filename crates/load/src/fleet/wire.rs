@@ -441,7 +441,7 @@ mod tests {
     #[test]
     fn a_second_with_its_detail_crosses_the_wire_whole() {
         let mut iv = pelt_stats::Interval::new(3);
-        iv.record_response(503, 1_200);
+        iv.record_response(503, 1_200, 900);
         iv.detail.codes.insert(503, 1);
         iv.detail.errors.insert("timeout".into(), 2);
         iv.detail.bytes_received = 77;

@@ -112,6 +112,18 @@ fn boolean(g: &Given) -> Result<bool, OptionError> {
     g.boolean()
 }
 
+/// The event stream's settings, made on the first `--sse*` option read.
+fn sse(s: &mut ServeSpec) -> &mut pelt_server::SseConfig {
+    s.config.sse.get_or_insert_with(Default::default)
+}
+
+fn sse_time(
+    s: &ServeSpec,
+    pick: fn(&pelt_server::SseConfig) -> Duration,
+) -> Result<Option<Value>, String> {
+    Ok(s.config.sse.as_ref().map(|e| duration_text(pick(e)).into()))
+}
+
 /// Every option of `pelt serve`, in its help's order.
 pub static SERVE: &[Row] = &[
     Row {
@@ -311,6 +323,95 @@ pub static SERVE: &[Row] = &[
             Ok(())
         },
         write: |s| Ok(s.config.chunked.then_some(true.into())),
+        ..BASE
+    },
+    Row {
+        name: "sse",
+        long: "sse",
+        value: "N",
+        help: "Answer every request with a stream of N server-sent events (text/event-stream) \
+               instead of a body, timed by --sse-first, --sse-interval and --sse-jitter.",
+        ts: "number",
+        example: "100",
+        rules: &[Rule::Conflicts("chunked")],
+        read: |s, g| {
+            sse(s).events = g.parse(values::count)?;
+            Ok(())
+        },
+        write: |s| Ok(s.config.sse.as_ref().map(|e| e.events.into())),
+        ..BASE
+    },
+    Row {
+        name: "sseFirst",
+        long: "sse-first",
+        value: "TIME",
+        help: "--sse: wait this long after the head before the first event (a model's time to \
+               first token). [default: 0]",
+        ts: "Duration",
+        example: r#""200ms""#,
+        rules: &[Rule::Requires("sse")],
+        read: |s, g| {
+            sse(s).first = g.parse(values::duration_or_zero)?;
+            Ok(())
+        },
+        write: |s| sse_time(s, |e| e.first),
+        ..BASE
+    },
+    Row {
+        name: "sseInterval",
+        long: "sse-interval",
+        value: "TIME",
+        help: "--sse: the gap between events. [default: 10ms]",
+        ts: "Duration",
+        example: r#""20ms""#,
+        rules: &[Rule::Requires("sse")],
+        read: |s, g| {
+            sse(s).interval = g.parse(values::duration_or_zero)?;
+            Ok(())
+        },
+        write: |s| sse_time(s, |e| e.interval),
+        ..BASE
+    },
+    Row {
+        name: "sseJitter",
+        long: "sse-jitter",
+        value: "TIME",
+        help: "--sse: move each gap by up to this much either way (uniformly). [default: 0]",
+        ts: "Duration",
+        example: r#""5ms""#,
+        rules: &[Rule::Requires("sse")],
+        read: |s, g| {
+            sse(s).jitter = g.parse(values::duration_or_zero)?;
+            Ok(())
+        },
+        write: |s| sse_time(s, |e| e.jitter),
+        ..BASE
+    },
+    Row {
+        name: "sseBody",
+        long: "sse-body",
+        value: "TEXT",
+        help: "--sse: each event's data: this text, or openai for an OpenAI chat completion \
+               chunk of one token per event and data: [DONE] after the last. [default: the \
+               event's index]",
+        ts: "string",
+        example: r#""openai""#,
+        rules: &[Rule::Requires("sse")],
+        read: |s, g| {
+            let text = g.string()?;
+            sse(s).body = match text.as_str() {
+                "openai" => pelt_server::SseBody::OpenAi,
+                _ => pelt_server::SseBody::Text(text),
+            };
+            Ok(())
+        },
+        write: |s| {
+            Ok(s.config.sse.as_ref().and_then(|e| match &e.body {
+                pelt_server::SseBody::Index => None,
+                pelt_server::SseBody::OpenAi => Some("openai".into()),
+                pelt_server::SseBody::Text(t) => Some(t.clone().into()),
+            }))
+        },
         ..BASE
     },
     Row {
