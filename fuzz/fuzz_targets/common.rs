@@ -24,18 +24,21 @@ pub fn run(wire: &[u8], cuts: &[usize], head: bool) -> Outcome {
     let budget = wire.len() + bounds.len() + 1;
     let mut steps = 0;
     let mut start = 0;
+    // The body bytes handed out, for the response being read: as many as it frames.
+    let mut body = 0u64;
     for end in bounds {
         let mut piece = &wire[start..end];
         start = end;
         while !piece.is_empty() {
             steps += 1;
             assert!(steps <= budget, "over the step budget");
-            match p.parse(piece) {
+            match p.parse_with(piece, &mut |b| body += b.len() as u64) {
                 Ok((n, parsed)) => {
                     assert!(n <= piece.len(), "consumed more than given");
                     piece = &piece[n..];
                     match parsed {
                         Parsed::Complete(r) => {
+                            assert_eq!(std::mem::take(&mut body), r.body_bytes, "body handed out");
                             out.responses.push(r);
                             p.set_head_request(head);
                         }
@@ -50,7 +53,10 @@ pub fn run(wire: &[u8], cuts: &[usize], head: bool) -> Outcome {
         }
     }
     match p.finish() {
-        Ok(Some(r)) => out.responses.push(r),
+        Ok(Some(r)) => {
+            assert_eq!(body, r.body_bytes, "body handed out");
+            out.responses.push(r)
+        }
         Ok(None) => {}
         Err(e) => out.error = Some(e),
     }

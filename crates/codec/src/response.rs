@@ -34,6 +34,8 @@ pub struct Response {
     pub body_bytes: u64,
     /// Interim (1xx) responses that came before this one.
     pub interim: u16,
+    /// Its head said `Content-Type: text/event-stream` (its body is a stream of events).
+    pub event_stream: bool,
 }
 
 /// What one call to [`ResponseParser::parse`] found.
@@ -151,6 +153,8 @@ pub struct ResponseParser {
     keep_alive: bool,
     body_bytes: u64,
     interim: u16,
+    /// The final head said `Content-Type: text/event-stream`.
+    event_stream: bool,
 }
 
 impl ResponseParser {
@@ -167,6 +171,7 @@ impl ResponseParser {
             keep_alive: true,
             body_bytes: 0,
             interim: 0,
+            event_stream: false,
         }
     }
 
@@ -195,6 +200,13 @@ impl ResponseParser {
         self.keep_alive = true;
         self.body_bytes = 0;
         self.interim = 0;
+        self.event_stream = false;
+    }
+
+    /// The response being read is a `text/event-stream` (known once its final head is parsed,
+    /// until it completes).
+    pub fn event_stream(&self) -> bool {
+        self.event_stream
     }
 
     fn complete(&mut self) -> Parsed {
@@ -203,6 +215,7 @@ impl ResponseParser {
             keep_alive: self.keep_alive,
             body_bytes: self.body_bytes,
             interim: self.interim,
+            event_stream: self.event_stream,
         };
         self.state = State::Head;
         self.start_message();
@@ -233,7 +246,19 @@ impl ResponseParser {
     ///
     /// Returns the bytes consumed (never more than `buf.len()`) and whether the response
     /// completed. On `Partial` every byte was consumed.
+    #[inline]
     pub fn parse(&mut self, buf: &[u8]) -> Result<(usize, Parsed), ParseError> {
+        self.parse_with(buf, &mut |_| {})
+    }
+
+    /// As [`parse`](Self::parse), handing `on_body` the body's bytes as they pass, in order
+    /// (chunk data without its framing; nothing of a head or an interim response), so a
+    /// streamed body (server-sent events) can be read as it arrives. Nothing is buffered.
+    pub fn parse_with(
+        &mut self,
+        buf: &[u8],
+        on_body: &mut impl FnMut(&[u8]),
+    ) -> Result<(usize, Parsed), ParseError> {
         let mut pos = 0;
         loop {
             let rest = &buf[pos..];
@@ -266,6 +291,9 @@ impl ResponseParser {
                 }
                 State::Fixed { remaining } => {
                     let take = remaining.min(rest.len() as u64);
+                    if take > 0 {
+                        on_body(&rest[..take as usize]);
+                    }
                     pos += take as usize;
                     self.seen += take;
                     self.body_bytes += take;
@@ -278,12 +306,15 @@ impl ResponseParser {
                     return Ok((pos, Parsed::Partial));
                 }
                 State::UntilClose => {
+                    if !rest.is_empty() {
+                        on_body(rest);
+                    }
                     self.seen += rest.len() as u64;
                     self.body_bytes += rest.len() as u64;
                     return Ok((buf.len(), Parsed::Partial));
                 }
                 State::Chunked(_) => {
-                    let (n, done) = self.parse_chunked(rest)?;
+                    let (n, done) = self.parse_chunked(rest, on_body)?;
                     pos += n;
                     self.seen += n as u64;
                     if done {
@@ -373,6 +404,7 @@ impl ResponseParser {
         }
         self.status = head.status;
         self.keep_alive = head.keep_alive;
+        self.event_stream = head.event_stream;
         if self.head_request || head.status == 204 || head.status == 304 {
             return Ok(HeadOutcome::NoBody);
         }
@@ -396,7 +428,11 @@ impl ResponseParser {
 
     /// Runs the chunked decoder over `rest`. Returns bytes consumed and whether the message
     /// ended (last chunk and trailers read).
-    fn parse_chunked(&mut self, rest: &[u8]) -> Result<(usize, bool), ParseError> {
+    fn parse_chunked(
+        &mut self,
+        rest: &[u8],
+        on_body: &mut impl FnMut(&[u8]),
+    ) -> Result<(usize, bool), ParseError> {
         let State::Chunked(mut st) = self.state else {
             unreachable!("parse_chunked outside the chunked state")
         };
@@ -406,6 +442,7 @@ impl ResponseParser {
             match st {
                 Chunk::Data { remaining } => {
                     let take = remaining.min((rest.len() - i) as u64);
+                    on_body(&rest[i..i + take as usize]);
                     i += take as usize;
                     self.body_bytes += take;
                     st = if take == remaining {
@@ -584,6 +621,8 @@ struct Head {
     keep_alive: bool,
     framing: Framing,
     content_length: Option<u64>,
+    /// `Content-Type: text/event-stream`.
+    event_stream: bool,
 }
 
 /// Parses a complete head at the start of `buf`; `None` if the head is not complete yet.
@@ -610,8 +649,14 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, Head)>, ParseError> {
     let mut keep_alive_token = false;
     let mut framing = Framing::Length;
     let mut content_length: Option<u64> = None;
+    let mut event_stream = false;
     for h in headers.iter() {
         let name = h.name;
+        if name.eq_ignore_ascii_case("content-type") {
+            // The media type, before any parameter (`; charset=utf-8`).
+            let media = h.value.split(|&b| b == b';').next().unwrap_or(b"");
+            event_stream = trim_ows(media).eq_ignore_ascii_case(b"text/event-stream");
+        }
         if name.eq_ignore_ascii_case("content-length") {
             for part in h.value.split(|&b| b == b',') {
                 let n = parse_decimal(trim_ows(part)).ok_or(ParseError::BadContentLength)?;
@@ -650,6 +695,7 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, Head)>, ParseError> {
             keep_alive,
             framing,
             content_length,
+            event_stream,
         },
     )))
 }

@@ -82,6 +82,7 @@ fn ok(status: u16, keep_alive: bool, body_bytes: u64) -> Result<Response, ParseE
         keep_alive,
         body_bytes,
         interim: 0,
+        event_stream: false,
     })
 }
 
@@ -247,7 +248,8 @@ fn no_body_statuses_and_head() {
             status: 200,
             keep_alive: true,
             body_bytes: 0,
-            interim: 0
+            interim: 0,
+            event_stream: false,
         }]
     );
 }
@@ -471,5 +473,65 @@ proptest::proptest! {
     fn reading_any_bytes_back_never_panics(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
         let (mut headers, mut body) = (pelt_codec::response::Fields::default(), Vec::new());
         let _ = pelt_codec::response::read_complete(&raw, &mut headers, &mut body);
+    }
+}
+
+/// The body bytes `parse_with` hands out, with the wire cut at every point: (body, whether the
+/// head said text/event-stream).
+fn body_of(wire: &[u8], cut: usize) -> (Vec<u8>, bool) {
+    let mut p = ResponseParser::new(ParserOptions::default());
+    let mut body = Vec::new();
+    let mut event_stream = false;
+    for mut piece in [&wire[..cut], &wire[cut..]] {
+        while !piece.is_empty() {
+            let (n, parsed) = p
+                .parse_with(piece, &mut |b| body.extend_from_slice(b))
+                .unwrap();
+            event_stream |= p.event_stream();
+            piece = &piece[n..];
+            if let Parsed::Complete(r) = parsed {
+                assert_eq!(r.body_bytes, body.len() as u64);
+                return (body, event_stream || r.event_stream);
+            }
+        }
+    }
+    if let Some(r) = p.finish().unwrap() {
+        return (body, event_stream || r.event_stream);
+    }
+    panic!(
+        "no complete response in {:?}",
+        String::from_utf8_lossy(wire)
+    );
+}
+
+#[test]
+fn body_bytes_pass_out_unframed_however_the_wire_is_cut() {
+    let cases: [(&[u8], &[u8], bool); 4] = [
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n7;x=y\r\ndata: a\r\n4\r\n\n\nda\r\n7\r\nta: b\n\n\r\n0\r\nT: v\r\n\r\n",
+            b"data: a\n\ndata: b\n\n",
+            true,
+        ),
+        (
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\ncontent-type: TEXT/EVENT-STREAM\r\n\r\nhello",
+            b"hello",
+            true,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-streams\r\nConnection: close\r\n\r\nuntil the close",
+            b"until the close",
+            false,
+        ),
+        (b"HTTP/1.1 204 No Content\r\nContent-Type: text/event-stream\r\n\r\n", b"", true),
+    ];
+    for (wire, body, event_stream) in cases {
+        for cut in 0..=wire.len() {
+            assert_eq!(
+                body_of(wire, cut),
+                (body.to_vec(), event_stream),
+                "cut at {cut} of {:?}",
+                String::from_utf8_lossy(wire)
+            );
+        }
     }
 }
