@@ -375,6 +375,32 @@ fn bad_stream_outputs() {
 }
 
 #[test]
+fn bad_event_stream_limits() {
+    for (args, says) in [
+        (&["--stream-limit", "0"][..], "--stream-limit"),
+        (
+            &["--stream-limit", "5,6"],
+            "expected events (100), a time (30s) or both",
+        ),
+        (
+            &["--stream-limit", "1s,2s"],
+            "expected events (100), a time (30s) or both",
+        ),
+        (&["--stream-limit", "soon"], "--stream-limit"),
+        (&["--stream-end", ""], "--stream-end"),
+        (
+            &["--expect", "ttft.p98<1s"],
+            "unknown figure 'p98' for ttft",
+        ),
+    ] {
+        let mut all = vec!["{url}"];
+        all.extend_from_slice(args);
+        let line = rejected(&all);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+}
+
+#[test]
 fn bad_pipeline_connect_rate_and_backend() {
     let line = rejected(&["{url}", "--pipeline", "0"]);
     assert!(

@@ -1,4 +1,4 @@
-//! The hostile-server suite: the cases of docs/HOSTILE.md (sections A to F), each a
+//! The hostile-server suite: the cases of docs/HOSTILE.md (sections A to G), each a
 //! script a raw-socket server plays to every connection, run against the real binary on every
 //! I/O backend this machine has. Each case asserts the exact outcome counts, the accounting
 //! invariant, that pelt exits in bounded time, and that pelt counted the bytes the script
@@ -818,4 +818,137 @@ fn d32_an_early_answer_counts_only_the_bytes_the_kernel_took() {
         assert_eq!(count(&v, &["requests", "sent"]), N, "{io}: {v}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- G. Event streams ----
+
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n";
+
+/// The `event_streams` figure at `key`.
+fn stream_count(v: &serde_json::Value, key: &str) -> u64 {
+    count(v, &["event_streams", key])
+}
+
+#[test]
+fn g41_an_event_split_at_every_byte_is_the_same_events() {
+    let body = "data: first\r\n\r\nevent: add\ndata: sec\rdata: ond\r\r";
+    let script = || {
+        each(vec![
+            Step::Read,
+            w(&format!("{SSE_HEAD}Content-Length: {}\r\n\r\n", body.len())),
+            Step::Trickle(body.as_bytes().to_vec(), Duration::from_millis(1)),
+        ])
+    };
+    for v in case(script, Bytes::Exact, &["-n", "2", "-c", "1"]) {
+        assert_eq!(completed(&v), 2, "{v}");
+        assert_eq!(stream_count(&v, "events"), 4, "{v}");
+        assert_eq!(stream_count(&v, "streams"), 2, "{v}");
+        assert_eq!(count(&v, &["event_streams", "events_per_stream", "max"]), 2);
+    }
+}
+
+#[test]
+fn g42_a_line_of_a_mebibyte_is_one_event_kept_to_its_bound() {
+    let body = format!("data: {}\n\ndata: after\n\n", "x".repeat(1 << 20));
+    let script = || {
+        each(vec![
+            Step::Read,
+            w(&format!("{SSE_HEAD}Content-Length: {}\r\n\r\n", body.len())),
+            w(&body),
+        ])
+    };
+    for v in case(script, Bytes::Exact, &["-n", "3", "-c", "1"]) {
+        assert_eq!(completed(&v), 3, "{v}");
+        assert_eq!(stream_count(&v, "events"), 6, "{v}");
+        assert_eq!(stream_count(&v, "bytes"), 3 * body.len() as u64, "{v}");
+    }
+}
+
+#[test]
+fn g43_a_stream_without_a_newline_ends_at_its_limit() {
+    // Bytes keep coming, so it never stalls; no line ever ends, so no event.
+    let script = || {
+        once(vec![
+            Step::Read,
+            w(&format!("{SSE_HEAD}\r\n")),
+            Step::Forever(vec![b'x'; 512]),
+        ])
+    };
+    for v in case(
+        script,
+        Bytes::AtMost,
+        &["-n", "1", "-c", "1", "--stream-limit", "300ms"],
+    ) {
+        assert_eq!(completed(&v), 1, "{v}");
+        assert_eq!(stream_count(&v, "cut"), 1, "{v}");
+        assert_eq!(stream_count(&v, "without_events"), 1, "{v}");
+        assert!(stream_count(&v, "bytes") > 10_000, "{v}");
+    }
+}
+
+#[test]
+fn g44_a_close_mid_event_drops_the_unfinished_event() {
+    // Until close: the close ends the response; the event it cut is not one.
+    let script = || {
+        once(vec![
+            Step::Read,
+            w(&format!("{SSE_HEAD}\r\ndata: 1\n\ndata: 2")),
+        ])
+    };
+    for v in case(script, Bytes::Exact, &["-n", "1", "-c", "1"]) {
+        assert_eq!(completed(&v), 1, "{v}");
+        assert_eq!(stream_count(&v, "events"), 1, "{v}");
+        assert_eq!(stream_count(&v, "streams"), 1, "{v}");
+    }
+    // Chunked: the close cuts the response short (incomplete); its event stays counted.
+    let script = || {
+        once(vec![
+            Step::Read,
+            w(&format!(
+                "{SSE_HEAD}Transfer-Encoding: chunked\r\n\r\n10\r\ndata: 1\n\ndata: 2\r\n"
+            )),
+        ])
+    };
+    for v in case(script, Bytes::Exact, &["-n", "1", "-c", "1"]) {
+        assert_eq!(errors(&v, "incomplete"), 1, "{v}");
+        assert_eq!(stream_count(&v, "events"), 1, "{v}");
+        assert_eq!(stream_count(&v, "streams"), 0, "{v}");
+    }
+}
+
+#[test]
+fn g45_bom_retry_id_and_comments_are_read_as_the_standard_says() {
+    let body =
+        "\u{feff}retry: 1000\nid: 7\n: keep-alive\ndata: a\n\nretry: x\n\n: c\n\ndata: b\n\n";
+    let script = || {
+        each(vec![
+            Step::Read,
+            w(&format!("{SSE_HEAD}Content-Length: {}\r\n\r\n", body.len())),
+            w(body),
+        ])
+    };
+    for v in case(script, Bytes::Exact, &["-n", "2", "-c", "1"]) {
+        // Blank lines after no data dispatch nothing: two events a stream.
+        assert_eq!(stream_count(&v, "events"), 4, "{v}");
+        assert_eq!(stream_count(&v, "without_events"), 0, "{v}");
+    }
+}
+
+#[test]
+fn g46_a_stream_that_stalls_times_out() {
+    let script = || {
+        once(vec![
+            Step::Read,
+            w(&format!("{SSE_HEAD}\r\ndata: 1\n\n")),
+            Step::Hold,
+        ])
+    };
+    for v in case(
+        script,
+        Bytes::Exact,
+        &["-n", "1", "-c", "1", "--timeout", "300ms"],
+    ) {
+        assert_eq!(errors(&v, "timeout"), 1, "{v}");
+        assert_eq!(stream_count(&v, "events"), 1, "{v}");
+    }
 }

@@ -114,14 +114,32 @@ export interface RunOptions {
    */
   keepAlive?: boolean
   /**
-   * --timeout: Whole-request timeout, from the first byte written to the last byte read.
-   * [default: 10s]
+   * --timeout: Whole-request timeout, from the first byte written to the last byte read; a
+   * stream (server-sent events) times out when it sends nothing for this long. [default: 10s]
    */
   timeout?: Duration
   /**
    * --connect-timeout: Connect timeout. [default: 5s]
    */
   connectTimeout?: Duration
+  /**
+   * --stream: Read every response's body as an event stream (server-sent events), whatever its
+   * Content-Type; text/event-stream responses always are. Each event is timed: time to first
+   * event, the gaps between events, events/s (tokens, for an LLM).
+   */
+  stream?: boolean
+  /**
+   * --stream-limit: End each stream after this many events (100), this long after its request
+   * (30s), or at whichever comes first (100,30s): pelt closes it (HTTP/2: resets the stream;
+   * HTTP/1.1: closes the connection) and counts it as cut, not as an error. Every stream has a
+   * time limit. [default: 600s]
+   */
+  streamLimit?: number | string
+  /**
+   * --stream-end: An event whose data is exactly this ends its stream normally, and is not
+   * counted as an event ('[DONE]', as OpenAI-style servers send).
+   */
+  streamEnd?: string
   /**
    * -R, --rate: Open loop: send requests on a fixed schedule at this rate (per second: 500, 20k,
    * 0.5), whatever the server does; latency counts from each request's due time. With --stages,
@@ -275,6 +293,30 @@ export interface Requests {
   in_flight: number
 }
 
+/** A run's streamed responses (the result's `event_streams`). */
+export interface EventStreams {
+  /** Streams that ended: by the server, at `streamEnd`, or cut at `streamLimit`. */
+  streams: number
+  events: number
+  bytes: number
+  /** Streams pelt ended at `streamLimit` (responses, not errors). */
+  cut: number
+  ended_by_marker: number
+  without_events: number
+  /** Events per second of the run (tokens/s overall). */
+  events_per_s: number
+  /** Time to first event (TTFT), from where latency starts. */
+  ttft_us: Latency
+  /** The gap before each event after a stream's first (inter-token latency). */
+  gap_us: Latency
+  /** Per stream: its time per event after the first (TPOT). */
+  time_per_event_us: Latency
+  duration_us: Latency
+  /** Per stream: its events (counts). */
+  events_per_stream: Latency
+  histograms: { ttft_us: string; gap_us: string; time_per_event_us: string; duration_us: string; events_per_stream: string }
+}
+
 /** One second of the run: the JSON result's `timeline`, and each 'tick'. */
 export interface TimelinePoint {
   second: number
@@ -291,6 +333,14 @@ export interface TimelinePoint {
   /** Time to first byte of the responses that completed in this second. */
   ttfb_us?: { p50: number; p90: number; p99: number; max: number }
   ttfb_histogram?: string
+  /** Streamed responses read in this second: its events, the streams that ended in it, and
+   * the time to first event and gaps of its events. */
+  event_streams?: {
+    streams: number; cut: number; events: number
+    ttft_us: { p50: number; p90: number; p99: number; max: number }
+    gap_us: { p50: number; p90: number; p99: number; max: number }
+    ttft_histogram: string; gap_histogram: string
+  }
   connections: number
   /** With `stages`: the rate (requests/s) or connections they asked for in this second. */
   target?: number
@@ -441,6 +491,10 @@ export interface Result {
   latency_us: Latency
   /** Time to first byte: from where latency starts to the response's first byte read. */
   ttfb_us: Latency | null
+  /** Streamed responses (text/event-stream, or every body with `stream`), event by event;
+   * absent when none was read. Events are tokens for an LLM: TTFT, inter-token gaps, time per
+   * output token, tokens/s. */
+  event_streams?: EventStreams
   latency_from: 'send' | 'due'
   open_loop: { service_time_us: Latency; lag_us: Latency; late_requests: number; late_threshold_us: number; backlog_at_end: number } | null
   warmup: { duration_s: number; requests: Requests; status: Record<string, number>; errors: Record<string, number>; latency_us: Latency } | null

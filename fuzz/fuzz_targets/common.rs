@@ -32,7 +32,7 @@ pub fn run(wire: &[u8], cuts: &[usize], head: bool) -> Outcome {
         while !piece.is_empty() {
             steps += 1;
             assert!(steps <= budget, "over the step budget");
-            match p.parse_with(piece, &mut |b| body += b.len() as u64) {
+            match p.parse_with(piece, &mut |b, _| body += b.len() as u64) {
                 Ok((n, parsed)) => {
                     assert!(n <= piece.len(), "consumed more than given");
                     piece = &piece[n..];

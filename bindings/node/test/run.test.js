@@ -224,3 +224,19 @@ test('run() takes a scenario as an object, in the closed and the open loop', asy
   assert.equal(open.scenario.iterations.started, open.targets.find(t => t.name === 'items').sent)
   assert.equal(await server.close(), 300, 'the server saw every request')
 })
+
+test('run() reads server-sent events event by event: exact counts, limits and the marker', async () => {
+  const server = await startServer({ sse: 12, sseInterval: '1ms', sseBody: 'openai' })
+  const r = await run({ url: server.url, requests: 20, connections: 2, streamEnd: '[DONE]' })
+  const s = r.event_streams
+  assert.equal(s.streams, 20)
+  assert.equal(s.events, 240, 'twelve tokens a stream, [DONE] not one of them')
+  assert.equal(s.ended_by_marker, 20)
+  assert.equal(typeof s.ttft_us.p99, 'number')
+  assert.equal(typeof s.histograms.gap_us, 'string')
+  const cut = await run({ url: server.url, requests: 10, connections: 2, streamLimit: 3 })
+  assert.equal(cut.event_streams.cut, 10)
+  assert.equal(cut.event_streams.events, 30)
+  assert.equal(cut.requests.errors, 0, 'a cut stream is a response, not an error')
+  await server.close()
+})

@@ -287,6 +287,61 @@ fn scenario_table(s: &mut String, r: &Report) {
     );
 }
 
+/// Streamed responses (server-sent events): what LLM users read, events as tokens: time to
+/// first token, the gaps between tokens, time per token per stream, tokens/s.
+fn streams_table(s: &mut String, r: &Report) {
+    let Some(st) = &r.event_streams else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\n  Streams      {:>12} ended ({} cut at --stream-limit, {} at --stream-end, {} \
+         without events)",
+        thousands(st.streams),
+        thousands(st.cut),
+        thousands(st.ended_by_marker),
+        thousands(st.without_events),
+    );
+    let e = &st.events_per_stream;
+    let _ = writeln!(
+        s,
+        "  Events       {:>12} received  {:>12}/s   per stream: mean {}, p50 {}, max {}",
+        thousands(st.events),
+        rate(st.events_per_s),
+        trim_number((e.mean_us * 10.0).round() / 10.0),
+        thousands(e.p50_us),
+        thousands(e.max_us),
+    );
+    let _ = writeln!(
+        s,
+        "\n               min      mean     stdev    p50      p90      p99      p99.9    max"
+    );
+    latency_row(s, "First event", &st.ttft_us);
+    latency_row(s, "Gap", &st.gap_us);
+    latency_row(s, "Per event", &st.time_per_event_us);
+    latency_row(s, "Stream", &st.duration_us);
+    let (p50, slow) = (st.stream_rate_at(0.5), st.stream_rate_at(0.01));
+    let _ = writeln!(
+        s,
+        "               first event: {} to the first event (TTFT); gap: between events \
+         (inter-token\n               latency); per event: a stream's time per event after its \
+         first (TPOT); stream:\n               {} to its end. Per stream {} events/s at p50, {} \
+         at the slowest 1 %.",
+        latency_start(r),
+        latency_start(r),
+        rate(p50),
+        rate(slow),
+    );
+}
+
+/// Where latency starts, in words.
+fn latency_start(r: &Report) -> &'static str {
+    match r.latency_from {
+        pelt_stats::LatencyFrom::Due => "due time",
+        pelt_stats::LatencyFrom::Send => "first byte written",
+    }
+}
+
 /// Rows of a name and two counts under `header`; nothing without rows.
 fn pairs_table(s: &mut String, header: [&str; 3], rows: &[(&String, u64, u64)]) {
     if rows.is_empty() {
@@ -444,6 +499,7 @@ pub fn summary(r: &Report) -> String {
              first byte read)"
         );
     }
+    streams_table(&mut s, r);
     if !r.status.is_empty() {
         let _ = writeln!(s);
         for (n, (code, count)) in r.status.iter().enumerate() {

@@ -333,6 +333,8 @@ pub enum Event<'a> {
         stream: u32,
         status: Option<u16>,
         end_stream: bool,
+        /// Its `content-type` is `text/event-stream`.
+        event_stream: bool,
     },
     /// A whole DATA frame on `stream` (`len` counts padding: it is what flow control counts).
     Data {
@@ -358,7 +360,7 @@ pub enum Event<'a> {
         value: &'a [u8],
     },
     /// Bytes of a DATA frame's content on `stream` (padding left out), as they arrive (before
-    /// that frame's [`Event::Data`]); only after [`Session::read_responses`].
+    /// that frame's [`Event::Data`]).
     Body { stream: u32, bytes: &'a [u8] },
 }
 
@@ -402,7 +404,7 @@ pub struct Session {
     next_stream: u32,
     /// The lowest `last_stream` of the server's GOAWAYs.
     goaway: Option<u32>,
-    /// Header fields and body bytes are reported ([`Session::read_responses`]).
+    /// Header fields are reported ([`Session::read_responses`]).
     responses: bool,
 }
 
@@ -433,10 +435,11 @@ impl Session {
         }
     }
 
-    /// From now on, reports each response header field ([`Event::Field`]) and the bytes of
-    /// each DATA frame ([`Event::Body`]), for a caller that reads responses (a scenario's
-    /// captures and checks). Without it, fields other than `:status` are decoded and
-    /// dropped, and DATA payloads are skipped by length.
+    /// From now on, reports each response header field ([`Event::Field`]), for a caller that
+    /// reads responses (a scenario's captures and checks). Without it, fields other than
+    /// `:status` and `content-type` are decoded and dropped. The bytes of DATA frames are
+    /// reported either way ([`Event::Body`]: a streamed body is read as it comes), never
+    /// copied.
     pub fn read_responses(&mut self) {
         self.responses = true;
     }
@@ -536,7 +539,7 @@ impl Session {
         loop {
             if let Some(d) = self.data.as_mut() {
                 let n = d.left.min(rest.len());
-                if self.responses && n > 0 {
+                if n > 0 {
                     data_bytes(d, &rest[..n], on)?;
                 }
                 d.left -= n;
@@ -847,9 +850,13 @@ impl Session {
     ) -> Result<(), H2Error> {
         let mut status = None;
         let mut bad_status = false;
+        let mut event_stream = false;
         let responses = self.responses;
         self.decoder
             .decode(block, |name, v| {
+                if name == b"content-type" {
+                    event_stream = crate::response::is_event_stream(v);
+                }
                 if responses {
                     on(Event::Field {
                         stream,
@@ -875,6 +882,7 @@ impl Session {
             stream,
             status,
             end_stream,
+            event_stream,
         });
         Ok(())
     }
@@ -975,7 +983,10 @@ mod tests {
         let mut out = vec![];
         for chunk in input.chunks(split.max(1)) {
             s.receive(chunk, &mut out, &mut |e| {
-                seen.push(format!("{e:?}"));
+                // Body bytes come in as many pieces as the input (tested on their own).
+                if !matches!(e, Event::Body { .. }) {
+                    seen.push(format!("{e:?}"));
+                }
                 0
             })
             .unwrap();
@@ -1048,10 +1059,10 @@ mod tests {
             whole,
             [
                 "Settings { window_delta: 0 }",
-                "Headers { stream: 1, status: Some(200), end_stream: false }",
+                "Headers { stream: 1, status: Some(200), end_stream: false, event_stream: false }",
                 "Data { stream: 1, len: 1, end_stream: false }",
                 "Data { stream: 1, len: 1, end_stream: true }",
-                "Headers { stream: 3, status: Some(404), end_stream: true }",
+                "Headers { stream: 3, status: Some(404), end_stream: true, event_stream: false }",
             ]
         );
         // A SETTINGS ack and a PING ack.
@@ -1087,7 +1098,7 @@ mod tests {
             "Field { stream: 1, name: \":status\", value: \"200\" }",
             "Field { stream: 1, name: \"content-length\", value: \"2\" }",
             "Field { stream: 1, name: \"date\", value: \"Sun, 22 Nov 2026 16:00:00 GMT\" }",
-            "Headers { stream: 1, status: Some(200), end_stream: false }",
+            "Headers { stream: 1, status: Some(200), end_stream: false, event_stream: false }",
             "Data { stream: 1, len: 10, end_stream: false }",
             "Data { stream: 1, len: 3, end_stream: true }",
         ];
@@ -1115,9 +1126,19 @@ mod tests {
         let bad = frame(kind::DATA, flag::PADDED, 1, &[2, 0]);
         let e = s.receive(&bad, &mut vec![], &mut |_| 0).unwrap_err();
         assert_eq!(e.code, code::PROTOCOL_ERROR);
-        // Without read_responses: neither kind of event.
+        // Without read_responses: no fields (the body's bytes still come).
         let (plain, _) = events(&mut Session::new(), &wire, wire.len());
         assert_eq!(plain.len(), 4);
+        let mut body = vec![];
+        Session::new()
+            .receive(&wire, &mut vec![], &mut |e| {
+                if let Event::Body { bytes, .. } = e {
+                    body.extend_from_slice(bytes);
+                }
+                0
+            })
+            .unwrap();
+        assert_eq!(body, b"{\"id\":42}");
     }
 
     /// `Field { name: [..], value: [..] }` with the byte lists shown as text.
@@ -1202,7 +1223,7 @@ mod tests {
         let (seen, _) = events(&mut s, &wire, 7);
         assert_eq!(
             seen,
-            ["Headers { stream: 5, status: Some(201), end_stream: true }"]
+            ["Headers { stream: 5, status: Some(201), end_stream: true, event_stream: false }"]
         );
         // An interleaved frame inside a header block is a connection error.
         let mut bad = frame(kind::HEADERS, 0, 5, a);
@@ -1323,22 +1344,45 @@ mod tests {
     /// Every event and output of a whole input, or its error, as text.
     fn outcome(input: &[u8], split: &[usize]) -> (Vec<String>, Vec<u8>, Option<String>) {
         let mut s = Session::new();
-        let (mut seen, mut out) = (vec![], vec![]);
+        let (mut seen, mut out): (Vec<String>, Vec<u8>) = (vec![], vec![]);
+        // A body's bytes as one entry per run, however many pieces they came in.
+        let mut body: Option<(u32, Vec<u8>)> = None;
         let mut rest = input;
         let mut cuts = split.iter().cycle();
+        let mut error = None;
         while !rest.is_empty() {
             let n = (*cuts.next().unwrap()).clamp(1, rest.len());
             let (now, later) = rest.split_at(n);
             rest = later;
             let r = s.receive(now, &mut out, &mut |e| {
-                seen.push(format!("{e:?}"));
+                match e {
+                    Event::Body { stream, bytes } => match &mut body {
+                        Some((s, b)) if *s == stream => b.extend_from_slice(bytes),
+                        _ => {
+                            if let Some((s, b)) = body.take() {
+                                seen.push(format!("Body {s} {b:?}"));
+                            }
+                            body = Some((stream, bytes.to_vec()));
+                        }
+                    },
+                    e => {
+                        if let Some((s, b)) = body.take() {
+                            seen.push(format!("Body {s} {b:?}"));
+                        }
+                        seen.push(format!("{e:?}"));
+                    }
+                }
                 0
             });
             if let Err(e) = r {
-                return (seen, out, Some(e.to_string()));
+                error = Some(e.to_string());
+                break;
             }
         }
-        (seen, out, None)
+        if let Some((s, b)) = body.take() {
+            seen.push(format!("Body {s} {b:?}"));
+        }
+        (seen, out, error)
     }
 
     proptest::proptest! {

@@ -203,6 +203,11 @@ impl ResponseParser {
         self.event_stream = false;
     }
 
+    /// The final status of the response being read (0 before its head).
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
     /// The response being read is a `text/event-stream` (known once its final head is parsed,
     /// until it completes).
     pub fn event_stream(&self) -> bool {
@@ -248,16 +253,17 @@ impl ResponseParser {
     /// completed. On `Partial` every byte was consumed.
     #[inline]
     pub fn parse(&mut self, buf: &[u8]) -> Result<(usize, Parsed), ParseError> {
-        self.parse_with(buf, &mut |_| {})
+        self.parse_with(buf, &mut |_, _| {})
     }
 
     /// As [`parse`](Self::parse), handing `on_body` the body's bytes as they pass, in order
-    /// (chunk data without its framing; nothing of a head or an interim response), so a
-    /// streamed body (server-sent events) can be read as it arrives. Nothing is buffered.
+    /// (chunk data without its framing; nothing of a head or an interim response), and
+    /// whether the response is a `text/event-stream`, so a streamed body (server-sent events)
+    /// can be read as it arrives. Nothing is buffered.
     pub fn parse_with(
         &mut self,
         buf: &[u8],
-        on_body: &mut impl FnMut(&[u8]),
+        on_body: &mut impl FnMut(&[u8], bool),
     ) -> Result<(usize, Parsed), ParseError> {
         let mut pos = 0;
         loop {
@@ -292,7 +298,7 @@ impl ResponseParser {
                 State::Fixed { remaining } => {
                     let take = remaining.min(rest.len() as u64);
                     if take > 0 {
-                        on_body(&rest[..take as usize]);
+                        on_body(&rest[..take as usize], self.event_stream);
                     }
                     pos += take as usize;
                     self.seen += take;
@@ -307,7 +313,7 @@ impl ResponseParser {
                 }
                 State::UntilClose => {
                     if !rest.is_empty() {
-                        on_body(rest);
+                        on_body(rest, self.event_stream);
                     }
                     self.seen += rest.len() as u64;
                     self.body_bytes += rest.len() as u64;
@@ -431,7 +437,7 @@ impl ResponseParser {
     fn parse_chunked(
         &mut self,
         rest: &[u8],
-        on_body: &mut impl FnMut(&[u8]),
+        on_body: &mut impl FnMut(&[u8], bool),
     ) -> Result<(usize, bool), ParseError> {
         let State::Chunked(mut st) = self.state else {
             unreachable!("parse_chunked outside the chunked state")
@@ -442,7 +448,7 @@ impl ResponseParser {
             match st {
                 Chunk::Data { remaining } => {
                     let take = remaining.min((rest.len() - i) as u64);
-                    on_body(&rest[i..i + take as usize]);
+                    on_body(&rest[i..i + take as usize], self.event_stream);
                     i += take as usize;
                     self.body_bytes += take;
                     st = if take == remaining {
@@ -653,9 +659,7 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, Head)>, ParseError> {
     for h in headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-type") {
-            // The media type, before any parameter (`; charset=utf-8`).
-            let media = h.value.split(|&b| b == b';').next().unwrap_or(b"");
-            event_stream = trim_ows(media).eq_ignore_ascii_case(b"text/event-stream");
+            event_stream = is_event_stream(h.value);
         }
         if name.eq_ignore_ascii_case("content-length") {
             for part in h.value.split(|&b| b == b',') {
@@ -847,4 +851,11 @@ pub fn read_complete(raw: &[u8], fields: &mut Fields, body: &mut Vec<u8>) -> Opt
         }
         return Some(status);
     }
+}
+
+/// Whether a `Content-Type` value names `text/event-stream` (its media type, before any
+/// parameter such as `; charset=utf-8`; case-insensitive).
+pub fn is_event_stream(content_type: &[u8]) -> bool {
+    let media = content_type.split(|&b| b == b';').next().unwrap_or(b"");
+    trim_ows(media).eq_ignore_ascii_case(b"text/event-stream")
 }

@@ -485,7 +485,7 @@ fn body_of(wire: &[u8], cut: usize) -> (Vec<u8>, bool) {
     for mut piece in [&wire[..cut], &wire[cut..]] {
         while !piece.is_empty() {
             let (n, parsed) = p
-                .parse_with(piece, &mut |b| body.extend_from_slice(b))
+                .parse_with(piece, &mut |b, _| body.extend_from_slice(b))
                 .unwrap();
             event_stream |= p.event_stream();
             piece = &piece[n..];

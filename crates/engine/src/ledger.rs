@@ -5,8 +5,8 @@
 //! `sent == completed + errors + in_flight`, per phase) is written once.
 
 use pelt_stats::{
-    Detail, ErrorCounts, ErrorKind, Interval, LatencyHistogram, Sample, StatusCounts, TargetCounts,
-    TargetStats, WorkerStats, SAMPLED_RESPONSE_MAX,
+    Detail, ErrorCounts, ErrorKind, Interval, LatencyHistogram, Sample, StatusCounts, StreamEnd,
+    StreamFigures, TargetCounts, TargetStats, WorkerStats, SAMPLED_RESPONSE_MAX,
 };
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
@@ -295,6 +295,42 @@ impl Ledger {
         if !self.response.is_empty() {
             self.response.clear();
         }
+    }
+
+    /// Where a request's latency starts: its due time in open loop, its send in closed loop.
+    #[inline]
+    pub fn origin(&self, due: Instant, sent: Instant) -> Instant {
+        if self.open {
+            due
+        } else {
+            sent
+        }
+    }
+
+    /// A stream's first event, `ttft_us` after its latency's start.
+    #[inline]
+    pub fn stream_first(&mut self, warm: bool, ttft_us: u64) {
+        self.stats(warm).streams().first_event(ttft_us);
+        let second = self.interval.streams();
+        second.events += 1;
+        second.ttft.record(ttft_us);
+    }
+
+    /// A stream's later event, `gap_us` after the one before it.
+    #[inline]
+    pub fn stream_gap(&mut self, warm: bool, gap_us: u64) {
+        self.stats(warm).streams().next_event(gap_us);
+        let second = self.interval.streams();
+        second.events += 1;
+        second.gap.record(gap_us);
+    }
+
+    /// A stream ended (its response is booked apart, as any other).
+    pub fn stream_end(&mut self, warm: bool, figures: &StreamFigures) {
+        self.stats(warm).streams().end(figures);
+        let second = self.interval.streams();
+        second.streams += 1;
+        second.cut += u64::from(figures.end == StreamEnd::Cut);
     }
 
     /// The bytes of the response about to be booked (`Config::sample_responses`): a sampled

@@ -37,6 +37,7 @@ mod requests;
 pub mod scenario;
 mod schedule;
 mod stages;
+mod stream;
 pub mod template;
 mod uring;
 mod worker;
@@ -54,6 +55,7 @@ pub use pelt_stats::{Arrival, StopReason};
 pub use requests::{Order, RequestSet};
 pub use schedule::Rate;
 pub use stages::{Ramped, Stage, Stages, MAX_STAGE_CONNECTIONS};
+pub use stream::{Streams, DEFAULT_STREAM_TIME};
 
 /// Connections when none are asked for (as oha and hey).
 pub const DEFAULT_CONNECTIONS: usize = 50;
@@ -164,6 +166,9 @@ pub struct Config {
     pub batch_window: Duration,
     /// One process's part of a run spread over several (a fleet): `None` runs it all here.
     pub slice: Option<Slice>,
+    /// How streamed responses (server-sent events) are read: `--stream`, its limit and end
+    /// marker.
+    pub streams: Streams,
     /// Scenarios (`--scenario`): each connection is a virtual user running the program;
     /// `targets` holds each step's request, by step id.
     pub scenario: Option<std::sync::Arc<scenario::ScenarioRun>>,
@@ -285,6 +290,7 @@ impl Config {
             sample_responses: false,
             batch_window: DEFAULT_BATCH_WINDOW,
             slice: None,
+            streams: Streams::default(),
             scenario: None,
         }
     }

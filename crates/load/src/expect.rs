@@ -4,6 +4,9 @@
 //! - latency: `p50`, `p90`, `p99`, `p99.9`, `p99.99`, `max`, `mean`, `min`, with a unit
 //!   (`us`, `ms`, `s`); the latency the summary shows (from the due time with --rate);
 //! - time to first byte: `ttfb.p99<50ms` (any latency figure, from the same start);
+//! - event streams: time to first event `ttft.p99<500ms`, the gaps between events
+//!   `gap.p99<50ms`, a stream's time per event `per_event.p50<30ms` (any latency figure), and
+//!   `events_per_s>1000` (tokens/s overall); a run that read no stream cannot hold them;
 //! - `errors`: a count (`errors<10`) or a share of the requests that ended (`errors<0.1%`);
 //! - `rps`: completed responses per second (`rps>5000`, `rps>=20k`);
 //! - a status class `1xx`..`5xx` or a code such as `503`: a count or a share of the requests
@@ -68,11 +71,40 @@ impl Figure {
     }
 }
 
+/// Which of a run's event-stream histograms a threshold reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum StreamFigure {
+    Ttft,
+    Gap,
+    PerEvent,
+}
+
+impl StreamFigure {
+    const PREFIXES: [(&'static str, StreamFigure); 3] = [
+        ("ttft.", StreamFigure::Ttft),
+        ("gap.", StreamFigure::Gap),
+        ("per_event.", StreamFigure::PerEvent),
+    ];
+
+    fn of(self, s: &pelt_stats::StreamsReport) -> &pelt_stats::LatencySummary {
+        match self {
+            StreamFigure::Ttft => &s.ttft_us,
+            StreamFigure::Gap => &s.gap_us,
+            StreamFigure::PerEvent => &s.time_per_event_us,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Metric {
     Latency(Figure),
     /// Time to first byte (`ttfb.p99`).
     Ttfb(Figure),
+    /// Event streams: time to first event, gaps, time per event (`ttft.p99`, `gap.p99`,
+    /// `per_event.p99`).
+    Stream(StreamFigure, Figure),
+    /// Event streams: events per second over the run.
+    EventsPerSecond,
     Errors,
     Rps,
     /// A status class (1..=5) or an exact code (100..=999).
@@ -115,8 +147,25 @@ pub struct Expectation {
 
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
                     5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min, the same of ttfb as \
-                    ttfb.p99, errors rps 1xx..5xx or a status code; with --scenario also step[NAME].p99, checks, \
+                    ttfb.p99, errors rps 1xx..5xx or a status code; with event streams ttft.p99, \
+                    gap.p99, per_event.p99, events_per_s; with --scenario also step[NAME].p99, checks, \
                     iterations_failed; with --monitor server_cpu, pelt_cpu, server_rss)";
+
+/// A latency threshold's value and unit: `20ms`, `500us`, `1.5s`.
+fn time_value(value: &str) -> Result<(f64, Unit), String> {
+    let split = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("latency needs a unit: {value}ms, {value}us or {value}s"))?;
+    let (num, unit) = value.split_at(split);
+    let unit = match unit {
+        "us" | "µs" => Unit::Time(1.0, "us"),
+        "ms" => Unit::Time(1e3, "ms"),
+        "s" => Unit::Time(1e6, "s"),
+        _ => return Err(format!("unknown latency unit '{unit}' (use us, ms or s)")),
+    };
+    let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
+    Ok((n, unit))
+}
 
 /// Parses one expression; the error names what is wrong (the caller adds the flag and value).
 pub fn parse(text: &str) -> Result<Expectation, String> {
@@ -142,6 +191,26 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
         .strip_prefix("step[")
         .and_then(|r| r.rsplit_once("]."))
         .map(|(step, figure)| (step.to_string(), figure.to_ascii_lowercase()));
+    // An event stream's figure: ttft.p99, gap.p99, per_event.p99.
+    let stream = StreamFigure::PREFIXES
+        .iter()
+        .find_map(|(prefix, which)| Some((*which, lower.strip_prefix(prefix)?)));
+    if let Some((which, f)) = stream {
+        let figure = Figure::parse(f).ok_or_else(|| {
+            format!(
+                "unknown figure '{f}' for {}; {HELP}",
+                &lower[..lower.len() - f.len() - 1]
+            )
+        })?;
+        let (limit, unit) = time_value(value)?;
+        return Ok(Expectation {
+            text: t.to_string(),
+            metric: Metric::Stream(which, figure),
+            op,
+            limit,
+            unit,
+        });
+    }
     let latency = match (&step, lower.strip_prefix("ttfb.")) {
         (Some((s, f)), _) => Some((
             Figure::parse(f)
@@ -156,17 +225,7 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
     };
     // `step`: Some(Some(name)) for a step's figure, Some(None) the run's, None its ttfb.
     let (metric, limit, unit) = if let Some((figure, step)) = latency {
-        let split = value
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("latency needs a unit: {value}ms, {value}us or {value}s"))?;
-        let (num, unit) = value.split_at(split);
-        let unit = match unit {
-            "us" | "µs" => Unit::Time(1.0, "us"),
-            "ms" => Unit::Time(1e3, "ms"),
-            "s" => Unit::Time(1e6, "s"),
-            _ => return Err(format!("unknown latency unit '{unit}' (use us, ms or s)")),
-        };
-        let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
+        let (n, unit) = time_value(value)?;
         let metric = match step {
             Some(Some(s)) => Metric::Step(s, figure),
             Some(None) => Metric::Latency(figure),
@@ -177,6 +236,7 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
         let metric = match lower.as_str() {
             "errors" | "error" => Metric::Errors,
             "rps" => Metric::Rps,
+            "events_per_s" => Metric::EventsPerSecond,
             "checks" => Metric::Checks,
             "iterations_failed" => Metric::IterationsFailed,
             "server_cpu" => Metric::ServerCpu,
@@ -193,9 +253,11 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
         let (num, unit) = match value.strip_suffix('%') {
             _ if metric == Metric::ServerRss => bytes(value)?,
             None if matches!(metric, Metric::ServerCpu | Metric::PeltCpu) => (value, Unit::Cores),
-            Some(p) if metric != Metric::Rps => (p.trim(), Unit::Percent),
-            Some(_) => return Err("rps is a rate, not a share: rps>5000".into()),
-            None if metric == Metric::Rps => {
+            Some(p) if metric != Metric::Rps && metric != Metric::EventsPerSecond => {
+                (p.trim(), Unit::Percent)
+            }
+            Some(_) => return Err(format!("{lower} is a rate, not a share: {lower}>5000")),
+            None if metric == Metric::Rps || metric == Metric::EventsPerSecond => {
                 (value.strip_suffix("/s").unwrap_or(value), Unit::PerSecond)
             }
             None => (value, Unit::Count),
@@ -305,6 +367,16 @@ impl Expectation {
             (Metric::Checks, Unit::Percent) => part(checks_passed, checks_made),
             (Metric::IterationsFailed, Unit::Percent) => part(count, ended_iterations),
             (Metric::Rps, _) => r.rps,
+            // A run that read no stream (or no event yet) cannot be said to hold these.
+            (Metric::Stream(which, f), Unit::Time(per_unit, _)) => r
+                .event_streams
+                .as_ref()
+                .filter(|s| s.events > 0)
+                .map_or(f64::NAN, |s| f.of(which.of(s)) / per_unit),
+            (Metric::EventsPerSecond, _) => r
+                .event_streams
+                .as_ref()
+                .map_or(f64::NAN, |s| s.events_per_s),
             // Not sampled (no --monitor, or no second sampled): cannot be said to hold.
             (Metric::ServerCpu | Metric::ServerRss, _) if server.is_none() => f64::NAN,
             (Metric::PeltCpu, _) if resources.is_none() => f64::NAN,
@@ -370,6 +442,10 @@ mod tests {
             "step[login].p99<50ms",
             "ttfb.p99<50ms",
             "TTFB.p50 <= 2ms",
+            "ttft.p99<500ms",
+            "gap.p50<30ms",
+            "per_event.max<=1s",
+            "events_per_s>1k",
             "step[GET /items].max<=1s",
             "checks>99.9%",
             "iterations_failed<0.1%",
@@ -406,6 +482,9 @@ mod tests {
             ("step[login].p99<5", "latency needs a unit"),
             ("ttfb.p98<5ms", "unknown figure 'p98' for ttfb"),
             ("ttfb.p99<5", "latency needs a unit"),
+            ("ttft.p98<5ms", "unknown figure 'p98' for ttft"),
+            ("gap.p99<5", "latency needs a unit"),
+            ("events_per_s>5%", "events_per_s is a rate"),
         ] {
             let e = parse(t).unwrap_err();
             assert!(e.contains(says), "{t}: {e}");

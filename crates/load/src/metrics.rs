@@ -39,6 +39,8 @@ pub struct Metrics {
     latency: Buckets,
     /// Time to first byte (from the same start as latency).
     ttfb: Buckets,
+    /// Event streams (from the first second that read one).
+    streams: Option<StreamMetrics>,
     /// Open loop: the lag's histogram.
     lag: Option<Buckets>,
     connections: u64,
@@ -56,6 +58,16 @@ pub struct Metrics {
     /// `--monitor`: the last second's sample, and the host's counters summed over the seconds.
     resources: Option<pelt_stats::ResourceSample>,
     host_totals: [u64; 5],
+}
+
+/// Event streams so far: events, streams ended and cut, time to first event and the gaps.
+#[derive(Debug, Clone, Default)]
+struct StreamMetrics {
+    events: u64,
+    streams: u64,
+    cut: u64,
+    ttft: Buckets,
+    gap: Buckets,
 }
 
 /// A Prometheus histogram: cumulative counts at each bound of [`LATENCY_BUCKETS_S`], the
@@ -113,6 +125,7 @@ impl Metrics {
             late: 0,
             latency: Buckets::default(),
             ttfb: Buckets::default(),
+            streams: None,
             lag: (info.load_model == pelt_stats::LoadModel::Open).then(Buckets::default),
             connections: 0,
             seconds: 0,
@@ -155,6 +168,14 @@ impl Metrics {
         }
         if let Some(h) = &p.ttfb_histogram {
             self.ttfb.add(&LatencyHistogram::decode(h)?);
+        }
+        if let Some(e) = &p.event_streams {
+            let m = self.streams.get_or_insert_with(StreamMetrics::default);
+            m.events += e.events;
+            m.streams += e.streams;
+            m.cut += e.cut;
+            m.ttft.add(&LatencyHistogram::decode(&e.ttft_histogram)?);
+            m.gap.add(&LatencyHistogram::decode(&e.gap_histogram)?);
         }
         if let (Some(b), Some(lag)) = (self.lag.as_mut(), &d.lag) {
             b.add(lag);
@@ -447,6 +468,33 @@ impl Metrics {
             "Time to the first byte of complete responses, from where latency starts.",
             &self.ttfb,
         );
+        if let Some(m) = &self.streams {
+            f.counter(
+                "pelt_stream_events_total",
+                "Event streams: events received (tokens, for an LLM server).",
+                m.events,
+            );
+            f.counter(
+                "pelt_streams_total",
+                "Event streams that ended (by the server, at --stream-end, or cut).",
+                m.streams,
+            );
+            f.counter(
+                "pelt_streams_cut_total",
+                "Event streams pelt ended at --stream-limit.",
+                m.cut,
+            );
+            f.histogram(
+                "pelt_stream_first_event_seconds",
+                "Event streams: time to first event (TTFT), from where latency starts.",
+                &m.ttft,
+            );
+            f.histogram(
+                "pelt_stream_gap_seconds",
+                "Event streams: the gap before each event after a stream's first.",
+                &m.gap,
+            );
+        }
         let Some(lag) = &self.lag else { return };
         f.counter(
             "pelt_requests_late_total",
@@ -715,6 +763,36 @@ mod tests {
     fn info() -> RunInfo {
         let spec = crate::LoadSpec::new("http://127.0.0.1:1/a\"b");
         crate::fleet::validate_elsewhere(&spec).unwrap().info
+    }
+
+    #[test]
+    fn event_streams_are_counters_and_histograms() {
+        let mut m = Metrics::new(&info(), "r1", &[]);
+        assert!(!m.text().contains("pelt_stream"));
+        for second in 0..2 {
+            let mut iv = pelt_stats::Interval::new(second);
+            iv.record_response(200, 900, 100);
+            let s = iv.streams();
+            s.events = 3;
+            s.streams = 1;
+            s.cut = second;
+            s.ttft.record(400);
+            s.gap.record(2_000);
+            s.gap.record(2_000);
+            m.add(&iv.point(1.0, false)).unwrap();
+        }
+        let text = m.text();
+        for line in [
+            "pelt_stream_events_total{run=\"r1\"} 6",
+            "pelt_streams_total{run=\"r1\"} 2",
+            "pelt_streams_cut_total{run=\"r1\"} 1",
+            "pelt_stream_first_event_seconds_count{run=\"r1\"} 2",
+            "pelt_stream_first_event_seconds_bucket{run=\"r1\",le=\"0.0005\"} 2",
+            "pelt_stream_gap_seconds_count{run=\"r1\"} 4",
+            "pelt_stream_gap_seconds_bucket{run=\"r1\",le=\"0.001\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
     }
 
     #[test]

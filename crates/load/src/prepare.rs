@@ -444,6 +444,7 @@ fn config(
     config.arrival = spec.arrival;
     config.max_connections = shape.max_connections;
     config.batch_window = spec.batch_window;
+    config.streams = spec.event_streams.clone();
     config.warmup = spec.warmup.unwrap_or_default();
     config.grace = spec.grace;
     config.io = io;

@@ -73,6 +73,8 @@ pub struct LoadSpec {
     /// `--monitor`: the server's processes on this machine, sampled each second with the host
     /// and pelt itself.
     pub monitor: Option<crate::monitor::Watch>,
+    /// How streamed responses are read (`--stream`, `--stream-limit`, `--stream-end`).
+    pub event_streams: pelt_engine::Streams,
     /// `--monitor-remote HOST:PORT`: a `pelt monitor` on the server's machine, reached over the
     /// fleet's channel with `fleet_token`.
     pub monitor_remote: Option<String>,
@@ -119,6 +121,7 @@ impl LoadSpec {
             warmup: None,
             grace: pelt_engine::DEFAULT_GRACE,
             monitor: None,
+            event_streams: pelt_engine::Streams::default(),
             monitor_remote: None,
             fleet_token: None,
             expect: Vec::new(),

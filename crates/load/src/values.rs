@@ -50,6 +50,23 @@ pub fn batch_window(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `--stream-limit`: an event count (`100`, `1k`), a time with its unit (`30s`, `2m`: `m` is
+/// minutes here), or both (`100,30s`).
+pub fn stream_limit(s: &str) -> Result<(Option<u64>, Option<Duration>), String> {
+    const HELP: &str = "expected events (100), a time (30s) or both (100,30s)";
+    let (mut events, mut time) = (None, None);
+    for part in s.split(',').map(str::trim) {
+        if part.ends_with(|c: char| c.is_ascii_alphabetic() && c != 'k' && c != 'K') {
+            if time.replace(duration(part)?).is_some() {
+                return Err(HELP.into());
+            }
+        } else if events.replace(count(part).map_err(|_| HELP)?).is_some() {
+            return Err(HELP.into());
+        }
+    }
+    Ok((events, time))
+}
+
 /// `100`, `10k`, `1m` (also `1M`, `2g`, `1_000`). Must be positive.
 pub fn count(s: &str) -> Result<u64, String> {
     const HELP: &str = "expected a positive whole number like 100, 10k or 1m";

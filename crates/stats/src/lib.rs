@@ -28,6 +28,7 @@ mod kinds;
 mod merge;
 mod report;
 mod resources;
+mod streams;
 mod targets;
 mod timeline;
 
@@ -44,6 +45,10 @@ pub use report::{
 pub use resources::{
     Bottleneck, HostSample, HostSummary, ProcessSample, ProcessSummary, ResourceSample,
     ResourcesReport, Sampled, Verdict, SATURATED,
+};
+pub use streams::{
+    StreamEnd, StreamFigures, StreamHistograms, StreamPoint, StreamSecond, StreamStats,
+    StreamsReport,
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{
@@ -145,6 +150,8 @@ pub struct WorkerStats {
     pub late: u64,
     /// Per target name (`--targets`; empty otherwise): the measured requests' figures.
     pub targets: Vec<TargetStats>,
+    /// Streamed responses (made at the first stream's first event or end; `None`: none).
+    pub streams: Option<Box<StreamStats>>,
 }
 
 impl Default for WorkerStats {
@@ -173,6 +180,7 @@ impl WorkerStats {
             lag: LatencyHistogram::new(),
             late: 0,
             targets: Vec::new(),
+            streams: None,
         }
     }
 
@@ -196,6 +204,12 @@ impl WorkerStats {
     #[inline]
     pub fn record_error(&mut self, kind: ErrorKind, message: impl FnOnce() -> String) {
         self.errors.record(kind, message);
+    }
+
+    /// The stream figures, made on first use.
+    #[inline]
+    pub fn streams(&mut self) -> &mut StreamStats {
+        self.streams.get_or_insert_with(Default::default)
     }
 
     /// Complete responses (all status codes).
@@ -228,6 +242,9 @@ impl WorkerStats {
         self.handshake.merge(&other.handshake);
         self.lag.merge(&other.lag);
         self.late += other.late;
+        if let Some(s) = &other.streams {
+            self.streams().merge(s);
+        }
     }
 }
 

@@ -116,6 +116,7 @@ struct Second {
     latency: LatencyHistogram,
     /// While every point had one.
     ttfb: Option<LatencyHistogram>,
+    streams: Option<crate::StreamPoint>,
     detail: crate::Detail,
 }
 
@@ -208,7 +209,20 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         merged_from: Vec::new(),
         fleet: None,
         scenario,
+        event_streams: merged_streams(reports, duration_s),
     })
+}
+
+/// Streams: counts add, the figures come from the merged histograms, the rate is over the
+/// merged span.
+fn merged_streams(reports: &[Report], duration_s: f64) -> Option<crate::StreamsReport> {
+    let mut all = reports.iter().filter_map(|r| r.event_streams.as_ref());
+    let mut merged = all.next()?.clone();
+    for s in all {
+        merged.merge(s);
+    }
+    merged.set_rate(duration_s);
+    Some(merged)
 }
 
 /// Scenario runs: iterations added, their durations from the merged histogram, checks and
@@ -510,6 +524,8 @@ impl Second {
             (Some(t), Some(encoded)) => t.merge(&LatencyHistogram::decode(encoded)?),
             _ => self.ttfb = None,
         }
+        self.streams =
+            crate::StreamPoint::join([self.streams.as_ref(), p.event_streams.as_ref()].into_iter());
         self.detail.merge(&p.detail);
         Ok(())
     }
@@ -526,6 +542,7 @@ impl Second {
             classes: BTreeMap::new(),
             latency: LatencyHistogram::new(),
             ttfb: Some(LatencyHistogram::new()),
+            streams: None,
             detail: crate::Detail::default(),
         }
     }
@@ -549,6 +566,7 @@ impl Second {
             histogram: Some(self.latency.encode()),
             ttfb_us: self.ttfb.as_ref().map(crate::PointLatency::of),
             ttfb_histogram: self.ttfb.as_ref().map(LatencyHistogram::encode),
+            event_streams: self.streams,
             connections: self.connections,
             target: self.target,
             resources: None,

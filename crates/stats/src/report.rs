@@ -296,6 +296,10 @@ pub struct Report {
     /// limited it (`--monitor`); `null` when not sampled.
     #[serde(default)]
     pub resources: Option<crate::ResourcesReport>,
+    /// Streamed responses (server-sent events, or every body with `--stream`): events, time
+    /// to first event, gaps, per-stream figures; absent when no stream was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_streams: Option<crate::StreamsReport>,
 }
 
 /// What a scenario run's virtual users did.
@@ -439,6 +443,7 @@ impl Report {
             fleet: None,
             targets: Vec::new(),
             scenario: None,
+            event_streams: stats.streams.as_ref().map(|s| s.report(duration_s)),
         }
     }
 }

@@ -31,6 +31,8 @@ pub struct Interval {
     pub samples_dropped: u64,
     /// What the second added to the counts kept only as totals (see [`Detail`]).
     pub detail: Detail,
+    /// Streamed responses' events in the second (made on first use).
+    pub streams: Option<Box<crate::StreamSecond>>,
 }
 
 /// What one second added to the counts the per-request path keeps only as totals: responses
@@ -150,7 +152,14 @@ impl Interval {
             samples: Vec::new(),
             samples_dropped: 0,
             detail: Detail::default(),
+            streams: None,
         }
+    }
+
+    /// The second's stream figures, made on first use.
+    #[inline]
+    pub fn streams(&mut self) -> &mut crate::StreamSecond {
+        self.streams.get_or_insert_with(Default::default)
     }
 
     /// Keeps `sample` unless the second holds its most already.
@@ -187,6 +196,9 @@ impl Interval {
         self.latency.merge(&other.latency);
         self.ttfb.merge(&other.ttfb);
         self.detail.merge(&other.detail);
+        if let Some(s) = &other.streams {
+            self.streams().merge(s);
+        }
     }
 
     /// The timeline point of this (merged) interval, `length_s` long (shorter than a second
@@ -221,6 +233,7 @@ impl Interval {
             samples: self.samples.clone(),
             samples_dropped: self.samples_dropped,
             detail: self.detail.clone(),
+            event_streams: self.streams.as_ref().map(|s| s.point()),
         }
     }
 }
@@ -274,6 +287,10 @@ pub struct TimelinePoint {
     /// Its histogram, encoded as `histogram` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttfb_histogram: Option<String>,
+    /// Streamed responses: the second's events, the streams that ended in it, and its time to
+    /// first event and gaps (absent when no stream was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_streams: Option<crate::StreamPoint>,
     /// Connections open (or opening) at the end of the second, over all workers.
     #[serde(default)]
     pub connections: u64,
@@ -568,6 +585,7 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
         histogram: histograms.then(|| latency.encode()),
         ttfb_us: ttfb.as_ref().map(PointLatency::of),
         ttfb_histogram: ttfb.as_ref().map(LatencyHistogram::encode),
+        event_streams: crate::StreamPoint::join(points.iter().map(|p| p.event_streams.as_ref())),
         connections: last.connections,
         target,
         samples: Vec::new(),

@@ -2,6 +2,7 @@
 //! bytes repeated), responses parsed back to back as they come, and what a close means.
 
 use super::*;
+use crate::stream::StreamReader;
 use crate::template::Render;
 use pelt_codec::{Parsed, ParserOptions, ResponseParser};
 
@@ -32,6 +33,8 @@ pub(super) struct H1Conn {
     /// of the user that sent it (until the worker takes it).
     answer: Vec<u8>,
     answered: Option<(u32, u32)>,
+    /// The response being read, when it is a stream (server-sent events).
+    stream: StreamReader,
 }
 
 impl Default for H1Conn {
@@ -44,6 +47,7 @@ impl Default for H1Conn {
             capture: Vec::new(),
             answer: Vec::new(),
             answered: None,
+            stream: StreamReader::default(),
         }
     }
 }
@@ -61,6 +65,7 @@ impl Protocol for Http1 {
         conn.scratch.clear();
         conn.capture.clear();
         conn.answered = None;
+        conn.stream.forget();
         if let Some(set) = config.targets.as_ref().filter(|_| config.pipeline > 1) {
             // Room for one write of the longest entries (kept across sockets).
             conn.scratch.reserve(set.max_len() * config.pipeline);
@@ -144,7 +149,31 @@ impl Protocol for Http1 {
             let keep = config.sample_responses || config.scenario.is_some();
             // The oldest request's response starts with these bytes, if it had not already.
             conn.slots.first_byte(at);
-            match conn.proto.parser.parse(&data[pos..]) {
+            let Conn { slots, proto, .. } = &mut *conn;
+            let H1Conn { parser, stream, .. } = proto;
+            let streams = &config.streams;
+            let mut cut = false;
+            let parsed = parser.parse_with(&data[pos..], &mut |bytes, event_stream| {
+                if !stream.is_on() {
+                    if !streams.reads(event_stream) {
+                        return;
+                    }
+                    let front = slots.front().expect("a request is in flight");
+                    let start = ledger.origin(front.due, front.sent);
+                    stream.begin(front.warm, start, front.sent, at);
+                }
+                cut |= stream.feed(bytes, at, ledger, streams);
+            });
+            match parsed {
+                Ok((_, Parsed::Partial)) if cut => {
+                    // Its event limit came: pelt ends the stream (a new connection takes the
+                    // next request).
+                    if keep {
+                        capture(&mut conn.proto.capture, &data[pos..]);
+                    }
+                    end_stream(conn, ledger, at);
+                    return AfterRead::Close;
+                }
                 Ok((_, Parsed::Partial)) => {
                     if keep {
                         capture(&mut conn.proto.capture, &data[pos..]);
@@ -168,11 +197,19 @@ impl Protocol for Http1 {
                     pos += n;
                     completed = true;
                     let slot = conn.slots.pop().expect("a request is in flight");
+                    let stream = &mut conn.proto.stream;
+                    if response.event_stream && !stream.is_on() && config.streams.reads(true) {
+                        // An event stream with an empty body: a stream without events.
+                        let start = ledger.origin(slot.due, slot.sent);
+                        stream.begin(slot.warm, start, slot.sent, at);
+                    }
+                    // A stream ends with its response (or where its marker or limit came).
+                    let done = stream.finish(at, ledger);
                     let times = Times {
                         due: slot.due,
                         sent: slot.sent,
                         first: slot.first.unwrap_or(at),
-                        done: at,
+                        done,
                     };
                     ledger.response(slot.warm, slot.target, slot.seq, response.status, times);
                     if !(response.keep_alive && config.keep_alive) {
@@ -209,11 +246,13 @@ impl Protocol for Http1 {
             Ok(response) => {
                 let slot = w.conns[i].slots.pop().expect("a request is in flight");
                 w.ledger.keep_response(&w.conns[i].proto.capture);
+                // A stream the close ended (an event cut short by it is not an event).
+                let done = w.conns[i].proto.stream.finish(now, &mut w.ledger);
                 let times = Times {
                     due: slot.due,
                     sent: slot.sent,
                     first: slot.first.unwrap_or(now),
-                    done: now,
+                    done,
                 };
                 let (warm, target, seq) = (slot.warm, slot.target, slot.seq);
                 w.ledger.response(warm, target, seq, response.status, times);
@@ -233,18 +272,60 @@ impl Protocol for Http1 {
         }
     }
 
-    /// The oldest request went unanswered: it and the rest on the connection time out (an
-    /// HTTP/1.1 response cannot be skipped), and the connection is dropped.
+    /// A stream pelt ends (its marker or limit came, or its time is up) is booked and its
+    /// connection closed. Otherwise the oldest request went unanswered (or its stream sent
+    /// nothing) for --timeout: it and the rest on the connection time out (an HTTP/1.1
+    /// response cannot be skipped), and the connection is dropped.
     fn expire<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
         let t = w.config.timeout;
-        let front = w.conns[i].slots.front();
-        if front.is_none_or(|s| now < s.sent + t) {
+        let Some(front) = w.conns[i].slots.front().copied() else {
+            return;
+        };
+        let stream = &mut w.conns[i].proto.stream;
+        if let Some(at) = stream.end_at(now, &w.config.streams) {
+            end_stream(&mut w.conns[i], &mut w.ledger, at);
+            if let Some(users) = &mut w.users {
+                Http1::answer(&mut w.conns[i].proto, users, now);
+            }
+            w.fail_all(i, ErrorKind::Closed, now, || {
+                "pipelined behind a stream pelt ended (--stream-limit, --stream-end)".to_string()
+            });
+            w.close(i);
+            return w.refill(i, now);
+        }
+        if now < stream.deadline(front.sent, t) {
             return;
         }
+        let streaming = stream.is_on();
         w.fail(i, ErrorKind::Timeout, now, || {
-            format!("no complete response within {t:?}")
+            if streaming {
+                format!("the stream sent nothing for {t:?}")
+            } else {
+                format!("no complete response within {t:?}")
+            }
         })
     }
+}
+
+/// pelt ends the stream the oldest request is reading (at its marker, at its limit): the
+/// request is booked as a response with its status, at the stream's end; the caller closes
+/// the connection.
+fn end_stream(conn: &mut Conn<Http1>, ledger: &mut Ledger, at: Instant) {
+    let slot = conn.slots.pop().expect("a request is in flight");
+    let h1 = &mut conn.proto;
+    let done = h1.stream.finish(at, ledger);
+    // Scenarios: the user is handed what came of it (a cut response does not read whole:
+    // the user goes on, as after a response kept only in part).
+    std::mem::swap(&mut h1.answer, &mut h1.capture);
+    h1.capture.clear();
+    h1.answered = Some((slot.target, slot.user));
+    let times = Times {
+        due: slot.due,
+        sent: slot.sent,
+        first: slot.first.unwrap_or(done),
+        done,
+    };
+    ledger.response(slot.warm, slot.target, slot.seq, h1.parser.status(), times);
 }
 
 /// Writes the requests not written yet, together: the first k of the repeated request, or

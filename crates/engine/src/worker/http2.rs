@@ -10,6 +10,7 @@
 
 use super::*;
 use crate::scenario::Response;
+use crate::stream::{StreamReader, Streams};
 use crate::template::Render;
 use crate::Http2 as Request;
 use pelt_codec::h2::{self as h2, Session};
@@ -75,6 +76,65 @@ pub(super) struct H2 {
     blocked: bool,
     /// Templates and scenarios: a lane per stream the connection may carry (none otherwise).
     lanes: Lanes,
+    /// The readers of the streams that carry event streams.
+    readers: Readers,
+}
+
+/// A connection's stream readers: made when a response is an event stream, kept for the
+/// next one (at most one per stream the connection may carry).
+#[derive(Default)]
+struct Readers {
+    all: Vec<StreamReader>,
+    free: Vec<u32>,
+    /// Readers in use.
+    on: usize,
+    /// A read brought a stream to its event limit: pelt resets it after the read.
+    cut: bool,
+}
+
+impl Readers {
+    /// A reader for a stream: its number plus one.
+    fn take(&mut self) -> u32 {
+        self.on += 1;
+        match self.free.pop() {
+            Some(r) => r + 1,
+            None => {
+                self.all.push(StreamReader::default());
+                self.all.len() as u32
+            }
+        }
+    }
+
+    /// Reader `r` (plus one; 0: none).
+    #[inline]
+    fn get(&mut self, r: u32) -> Option<&mut StreamReader> {
+        let r = r.checked_sub(1)?;
+        self.all.get_mut(r as usize)
+    }
+
+    /// The stream's response ended at `at` (its final status booked apart): its figures are
+    /// booked and the reader goes back. Returns when it ended (for pelt's cuts, earlier).
+    fn finish(&mut self, r: u32, at: Instant, ledger: &mut Ledger) -> Instant {
+        let Some(reader) = self.get(r) else {
+            return at;
+        };
+        let done = reader.finish(at, ledger);
+        self.put_back(r);
+        done
+    }
+
+    /// The stream failed: the reader goes back, its stream not booked.
+    fn release(&mut self, r: u32) {
+        if let Some(reader) = self.get(r) {
+            reader.forget();
+            self.put_back(r);
+        }
+    }
+
+    fn put_back(&mut self, r: u32) {
+        self.free.push(r - 1);
+        self.on -= 1;
+    }
 }
 
 /// A connection's lanes: all of them, those not in use, and those whose stream the last read
@@ -125,6 +185,8 @@ pub(super) struct Stream {
     send_window: i64,
     /// Its lane, plus one (0: none).
     lane: u32,
+    /// Its reader (an event stream), plus one (0: none).
+    reader: u32,
 }
 
 impl Slots<Stream> {
@@ -207,6 +269,7 @@ impl<'a> Protocol for Http2<'a> {
             settle_by: now + config.connect_timeout,
             blocked: false,
             lanes: Lanes::new(lanes),
+            readers: Readers::default(),
         }));
         Ok(())
     }
@@ -257,8 +320,7 @@ impl<'a> Protocol for Http2<'a> {
         now: Instant,
         _sending: bool,
     ) -> AfterRead {
-        let answers = config.scenario.is_some();
-        receive(conn, ledger, data, arrived, now, answers)
+        receive(conn, ledger, config, data, arrived, now)
     }
 
     fn on_eof<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
@@ -280,6 +342,9 @@ impl<'a> Protocol for Http2<'a> {
                 });
             }
             return;
+        }
+        if h2.readers.on > 0 {
+            return expire_streamed(w, i, now);
         }
         let timeout = w.config.timeout;
         if w.conns[i]
@@ -551,6 +616,78 @@ fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: I
     w.refill(i, now);
 }
 
+/// A connection carrying event streams, at a deadline scan: the streams past their time limit
+/// end (booked, reset); a stream that sent nothing for --timeout, or a request with no
+/// response within it, ends as a timeout (reset with CANCEL). Deadlines differ per stream, so
+/// every stream is looked at.
+fn expire_streamed<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+    let timeout = w.config.timeout;
+    let answers = w.config.scenario.is_some();
+    let mut k = 0;
+    loop {
+        let Worker {
+            conns,
+            ledger,
+            config,
+            ..
+        } = &mut *w;
+        let conn = &mut conns[i];
+        let Some(h2) = conn.proto.as_mut() else {
+            return;
+        };
+        if k == 0 {
+            let H2 {
+                out,
+                lanes,
+                readers,
+                ..
+            } = &mut **h2;
+            end_streams(
+                &mut conn.slots,
+                out,
+                lanes,
+                readers,
+                ledger,
+                &config.streams,
+                now,
+                answers,
+            );
+        }
+        if k >= conn.slots.len {
+            break;
+        }
+        let slot = *conn.slots.get_mut(k);
+        let reader = h2.readers.get(slot.stream.reader);
+        let streaming = reader.is_some();
+        let deadline = reader.map_or(slot.sent + timeout, |r| r.deadline(slot.sent, timeout));
+        if now < deadline {
+            k += 1;
+            continue;
+        }
+        conn.slots.remove(k);
+        if slot.stream.id == 0 {
+            conn.unwritten -= 1;
+        } else {
+            h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
+        }
+        // The user hears of it from `lost`.
+        h2.lanes.end(&slot, 0, false);
+        h2.readers.release(slot.stream.reader);
+        w.lost(&slot, ErrorKind::Timeout, now, || {
+            if streaming {
+                format!("the stream sent nothing for {timeout:?}")
+            } else {
+                format!("no complete response within {timeout:?}")
+            }
+        });
+    }
+    if let Some(users) = &mut w.users {
+        Http2::answer(&mut w.conns[i].proto, users, now);
+    }
+    flush(w, i);
+    w.refill(i, now);
+}
+
 /// The server closed the connection. The open streams end as `closed`; the requests not
 /// written yet (after a GOAWAY, or over the stream limit) go on a new one.
 fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
@@ -577,16 +714,19 @@ fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
 }
 
 /// Reads one read's frames, and books each response that completes (at its END_STREAM) or
-/// stream the server reset. `answers` (scenarios): each ended stream's response, or its
-/// failure, is kept in its lane for `answer`.
+/// stream the server reset. Scenarios: each ended stream's response, or its failure, is kept
+/// in its lane for `answer`. Event streams are read as their DATA comes; one that reached its
+/// event limit is reset and booked after the read.
 fn receive(
     conn: &mut Conn<Http2<'_>>,
     ledger: &mut Ledger,
+    config: &Config,
     data: &[u8],
     arrived: Option<Instant>,
     now: Instant,
-    answers: bool,
 ) -> AfterRead {
+    let answers = config.scenario.is_some();
+    let streams = &config.streams;
     let Conn { proto, slots, .. } = conn;
     let Some(h2) = proto.as_mut() else {
         return AfterRead::Keep;
@@ -595,12 +735,19 @@ fn receive(
         session,
         out,
         lanes,
+        readers,
         ..
     } = &mut **h2;
-    let finish = |slots: &mut Slots<Stream>, k: usize, ledger: &mut Ledger, lanes: &mut Lanes| {
+    let at = arrived.unwrap_or(now);
+    let finish = |slots: &mut Slots<Stream>,
+                  k: usize,
+                  ledger: &mut Ledger,
+                  lanes: &mut Lanes,
+                  readers: &mut Readers| {
         let slot = slots.remove(k);
         lanes.end(&slot, slot.stream.status, answers);
         if slot.stream.status == 0 {
+            readers.release(slot.stream.reader);
             ledger.error(
                 slot.warm,
                 slot.target,
@@ -610,14 +757,8 @@ fn receive(
             );
             return;
         }
-        let at = arrived.unwrap_or(now);
-        let times = Times {
-            due: slot.due,
-            sent: slot.sent,
-            first: slot.first.unwrap_or(at),
-            done: at,
-        };
-        ledger.response(slot.warm, slot.target, slot.seq, slot.stream.status, times);
+        let done = readers.finish(slot.stream.reader, at, ledger);
+        book(ledger, &slot, done);
     };
     // Scenarios: where a response's fields and bytes go (a stream pelt gave up on has none).
     let lane_of = |slots: &Slots<Stream>, stream: u32| {
@@ -632,14 +773,16 @@ fn receive(
             stream,
             status,
             end_stream,
+            event_stream,
         } => {
             // A stream pelt gave up on (timed out) is not found: its frames are dropped.
             let Some(k) = slots.position(stream) else {
                 return 0;
             };
+            let slot = slots.get_mut(k);
             // Its response's first frame: the time to first byte ends here.
-            slots.get_mut(k).first.get_or_insert(arrived.unwrap_or(now));
-            let s = &mut slots.get_mut(k).stream;
+            slot.first.get_or_insert(at);
+            let s = &mut slot.stream;
             // 1xx heads come first and trailers last; the first final status is the one.
             if s.status == 0 {
                 s.status = status.filter(|&s| s >= 200).unwrap_or(0);
@@ -649,9 +792,16 @@ fn receive(
                         lanes.all[l as usize].fields.clear();
                     }
                 }
+                if s.status != 0 && streams.reads(event_stream) {
+                    s.reader = readers.take();
+                    let start = ledger.origin(slot.due, slot.sent);
+                    if let Some(r) = readers.get(s.reader) {
+                        r.begin(slot.warm, start, slot.sent, at);
+                    }
+                }
             }
             if end_stream {
-                finish(slots, k, ledger, lanes);
+                finish(slots, k, ledger, lanes, readers);
             }
             0
         }
@@ -670,7 +820,14 @@ fn receive(
             0
         }
         h2::Event::Body { stream, bytes } => {
-            if let Some(l) = lane_of(slots, stream) {
+            let Some(k) = slots.position(stream) else {
+                return 0;
+            };
+            let s = slots.get_mut(k).stream;
+            if let Some(r) = readers.get(s.reader) {
+                readers.cut |= r.feed(bytes, at, ledger, streams);
+            }
+            if let Some(l) = s.lane.checked_sub(1) {
                 let kept = &mut lanes.all[l as usize].data;
                 let room = pelt_stats::SAMPLED_RESPONSE_MAX.saturating_sub(kept.len());
                 kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
@@ -686,7 +843,7 @@ fn receive(
                 return 0;
             };
             if end_stream {
-                finish(slots, k, ledger, lanes);
+                finish(slots, k, ledger, lanes, readers);
                 return 0;
             }
             let s = &mut slots.get_mut(k).stream;
@@ -700,6 +857,7 @@ fn receive(
             if let Some(k) = slots.position(stream) {
                 let slot = slots.remove(k);
                 lanes.end(&slot, 0, answers);
+                readers.release(slot.stream.reader);
                 ledger.error(
                     slot.warm,
                     slot.target,
@@ -728,8 +886,53 @@ fn receive(
         // After the read, the worker acts on the session's GOAWAY.
         h2::Event::GoAway { .. } => 0,
     });
-    match result {
-        Ok(()) => AfterRead::Keep,
-        Err(e) => AfterRead::Fail(ErrorKind::Protocol, e.to_string()),
+    if let Err(e) = result {
+        return AfterRead::Fail(ErrorKind::Protocol, e.to_string());
+    }
+    if std::mem::take(&mut readers.cut) {
+        end_streams(slots, out, lanes, readers, ledger, streams, now, answers);
+    }
+    AfterRead::Keep
+}
+
+/// Books `slot`'s response (its final status in its stream), complete at `done`.
+#[inline]
+fn book(ledger: &mut Ledger, slot: &Slot<Stream>, done: Instant) {
+    let times = Times {
+        due: slot.due,
+        sent: slot.sent,
+        first: slot.first.unwrap_or(done),
+        done,
+    };
+    ledger.response(slot.warm, slot.target, slot.seq, slot.stream.status, times);
+}
+
+/// pelt ends every event stream on the connection it must end by `now` (its limit came, or
+/// its marker and the grace after it): each is reset (CANCEL) and its request booked as a
+/// response at the stream's end.
+#[allow(clippy::too_many_arguments)]
+fn end_streams(
+    slots: &mut Slots<Stream>,
+    out: &mut Vec<u8>,
+    lanes: &mut Lanes,
+    readers: &mut Readers,
+    ledger: &mut Ledger,
+    streams: &Streams,
+    now: Instant,
+    answers: bool,
+) {
+    let mut k = 0;
+    while k < slots.len {
+        let s = slots.get_mut(k).stream;
+        let end = readers.get(s.reader).and_then(|r| r.end_at(now, streams));
+        if end.is_none() {
+            k += 1;
+            continue;
+        }
+        let slot = slots.remove(k);
+        h2::rst_stream(out, s.id, h2::code::CANCEL);
+        lanes.end(&slot, slot.stream.status, answers);
+        let done = readers.finish(s.reader, now, ledger);
+        book(ledger, &slot, done);
     }
 }

@@ -486,7 +486,8 @@ pub static RUN: &[Row] = &[
         long: "timeout",
         value: "TIME",
         hyphen: true,
-        help: "Whole-request timeout, from the first byte written to the last byte read.",
+        help: "Whole-request timeout, from the first byte written to the last byte read; a \
+               stream (server-sent events) times out when it sends nothing for this long.",
         ts: "Duration",
         example: r#""3s""#,
         read: |s, g| {
@@ -509,6 +510,70 @@ pub static RUN: &[Row] = &[
             Ok(())
         },
         write: |s| Ok(Some(dur(s.connect_timeout))),
+        ..BASE
+    },
+    Row {
+        name: "stream",
+        long: "stream",
+        form: Form::Switch,
+        help: "Read every response's body as an event stream (server-sent events), whatever \
+               its Content-Type; text/event-stream responses always are. Each event is timed: \
+               time to first event, the gaps between events, events/s (tokens, for an LLM).",
+        example: "true",
+        read: |s, g| {
+            s.event_streams.all = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.event_streams.all),
+        ..BASE
+    },
+    Row {
+        name: "streamLimit",
+        long: "stream-limit",
+        value: "LIMIT",
+        help: "End each stream after this many events (100), this long after its request \
+               (30s), or at whichever comes first (100,30s): pelt closes it (HTTP/2: resets the \
+               stream; HTTP/1.1: closes the connection) and counts it as cut, not as an error. \
+               Every stream has a time limit.",
+        ts: "number | string",
+        example: r#""100,30s""#,
+        read: |s, g| {
+            let (events, time) = g.parse(values::stream_limit)?;
+            s.event_streams.max_events = events;
+            s.event_streams.max_time = Some(time.unwrap_or(pelt_engine::DEFAULT_STREAM_TIME));
+            Ok(())
+        },
+        write: |s| {
+            let l = &s.event_streams;
+            let parts: Vec<String> = l
+                .max_events
+                .map(|n| n.to_string())
+                .into_iter()
+                .chain(l.max_time.map(duration_text))
+                .collect();
+            Ok((!parts.is_empty()).then(|| Value::String(parts.join(","))))
+        },
+        ..BASE
+    },
+    Row {
+        name: "streamEnd",
+        long: "stream-end",
+        value: "DATA",
+        help: "An event whose data is exactly this ends its stream normally, and is not counted \
+               as an event ('[DONE]', as OpenAI-style servers send).",
+        example: r#""[DONE]""#,
+        read: |s, g| {
+            let marker = g.parse(|v| match v {
+                "" => Err("must not be empty (an event's data to end its stream at)".to_string()),
+                v => Ok(v.as_bytes().to_vec()),
+            })?;
+            s.event_streams.end_marker = Some(marker);
+            Ok(())
+        },
+        write: |s| {
+            let marker = s.event_streams.end_marker.as_deref();
+            Ok(marker.map(|m| Value::String(String::from_utf8_lossy(m).into_owned())))
+        },
         ..BASE
     },
     Row {

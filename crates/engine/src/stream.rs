@@ -1,0 +1,224 @@
+//! Streamed responses read event by event: a `text/event-stream` response (or, with
+//! `--stream`, every response) is fed to an event-stream parser as its body's bytes arrive,
+//! and each event is timed at the read that completed it.
+//!
+//! A [`StreamReader`] is one response's reader: HTTP/1.1 keeps one per connection (its
+//! responses come one at a time), HTTP/2 one per stream that carries an event stream (made
+//! once and reused). The protocols only hand it the body's bytes and ask it two things: whether
+//! pelt must end the stream now (its marker came, or its limit: `--stream-end`,
+//! `--stream-limit`), and until when it may stay silent (a stream that sends nothing for
+//! `--timeout` is a timeout, however long it has run). Everything it measures goes to the
+//! ledger; nothing is allocated per event.
+
+use crate::ledger::Ledger;
+use pelt_codec::sse::{SseEvent, SseParser};
+use pelt_stats::{StreamEnd, StreamFigures};
+use std::time::{Duration, Instant};
+
+/// After a stream's end marker, how long the server has to end the response before pelt
+/// ends it (the stream is booked at the marker either way).
+pub const MARKER_GRACE: Duration = Duration::from_millis(10);
+
+/// The longest a stream runs unless `--stream-limit` says otherwise: a stream that never
+/// ends (and never stalls for `--timeout`) is cut here, so no run waits on one for ever.
+pub const DEFAULT_STREAM_TIME: Duration = Duration::from_secs(600);
+
+/// How streamed responses are read (`--stream`, `--stream-limit`, `--stream-end`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Streams {
+    /// Read every response's body as an event stream, whatever its `Content-Type` (without:
+    /// only `text/event-stream` responses are).
+    pub all: bool,
+    /// pelt ends a stream at this many events (counted as cut, not as an error).
+    pub max_events: Option<u64>,
+    /// pelt ends a stream this long after its request was sent (cut, not an error);
+    /// [`DEFAULT_STREAM_TIME`] unless told.
+    pub max_time: Option<Duration>,
+    /// An event whose data is exactly these bytes ends its stream (`[DONE]`, OpenAI's); it is
+    /// not counted as an event.
+    pub end_marker: Option<Vec<u8>>,
+}
+
+impl Default for Streams {
+    fn default() -> Streams {
+        Streams {
+            all: false,
+            max_events: None,
+            max_time: Some(DEFAULT_STREAM_TIME),
+            end_marker: None,
+        }
+    }
+}
+
+impl Streams {
+    /// Whether a response is read as a stream.
+    #[inline]
+    pub(crate) fn reads(&self, event_stream: bool) -> bool {
+        event_stream || self.all
+    }
+}
+
+/// One response read as a stream.
+#[derive(Default)]
+pub(crate) struct StreamReader {
+    parser: SseParser,
+    /// A stream is being read (`begin` to `finish` or `forget`).
+    on: bool,
+    /// Its request started in the warm-up.
+    warm: bool,
+    /// Where its latency starts (the due time in open loop, the send in closed loop), and
+    /// when its request was sent.
+    start: Option<Instant>,
+    sent: Option<Instant>,
+    /// Its first and last events, and its last bytes.
+    first: Option<Instant>,
+    last: Option<Instant>,
+    active: Option<Instant>,
+    events: u64,
+    bytes: u64,
+    /// Its marker or limit came at this time: pelt ends it (the protocol books it then).
+    ended: Option<(Instant, StreamEnd)>,
+}
+
+impl StreamReader {
+    /// Whether a stream is being read.
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// A response starts being read as a stream: its request was sent at `sent`, its latency
+    /// starts at `start`, and its head arrived at `at`.
+    pub(crate) fn begin(&mut self, warm: bool, start: Instant, sent: Instant, at: Instant) {
+        self.parser.reset();
+        self.on = true;
+        self.warm = warm;
+        self.start = Some(start);
+        self.sent = Some(sent);
+        self.first = None;
+        self.last = None;
+        self.active = Some(at);
+        self.events = 0;
+        self.bytes = 0;
+        self.ended = None;
+    }
+
+    /// Body bytes that arrived at `at`. Returns whether the stream reached its event limit in
+    /// them: the protocol ends it now. After its marker the server has [`MARKER_GRACE`] to
+    /// end the response itself (as OpenAI-style servers do right after `[DONE]`), so the
+    /// connection is kept; [`end_at`](Self::end_at) ends it past that. Bytes after either end
+    /// are not read.
+    pub(crate) fn feed(
+        &mut self,
+        bytes: &[u8],
+        at: Instant,
+        ledger: &mut Ledger,
+        config: &Streams,
+    ) -> bool {
+        if !self.on || self.ended.is_some() {
+            return false;
+        }
+        self.bytes += bytes.len() as u64;
+        self.active = Some(at);
+        let StreamReader {
+            parser,
+            warm,
+            start,
+            first,
+            last,
+            events,
+            ended,
+            ..
+        } = self;
+        parser.feed(bytes, &mut |e: SseEvent<'_>| {
+            if ended.is_some() {
+                return;
+            }
+            if config.end_marker.as_deref() == Some(e.data) {
+                *ended = Some((at, StreamEnd::Marker));
+                return;
+            }
+            *events += 1;
+            match *last {
+                None => ledger.stream_first(*warm, micros(start.unwrap_or(at), at)),
+                Some(before) => ledger.stream_gap(*warm, micros(before, at)),
+            }
+            first.get_or_insert(at);
+            *last = Some(at);
+            if config.max_events.is_some_and(|n| *events >= n) {
+                *ended = Some((at, StreamEnd::Cut));
+            }
+        });
+        matches!(self.ended, Some((_, StreamEnd::Cut)))
+    }
+
+    /// When pelt ends the stream, if it must at `now`: its event limit came, its time limit
+    /// is past, or its marker came more than [`MARKER_GRACE`] ago.
+    pub(crate) fn end_at(&mut self, now: Instant, config: &Streams) -> Option<Instant> {
+        if !self.on {
+            return None;
+        }
+        if self.ended.is_none() {
+            let limit = config.max_time.zip(self.sent).map(|(t, sent)| sent + t);
+            if let Some(at) = limit.filter(|&at| now >= at) {
+                self.ended = Some((at, StreamEnd::Cut));
+            }
+        }
+        match self.ended? {
+            (at, StreamEnd::Marker) if now < at + MARKER_GRACE => None,
+            (at, _) => Some(at),
+        }
+    }
+
+    /// A stream that sends nothing by this time is a timeout (its last bytes + `timeout`);
+    /// not a stream: `sent + timeout`, as any request.
+    #[inline]
+    pub(crate) fn deadline(&self, sent: Instant, timeout: Duration) -> Instant {
+        match self.active.filter(|_| self.on) {
+            Some(active) => active.max(sent) + timeout,
+            None => sent + timeout,
+        }
+    }
+
+    /// The stream ended: the server ended its response at `at`, or pelt ended it (at its
+    /// `ended` time). Books its figures; returns when it ended.
+    #[inline]
+    pub(crate) fn finish(&mut self, at: Instant, ledger: &mut Ledger) -> Instant {
+        if !self.on {
+            return at;
+        }
+        self.book(at, ledger)
+    }
+
+    fn book(&mut self, at: Instant, ledger: &mut Ledger) -> Instant {
+        self.on = false;
+        let (done, end) = self.ended.unwrap_or((at, StreamEnd::Server));
+        let start = self.start.unwrap_or(done);
+        ledger.stream_end(
+            self.warm,
+            &StreamFigures {
+                events: self.events,
+                bytes: self.bytes,
+                duration_us: micros(start, done),
+                span_us: match (self.first, self.last) {
+                    (Some(f), Some(l)) => micros(f, l),
+                    _ => 0,
+                },
+                end,
+            },
+        );
+        done
+    }
+
+    /// The response failed (or its connection went): the stream is not booked (its events
+    /// stay counted).
+    #[inline]
+    pub(crate) fn forget(&mut self) {
+        self.on = false;
+    }
+}
+
+#[inline]
+fn micros(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_micros() as u64
+}

@@ -1,0 +1,420 @@
+//! Streamed responses (server-sent events, or any body read as an event stream with
+//! `--stream`): what a worker measured of them, the result's `streams` section, and each
+//! second's share of it.
+//!
+//! Each event is timed at the read that completed it: the first from where latency starts (the
+//! due time in open loop, the send in closed loop), each later one from the event before it.
+//! A stream's own figures (its events, bytes, duration, the time per event after its first)
+//! are booked when it ends: the server ended it, its marker came (`--stream-end`), or pelt cut
+//! it at `--stream-limit`. LLM users read events as tokens: time to first token is `ttft`,
+//! inter-token latency is `gap`, and time per output token is `time_per_event`.
+
+use crate::{LatencyHistogram, LatencySummary, PointLatency};
+use serde::{Deserialize, Serialize};
+
+/// How a stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The server ended the response.
+    Server,
+    /// An event's data was the end marker (`--stream-end`).
+    Marker,
+    /// pelt cut it at `--stream-limit` (events or time).
+    Cut,
+}
+
+/// One stream's figures, booked when it ends.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamFigures {
+    pub events: u64,
+    /// Body bytes read (up to its end).
+    pub bytes: u64,
+    /// From where latency starts to its end, microseconds.
+    pub duration_us: u64,
+    /// From its first event to its last, microseconds (0 with fewer than two events).
+    pub span_us: u64,
+    pub end: StreamEnd,
+}
+
+/// What one worker (or a merge of them) measured of its streams.
+#[derive(Debug, Clone)]
+pub struct StreamStats {
+    /// Streams that ended (the server ended them, their marker came, or pelt cut them).
+    pub streams: u64,
+    /// Events received (those of streams that later failed too).
+    pub events: u64,
+    /// Body bytes of the streams that ended.
+    pub bytes: u64,
+    /// Streams pelt cut at `--stream-limit`.
+    pub cut: u64,
+    /// Streams that ended at their marker (`--stream-end`).
+    pub marked: u64,
+    /// Streams that ended without an event.
+    pub empty: u64,
+    /// Time to first event, microseconds (from where latency starts).
+    pub ttft: LatencyHistogram,
+    /// The gap before each event after a stream's first, microseconds.
+    pub gap: LatencyHistogram,
+    /// Per stream with two events or more: (last event - first) / (events - 1), microseconds.
+    pub time_per_event: LatencyHistogram,
+    /// Per stream: from where latency starts to its end, microseconds.
+    pub duration: LatencyHistogram,
+    /// Per stream: its events (a count, not a time).
+    pub events_per_stream: LatencyHistogram,
+}
+
+impl Default for StreamStats {
+    fn default() -> Self {
+        StreamStats::new()
+    }
+}
+
+impl StreamStats {
+    pub fn new() -> StreamStats {
+        StreamStats {
+            streams: 0,
+            events: 0,
+            bytes: 0,
+            cut: 0,
+            marked: 0,
+            empty: 0,
+            ttft: LatencyHistogram::new(),
+            gap: LatencyHistogram::new(),
+            time_per_event: LatencyHistogram::new(),
+            duration: LatencyHistogram::new(),
+            events_per_stream: LatencyHistogram::new(),
+        }
+    }
+
+    /// A stream's first event, `ttft_us` after where latency starts.
+    #[inline]
+    pub fn first_event(&mut self, ttft_us: u64) {
+        self.events += 1;
+        self.ttft.record(ttft_us);
+    }
+
+    /// A later event, `gap_us` after the one before it.
+    #[inline]
+    pub fn next_event(&mut self, gap_us: u64) {
+        self.events += 1;
+        self.gap.record(gap_us);
+    }
+
+    /// A stream ended.
+    pub fn end(&mut self, s: &StreamFigures) {
+        self.streams += 1;
+        self.bytes += s.bytes;
+        match s.end {
+            StreamEnd::Server => {}
+            StreamEnd::Marker => self.marked += 1,
+            StreamEnd::Cut => self.cut += 1,
+        }
+        if s.events == 0 {
+            self.empty += 1;
+        } else {
+            self.events_per_stream.record(s.events);
+        }
+        if s.events >= 2 {
+            self.time_per_event.record(s.span_us / (s.events - 1));
+        }
+        self.duration.record(s.duration_us);
+    }
+
+    pub fn merge(&mut self, other: &StreamStats) {
+        self.streams += other.streams;
+        self.events += other.events;
+        self.bytes += other.bytes;
+        self.cut += other.cut;
+        self.marked += other.marked;
+        self.empty += other.empty;
+        self.ttft.merge(&other.ttft);
+        self.gap.merge(&other.gap);
+        self.time_per_event.merge(&other.time_per_event);
+        self.duration.merge(&other.duration);
+        self.events_per_stream.merge(&other.events_per_stream);
+    }
+
+    /// The result's section, its rates over `duration_s`.
+    pub fn report(&self, duration_s: f64) -> StreamsReport {
+        let mut r = StreamsReport {
+            streams: self.streams,
+            events: self.events,
+            bytes: self.bytes,
+            cut: self.cut,
+            ended_by_marker: self.marked,
+            without_events: self.empty,
+            events_per_s: 0.0,
+            ttft_us: self.ttft.summary(),
+            gap_us: self.gap.summary(),
+            time_per_event_us: self.time_per_event.summary(),
+            duration_us: self.duration.summary(),
+            events_per_stream: self.events_per_stream.summary(),
+            histograms: StreamHistograms {
+                ttft_us: self.ttft.clone(),
+                gap_us: self.gap.clone(),
+                time_per_event_us: self.time_per_event.clone(),
+                duration_us: self.duration.clone(),
+                events_per_stream: self.events_per_stream.clone(),
+            },
+        };
+        r.set_rate(duration_s);
+        r
+    }
+}
+
+/// The result's `streams`: every figure of the run's streamed responses (measured part).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamsReport {
+    /// Streams that ended: by the server, at their marker, or cut by pelt.
+    pub streams: u64,
+    /// Events received (tokens, for an LLM server).
+    pub events: u64,
+    /// Body bytes of the streams that ended.
+    pub bytes: u64,
+    /// Streams pelt ended at `--stream-limit` (counted as responses, not errors).
+    pub cut: u64,
+    /// Streams that ended at the `--stream-end` marker.
+    pub ended_by_marker: u64,
+    /// Streams that ended without an event.
+    pub without_events: u64,
+    /// Events per second of the run's duration (tokens/s overall).
+    pub events_per_s: f64,
+    /// Time to first event (TTFT), microseconds from where latency starts.
+    pub ttft_us: LatencySummary,
+    /// The gap before each event after a stream's first (inter-token latency), microseconds.
+    pub gap_us: LatencySummary,
+    /// Per stream: its time per event after the first (TPOT), microseconds; a stream's own
+    /// events/s is 1e6 over it.
+    pub time_per_event_us: LatencySummary,
+    /// Per stream: from where latency starts to its end, microseconds.
+    pub duration_us: LatencySummary,
+    /// Per stream: its events (counts, not microseconds).
+    pub events_per_stream: LatencySummary,
+    /// The HDR histograms behind the figures above, so results merge exactly.
+    pub histograms: StreamHistograms,
+}
+
+/// The histograms of the `streams` section (HdrHistogram's compressed V2 encoding, base64).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamHistograms {
+    pub ttft_us: LatencyHistogram,
+    pub gap_us: LatencyHistogram,
+    pub time_per_event_us: LatencyHistogram,
+    pub duration_us: LatencyHistogram,
+    pub events_per_stream: LatencyHistogram,
+}
+
+impl StreamsReport {
+    /// Sets `events_per_s` over `duration_s`.
+    pub fn set_rate(&mut self, duration_s: f64) {
+        self.events_per_s = if duration_s > 0.0 {
+            self.events as f64 / duration_s
+        } else {
+            0.0
+        };
+    }
+
+    /// A stream's own events per second at the quantile `q` of streams, slowest first (from
+    /// the time per event's opposite quantile); 0 without streams of two events.
+    pub fn stream_rate_at(&self, q: f64) -> f64 {
+        let t = self.histograms.time_per_event_us.quantile_us(1.0 - q);
+        if t == 0 {
+            0.0
+        } else {
+            1e6 / t as f64
+        }
+    }
+
+    /// Adds `other` (another worker's, agent's or run's): counts add, the figures come from
+    /// the merged histograms; the rate is the caller's to set.
+    pub fn merge(&mut self, other: &StreamsReport) {
+        self.streams += other.streams;
+        self.events += other.events;
+        self.bytes += other.bytes;
+        self.cut += other.cut;
+        self.ended_by_marker += other.ended_by_marker;
+        self.without_events += other.without_events;
+        let (a, b) = (&mut self.histograms, &other.histograms);
+        a.ttft_us.merge(&b.ttft_us);
+        a.gap_us.merge(&b.gap_us);
+        a.time_per_event_us.merge(&b.time_per_event_us);
+        a.duration_us.merge(&b.duration_us);
+        a.events_per_stream.merge(&b.events_per_stream);
+        self.ttft_us = a.ttft_us.summary();
+        self.gap_us = a.gap_us.summary();
+        self.time_per_event_us = a.time_per_event_us.summary();
+        self.duration_us = a.duration_us.summary();
+        self.events_per_stream = a.events_per_stream.summary();
+    }
+}
+
+/// One second's stream figures, as one worker counts them.
+#[derive(Debug, Clone, Default)]
+pub struct StreamSecond {
+    /// Streams that ended in the second, and of them the ones pelt cut.
+    pub streams: u64,
+    pub cut: u64,
+    /// Events received in the second.
+    pub events: u64,
+    /// The first events, and the gaps, that came in the second.
+    pub ttft: LatencyHistogram,
+    pub gap: LatencyHistogram,
+}
+
+impl StreamSecond {
+    pub fn merge(&mut self, other: &StreamSecond) {
+        self.streams += other.streams;
+        self.cut += other.cut;
+        self.events += other.events;
+        self.ttft.merge(&other.ttft);
+        self.gap.merge(&other.gap);
+    }
+
+    pub fn point(&self) -> StreamPoint {
+        StreamPoint {
+            streams: self.streams,
+            cut: self.cut,
+            events: self.events,
+            ttft_us: PointLatency::of(&self.ttft),
+            gap_us: PointLatency::of(&self.gap),
+            ttft_histogram: self.ttft.encode(),
+            gap_histogram: self.gap.encode(),
+        }
+    }
+}
+
+/// A timeline point's stream figures (`streams` in the JSON result's `timeline`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamPoint {
+    pub streams: u64,
+    pub cut: u64,
+    pub events: u64,
+    pub ttft_us: PointLatency,
+    pub gap_us: PointLatency,
+    /// The histograms behind them, encoded as a point's `histogram` is.
+    pub ttft_histogram: String,
+    pub gap_histogram: String,
+}
+
+impl StreamPoint {
+    /// Adds another point's figures (the next seconds of the same run, or the same second of
+    /// another): counts add, the histograms merge (one that does not decode is left as is).
+    pub fn merge(&mut self, other: &StreamPoint) {
+        self.streams += other.streams;
+        self.cut += other.cut;
+        self.events += other.events;
+        let join = |a: &str, b: &str| -> Option<LatencyHistogram> {
+            let mut a = LatencyHistogram::decode(a).ok()?;
+            a.merge(&LatencyHistogram::decode(b).ok()?);
+            Some(a)
+        };
+        if let Some(h) = join(&self.ttft_histogram, &other.ttft_histogram) {
+            self.ttft_us = PointLatency::of(&h);
+            self.ttft_histogram = h.encode();
+        }
+        if let Some(h) = join(&self.gap_histogram, &other.gap_histogram) {
+            self.gap_us = PointLatency::of(&h);
+            self.gap_histogram = h.encode();
+        }
+    }
+
+    /// Points joined: `None` when none had streams.
+    pub fn join<'a>(points: impl Iterator<Item = Option<&'a StreamPoint>>) -> Option<StreamPoint> {
+        let mut out: Option<StreamPoint> = None;
+        for p in points.flatten() {
+            match &mut out {
+                Some(o) => o.merge(p),
+                None => out = Some(p.clone()),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_book_their_events_and_merge_exactly() {
+        let mut a = StreamStats::new();
+        a.first_event(1_000);
+        a.next_event(100);
+        a.next_event(300);
+        a.end(&StreamFigures {
+            events: 3,
+            bytes: 90,
+            duration_us: 1_500,
+            span_us: 400,
+            end: StreamEnd::Server,
+        });
+        let mut b = StreamStats::new();
+        b.end(&StreamFigures {
+            events: 0,
+            bytes: 0,
+            duration_us: 10,
+            span_us: 0,
+            end: StreamEnd::Cut,
+        });
+        b.first_event(2_000);
+        b.end(&StreamFigures {
+            events: 1,
+            bytes: 9,
+            duration_us: 2_000,
+            span_us: 0,
+            end: StreamEnd::Marker,
+        });
+        let mut all = a.clone();
+        all.merge(&b);
+        let r = all.report(2.0);
+        assert_eq!(
+            (
+                r.streams,
+                r.events,
+                r.bytes,
+                r.cut,
+                r.ended_by_marker,
+                r.without_events
+            ),
+            (3, 4, 99, 1, 1, 1)
+        );
+        assert_eq!(r.events_per_s, 2.0);
+        assert_eq!((r.ttft_us.min_us, r.ttft_us.max_us), (1_000, 2_000));
+        assert_eq!((r.gap_us.min_us, r.gap_us.max_us), (100, 300));
+        // (400 us over two gaps): one stream's time per event; 5,000 events/s.
+        assert_eq!(r.time_per_event_us.max_us, 200);
+        assert_eq!(r.stream_rate_at(0.5), 5_000.0);
+        assert_eq!(r.events_per_stream.max_us, 3);
+        // The reports of the two halves merge into the report of the whole.
+        let mut m = a.report(1.0);
+        m.merge(&b.report(1.0));
+        m.set_rate(2.0);
+        assert_eq!(m, r);
+    }
+
+    #[test]
+    fn stream_points_merge_their_histograms() {
+        let mut s = StreamSecond {
+            events: 2,
+            ..Default::default()
+        };
+        s.ttft.record(50);
+        s.gap.record(7);
+        let mut t = StreamSecond {
+            events: 1,
+            streams: 1,
+            ..Default::default()
+        };
+        t.ttft.record(90);
+        let mut p = s.point();
+        p.merge(&t.point());
+        let mut both = s.clone();
+        both.merge(&t);
+        assert_eq!(p, both.point());
+        assert_eq!(
+            StreamPoint::join([None, Some(&s.point()), Some(&t.point())].into_iter()),
+            Some(p)
+        );
+        assert_eq!(StreamPoint::join([None, None].into_iter()), None);
+    }
+}

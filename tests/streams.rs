@@ -1,0 +1,344 @@
+//! Streamed responses (server-sent events) read event by event, against `pelt serve --sse`
+//! (a known first-event delay and interval), against sse-starlette on uvicorn (a server pelt
+//! did not write, with its own count of what it sent), and through nginx as HTTP/2.
+//! Timings are asserted only as ranges a loaded machine keeps.
+
+mod util;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use util::real::{find_server, nginx_command, stop_child, RealServer};
+use util::*;
+
+/// The `streams` section of a result.
+fn streams(v: &serde_json::Value) -> &serde_json::Value {
+    v.get("event_streams")
+        .unwrap_or_else(|| panic!("no event_streams section: {v}"))
+}
+
+fn ms(v: &serde_json::Value, path: &[&str]) -> f64 {
+    count(v, path) as f64 / 1000.0
+}
+
+/// Checks that the per-second points add up to the run's events and streams.
+fn assert_timeline_adds_up(v: &serde_json::Value) {
+    let points = v["timeline"].as_array().unwrap();
+    let sum = |k: &str| -> u64 {
+        points
+            .iter()
+            .filter(|p| !p["warmup"].as_bool().unwrap())
+            .filter_map(|p| p.get("event_streams"))
+            .map(|s| s[k].as_u64().unwrap())
+            .sum()
+    };
+    let s = streams(v);
+    assert_eq!(sum("events"), s["events"].as_u64().unwrap(), "{v}");
+    assert_eq!(sum("streams"), s["streams"].as_u64().unwrap(), "{v}");
+    assert_eq!(sum("cut"), s["cut"].as_u64().unwrap(), "{v}");
+}
+
+#[test]
+fn events_are_timed_at_the_pace_the_server_keeps() {
+    // 20 events: the first 50 ms after the head, then one every 5 ms.
+    for h2 in [false, true] {
+        let mut args = vec!["--port", "0", "--sse", "20"];
+        args.extend(["--sse-first", "50ms", "--sse-interval", "5ms"]);
+        if h2 {
+            args.push("--h2");
+        }
+        let (_serve, url) = ServeProcess::listening(&args);
+        let mut run = vec![url.as_str(), "-c", "4", "-n", "40"];
+        if h2 {
+            run.extend(["--http2", "--streams", "10"]);
+        }
+        let v = run_json(&run);
+        assert_schema(&v);
+        let s = streams(&v);
+        // Exact counts: every stream, every event.
+        assert_eq!(count(&v, &["requests", "completed"]), 40, "{v}");
+        assert_eq!(count(s, &["streams"]), 40, "{s}");
+        assert_eq!(count(s, &["events"]), 800, "{s}");
+        assert_eq!(count(s, &["cut"]), 0);
+        assert_eq!(count(s, &["events_per_stream", "min"]), 20);
+        assert_eq!(count(s, &["events_per_stream", "max"]), 20);
+        // Time to first event at the configured 50 ms; gaps and time per event at 5 ms.
+        let ttft = ms(s, &["ttft_us", "p50"]);
+        assert!((45.0..200.0).contains(&ttft), "h2 {h2}: TTFT p50 {ttft} ms");
+        let gap = ms(s, &["gap_us", "p50"]);
+        assert!((2.0..40.0).contains(&gap), "h2 {h2}: gap p50 {gap} ms");
+        let per = ms(s, &["time_per_event_us", "p50"]);
+        assert!((4.0..40.0).contains(&per), "h2 {h2}: per event {per} ms");
+        // A stream lasts its first event and 19 gaps: its latency.
+        let lasted = ms(s, &["duration_us", "p50"]);
+        assert!((140.0..900.0).contains(&lasted), "h2 {h2}: {lasted} ms");
+        assert!(ttft < lasted);
+        assert_timeline_adds_up(&v);
+        // Thresholds on the streams: these hold, TTFT under 1 ms does not (exit 3).
+        let mut checked = run.clone();
+        checked.extend(["--expect", "ttft.p50>40ms", "--expect", "gap.p99<1s"]);
+        checked.extend([
+            "--expect",
+            "per_event.p50<100ms",
+            "--expect",
+            "events_per_s>10",
+        ]);
+        assert_eq!(thresholds_held(&run_json(&checked)), [true; 4]);
+        let mut failing = run.clone();
+        failing.extend(["--expect", "ttft.p50<1ms"]);
+        assert_eq!(util::run(&failing).0.status.code(), Some(3));
+        // The summary reads as LLM users expect.
+        let (out, _) = util::run(&run);
+        let text = String::from_utf8_lossy(&out.stdout);
+        for want in [
+            "Streams",
+            "First event",
+            "Gap",
+            "Per event",
+            "TTFT",
+            "events/s",
+        ] {
+            assert!(text.contains(want), "{want} missing:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn a_limit_cuts_streams_and_a_marker_ends_them() {
+    for h2 in [false, true] {
+        let mut args = vec!["--port", "0", "--sse", "20", "--sse-interval", "2ms"];
+        args.extend(["--sse-body", "openai"]);
+        if h2 {
+            args.push("--h2");
+        }
+        let (_serve, url) = ServeProcess::listening(&args);
+        let with = |extra: &[&str]| {
+            let mut run = vec![url.as_str(), "-c", "2", "-n", "30"];
+            if h2 {
+                run.extend(["--http2", "--streams", "8"]);
+            }
+            run.extend_from_slice(extra);
+            run_json(&run)
+        };
+        // At 5 events pelt ends each stream: cut, never an error.
+        let v = with(&["--stream-limit", "5"]);
+        let s = streams(&v);
+        assert_eq!(count(&v, &["requests", "completed"]), 30, "{v}");
+        assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
+        assert_eq!(
+            (count(s, &["cut"]), count(s, &["events"])),
+            (30, 150),
+            "{s}"
+        );
+        if h2 {
+            // Each cut resets its stream; the connections go on.
+            assert_eq!(count(&v, &["connections_opened"]), 2, "{v}");
+        } else {
+            // Each cut closes its connection; the next request opens one.
+            assert!(count(&v, &["connections_opened"]) >= 30, "{v}");
+        }
+        assert_timeline_adds_up(&v);
+        // A time limit: 20 ms into a 40 ms stream.
+        let v = with(&["--stream-limit", "20ms"]);
+        let s = streams(&v);
+        assert_eq!(count(s, &["cut"]), 30, "{s}");
+        assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
+        let lasted = ms(&v, &["latency_us", "max"]);
+        assert!((19.0..200.0).contains(&lasted), "{lasted} ms");
+        // The OpenAI marker ends each stream normally: 20 tokens, [DONE] not one of them,
+        // and the server's end of the response keeps the connection.
+        let v = with(&["--stream-end", "[DONE]"]);
+        let s = streams(&v);
+        assert_eq!(count(s, &["ended_by_marker"]), 30, "{s}");
+        assert_eq!((count(s, &["cut"]), count(s, &["events"])), (0, 600), "{s}");
+        assert_eq!(count(&v, &["connections_opened"]), 2, "{v}");
+        // Without it [DONE] is an event like the others.
+        let v = with(&[]);
+        assert_eq!(count(streams(&v), &["events"]), 630, "{v}");
+    }
+}
+
+#[test]
+fn a_stream_times_out_on_silence_not_on_its_length() {
+    // Events 100 ms apart for a second: longer than --timeout, never silent that long.
+    let (_serve, url) =
+        ServeProcess::listening(&["--port", "0", "--sse", "10", "--sse-interval", "100ms"]);
+    let v = run_json(&[&url, "-c", "2", "-n", "2", "--timeout", "400ms"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 2, "{v}");
+    assert_eq!(count(streams(&v), &["events"]), 20);
+    // Two seconds between events: silent past the timeout.
+    let (_serve, url) =
+        ServeProcess::listening(&["--port", "0", "--h2", "--sse", "3", "--sse-interval", "2s"]);
+    for h2 in [false, true] {
+        let mut run = vec![url.as_str(), "-c", "1", "-n", "1", "--timeout", "300ms"];
+        if h2 {
+            run.push("--http2");
+        }
+        let (out, took) = util::run(&run);
+        assert!(out.status.success());
+        assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("the stream sent nothing for 300ms"), "{text}");
+        let v = run_json(&run);
+        assert_eq!(count(&v, &["errors", "timeout"]), 1, "{v}");
+        assert_eq!(count(streams(&v), &["events"]), 1, "{v}");
+    }
+}
+
+#[test]
+fn results_with_streams_merge_exactly() {
+    let (_serve, url) =
+        ServeProcess::listening(&["--port", "0", "--sse", "7", "--sse-interval", "1ms"]);
+    let dir = std::env::temp_dir().join(format!("pelt-streams-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let parts: Vec<String> = (0..2)
+        .map(|k| {
+            let path = dir.join(format!("{k}.json")).display().to_string();
+            let n = if k == 0 { "10" } else { "25" };
+            let (out, _) = run(&[&url, "-c", "2", "-n", n, "--json", &path, "-q"]);
+            assert!(out.status.success());
+            path
+        })
+        .collect();
+    let mut args = vec!["merge"];
+    args.extend(parts.iter().map(String::as_str));
+    args.extend(["--json", "-"]);
+    let out = pelt().args(&args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = streams(&v);
+    assert_eq!((count(s, &["streams"]), count(s, &["events"])), (35, 245));
+    assert_eq!(count(s, &["events_per_stream", "max"]), 7);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// sse-starlette on uvicorn (tests/interop/.venv, made by .ci/run), on a port it chose.
+struct SseApp {
+    child: Child,
+    port: u16,
+}
+
+impl SseApp {
+    fn start() -> Option<SseApp> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join("tests/interop/.venv/bin/python");
+        if !python.exists() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "the sse-starlette tests need tests/interop/.venv; .ci/run makes it"
+            );
+            eprintln!("SKIPPED: sse-starlette (tests/interop/.venv is missing)");
+            return None;
+        }
+        let mut child = Command::new(python)
+            .arg(root.join("tests/interop/sse_app.py"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python runs the event-stream app");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("sse_app said {line:?}"));
+        Some(SseApp { child, port })
+    }
+
+    /// Its own count of (streams finished, events sent).
+    fn counts(&self) -> (u64, u64) {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.write_all(b"GET /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        (count(&v, &["streams"]), count(&v, &["events"]))
+    }
+}
+
+impl Drop for SseApp {
+    fn drop(&mut self) {
+        stop_child(&mut self.child);
+    }
+}
+
+#[test]
+fn sse_starlette_streams_are_counted_event_by_event() {
+    let Some(app) = SseApp::start() else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/stream?n=25&gap_ms=2", app.port);
+    let v = run_json(&[&url, "-c", "5", "-n", "40"]);
+    let s = streams(&v);
+    assert_eq!((count(s, &["streams"]), count(s, &["events"])), (40, 1000));
+    assert_eq!(count(s, &["events_per_stream", "min"]), 25);
+    // The server's own count: what it sent is what pelt read.
+    assert_eq!(app.counts(), (40, 1000));
+    // The LLM shape: POST a JSON body on a Poisson schedule; [DONE] ends each stream.
+    let url = format!("http://127.0.0.1:{}/stream?n=10&gap_ms=1&done=1", app.port);
+    let v = run_json(&[
+        &url,
+        "-m",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "--body",
+        r#"{"stream": true, "prompt": "hello"}"#,
+        "--rate",
+        "40",
+        "--arrival",
+        "poisson",
+        "-n",
+        "30",
+        "--stream-end",
+        "[DONE]",
+    ]);
+    let s = streams(&v);
+    assert_eq!(count(s, &["ended_by_marker"]), 30, "{s}");
+    assert_eq!(count(s, &["events"]), 300, "{s}");
+    assert_eq!(v["latency_from"], "due");
+    assert_eq!(app.counts(), (70, 1300));
+}
+
+#[test]
+fn sse_starlette_through_nginx_as_http2() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let Some(app) = SseApp::start() else {
+        return;
+    };
+    let upstream = app.port;
+    let nginx = RealServer::start("nginx-sse", 1, |dir, ports| {
+        let http = format!(
+            "    access_log off;
+    server {{
+        listen 127.0.0.1:{p} http2;
+        location / {{
+            proxy_pass http://127.0.0.1:{upstream};
+            proxy_http_version 1.1;
+            proxy_buffering off;
+        }}
+    }}
+",
+            p = ports[0]
+        );
+        nginx_command(&bin, dir, &http)
+    });
+    let url = format!("{}stream?n=12&gap_ms=2", nginx.url("http", 0));
+    let v = run_json(&[&url, "--http2", "-c", "2", "--streams", "10", "-n", "60"]);
+    let s = streams(&v);
+    assert_eq!((count(s, &["streams"]), count(s, &["events"])), (60, 720));
+    assert_eq!(v["http"], "2");
+    assert_eq!(app.counts(), (60, 720));
+}
