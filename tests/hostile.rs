@@ -952,3 +952,28 @@ fn g46_a_stream_that_stalls_times_out() {
         assert_eq!(stream_count(&v, "events"), 1, "{v}");
     }
 }
+
+#[test]
+fn g47_stream_reads_json_lines_one_event_a_line() {
+    // Chunks that split lines anywhere; CRLF and LF; a blank line is no event.
+    let script = || {
+        each(vec![
+            Step::Read,
+            w("HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n\
+               Transfer-Encoding: chunked\r\n\r\n"),
+            w("7\r\n{\"a\":1}\r\n"),
+            w("7\r\n\n{\"a\":2\r\n"),
+            w("5\r\n}\r\n\n{\r\n"),
+            w("7\r\n\"a\":3}\n\r\n0\r\n\r\n"),
+        ])
+    };
+    for v in case(script, Bytes::Exact, &["-n", "2", "-c", "1", "--stream"]) {
+        assert_eq!(completed(&v), 2, "{v}");
+        assert_eq!(stream_count(&v, "events"), 6, "{v}");
+        assert_eq!(stream_count(&v, "streams"), 2, "{v}");
+    }
+    // Without --stream the body is a body.
+    for v in case(script, Bytes::Exact, &["-n", "1", "-c", "1"]) {
+        assert!(v.get("event_streams").is_none(), "{v}");
+    }
+}

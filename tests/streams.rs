@@ -38,6 +38,28 @@ fn assert_timeline_adds_up(v: &serde_json::Value) {
     assert_eq!(sum("cut"), s["cut"].as_u64().unwrap(), "{v}");
 }
 
+/// `--csv`: each second's events in the stream_events column, adding up to `events`.
+fn assert_csv_has_the_events(run: &[&str], events: u64) {
+    let csv = std::env::temp_dir().join(format!("pelt-streams-{}.csv", std::process::id()));
+    let mut args = run.to_vec();
+    let path = csv.display().to_string();
+    args.extend(["--csv", &path]);
+    let v = run_json(&args);
+    assert_eq!(count(streams(&v), &["events"]), events);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = head.iter().position(|c| *c == "stream_events").unwrap();
+    assert_eq!(head.len(), 38, "{head:?}");
+    let sum: u64 = lines
+        .map(|l| l.split(',').nth(col).unwrap())
+        .filter(|c| !c.is_empty())
+        .map(|c| c.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(sum, events, "{text}");
+    let _ = std::fs::remove_file(&csv);
+}
+
 #[test]
 fn events_are_timed_at_the_pace_the_server_keeps() {
     // 20 events: the first 50 ms after the head, then one every 5 ms.
@@ -74,6 +96,9 @@ fn events_are_timed_at_the_pace_the_server_keeps() {
         assert!((140.0..900.0).contains(&lasted), "h2 {h2}: {lasted} ms");
         assert!(ttft < lasted);
         assert_timeline_adds_up(&v);
+        if !h2 {
+            assert_csv_has_the_events(&run, 800);
+        }
         // Thresholds on the streams: these hold, TTFT under 1 ms does not (exit 3).
         let mut checked = run.clone();
         checked.extend(["--expect", "ttft.p50>40ms", "--expect", "gap.p99<1s"]);
@@ -200,9 +225,10 @@ fn results_with_streams_merge_exactly() {
             path
         })
         .collect();
+    let html = dir.join("merged.html").display().to_string();
     let mut args = vec!["merge"];
     args.extend(parts.iter().map(String::as_str));
-    args.extend(["--json", "-"]);
+    args.extend(["--json", "-", "--html", &html]);
     let out = pelt().args(&args).output().unwrap();
     assert!(
         out.status.success(),
@@ -213,6 +239,15 @@ fn results_with_streams_merge_exactly() {
     let s = streams(&v);
     assert_eq!((count(s, &["streams"]), count(s, &["events"])), (35, 245));
     assert_eq!(count(s, &["events_per_stream", "max"]), 7);
+    // The HTML report has the streams' rows and table.
+    let page = std::fs::read_to_string(&html).unwrap();
+    for want in [
+        "time to first event (TTFT)",
+        "Event streams",
+        "<td>events</td>",
+    ] {
+        assert!(page.contains(want), "{want} missing from the HTML report");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -123,9 +123,10 @@ export interface RunOptions {
    */
   connectTimeout?: Duration
   /**
-   * --stream: Read every response's body as an event stream (server-sent events), whatever its
-   * Content-Type; text/event-stream responses always are. Each event is timed: time to first
-   * event, the gaps between events, events/s (tokens, for an LLM).
+   * --stream: Read every response's body as a stream of events, whatever its Content-Type: one
+   * event per line (JSON lines, as Ollama streams); text/event-stream responses are always read
+   * as server-sent events. Each event is timed: time to first event, the gaps between events,
+   * events/s (tokens, for an LLM).
    */
   stream?: boolean
   /**

@@ -504,6 +504,12 @@ pub fn report(r: &Report) -> String {
     if let Some(h) = &r.tls_handshakes {
         latency_rows(&mut b, "TLS handshake", &h.time_us);
     }
+    if let Some(st) = &r.event_streams {
+        latency_rows(&mut b, "time to first event (TTFT)", &st.ttft_us);
+        latency_rows(&mut b, "gap between events", &st.gap_us);
+        latency_rows(&mut b, "time per event, per stream", &st.time_per_event_us);
+        latency_rows(&mut b, "stream duration", &st.duration_us);
+    }
     let from = if r.latency_from == LatencyFrom::Due {
         "Latency counts from when each request was due (open loop, no coordinated omission)."
     } else {
@@ -531,6 +537,36 @@ pub fn report(r: &Report) -> String {
         row(&mut b, &[&format!("status {code}"), &thousands(*n)]);
     }
     b.push_str("</table>\n");
+    if let Some(st) = &r.event_streams {
+        b.push_str("<h2>Event streams</h2><table>\n");
+        for (k, v) in [
+            ("streams ended", thousands(st.streams)),
+            ("events", thousands(st.events)),
+            ("events per second", rate(st.events_per_s)),
+            ("cut at --stream-limit", thousands(st.cut)),
+            ("ended at --stream-end", thousands(st.ended_by_marker)),
+            ("without events", thousands(st.without_events)),
+            (
+                "events per stream (p50, max)",
+                format!(
+                    "{}, {}",
+                    thousands(st.events_per_stream.p50_us),
+                    thousands(st.events_per_stream.max_us)
+                ),
+            ),
+            (
+                "a stream's events/s (p50, slowest 1 %)",
+                format!(
+                    "{}, {}",
+                    rate(st.stream_rate_at(0.5)),
+                    rate(st.stream_rate_at(0.01))
+                ),
+            ),
+        ] {
+            row(&mut b, &[k, &v]);
+        }
+        b.push_str("</table>\n");
+    }
     if !r.errors.is_empty() {
         b.push_str("<h2>Errors</h2><table>\n<tr><th>kind</th><th class=\"n\">count</th><th>first message</th></tr>\n");
         for (k, n) in &r.errors {

@@ -683,7 +683,10 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     // before pelt measured it.
     s.push_str(",connections,target,");
     s.push_str(RESOURCE_COLUMNS.join(",").as_str());
-    s.push_str(",ttfb_p50_us,ttfb_p99_us\n");
+    // Then the event streams' (empty in a second without any).
+    s.push_str(
+        ",ttfb_p50_us,ttfb_p99_us,stream_events,ttft_p50_us,ttft_p99_us,gap_p50_us,gap_p99_us\n",
+    );
     for p in points {
         let l = &p.latency_us;
         let _ = write!(
@@ -733,9 +736,16 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         }
         match &p.ttfb_us {
             Some(t) => {
-                let _ = writeln!(s, ",{},{}", t.p50, t.p99);
+                let _ = write!(s, ",{},{}", t.p50, t.p99);
             }
-            None => s.push_str(",,\n"),
+            None => s.push_str(",,"),
+        }
+        match &p.event_streams {
+            Some(e) => {
+                let (t, g) = (&e.ttft_us, &e.gap_us);
+                let _ = writeln!(s, ",{},{},{},{},{}", e.events, t.p50, t.p99, g.p50, g.p99);
+            }
+            None => s.push_str(",,,,,\n"),
         }
     }
     s

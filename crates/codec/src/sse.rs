@@ -273,6 +273,74 @@ impl SseParser {
     }
 }
 
+/// A newline-delimited stream (JSON lines, as Ollama and other servers stream tokens without
+/// server-sent events): each non-empty line, less its CR LF or LF, is an event. Bounded as
+/// [`SseParser`] is: at most `limit` bytes of a line are kept (the rest counted), and a long
+/// line parsed where it lies is cut at the same point as one kept across reads.
+#[derive(Debug, Clone)]
+pub struct LineParser {
+    limit: usize,
+    line: Vec<u8>,
+    line_len: usize,
+}
+
+impl Default for LineParser {
+    fn default() -> Self {
+        LineParser::new()
+    }
+}
+
+impl LineParser {
+    pub fn new() -> LineParser {
+        LineParser::with_limit(DEFAULT_LIMIT)
+    }
+
+    /// A parser that keeps at most `limit` bytes of a line.
+    pub fn with_limit(limit: usize) -> LineParser {
+        LineParser {
+            limit: limit.max(16),
+            line: Vec::new(),
+            line_len: 0,
+        }
+    }
+
+    /// Ready for a new stream (the buffer is kept).
+    pub fn reset(&mut self) {
+        self.line.clear();
+        self.line_len = 0;
+    }
+
+    /// Parses `bytes`, calling `on_line` for each non-empty line they end, in order.
+    pub fn feed(&mut self, mut bytes: &[u8], on_line: &mut impl FnMut(&[u8])) {
+        while let Some(end) = bytes.iter().position(|&b| b == b'\n') {
+            let piece = &bytes[..end];
+            if self.line_len == 0 {
+                let line = piece.strip_suffix(b"\r").unwrap_or(piece);
+                if !line.is_empty() {
+                    on_line(&line[..line.len().min(self.limit)]);
+                }
+            } else {
+                self.keep(piece);
+                let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
+                if !line.is_empty() {
+                    on_line(line);
+                }
+                self.reset();
+            }
+            bytes = &bytes[end + 1..];
+        }
+        if !bytes.is_empty() {
+            self.keep(bytes);
+        }
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = self.limit.saturating_sub(self.line.len());
+        self.line.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.line_len += bytes.len();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,5 +478,33 @@ mod tests {
         assert_eq!((p.last_event_id(), p.retry_ms()), (&b""[..], None));
         p.reset();
         assert!(!p.within_event());
+    }
+
+    #[test]
+    fn lines_are_events_however_the_bytes_are_split() {
+        let stream = b"{\"t\":\"a\"}\n\r\n{\"t\":\"b\"}\r\n\n0123456789abcdefXYZ\r\nlast";
+        let lines = |chunks: &[&[u8]]| {
+            let mut p = LineParser::with_limit(16);
+            let mut out = Vec::new();
+            for c in chunks {
+                p.feed(c, &mut |l: &[u8]| {
+                    out.push(String::from_utf8_lossy(l).into_owned())
+                });
+            }
+            out
+        };
+        let whole = lines(&[stream]);
+        // Empty lines are no events; a line past the limit is its first 16 bytes; a line
+        // without its end is not one yet.
+        assert_eq!(
+            whole,
+            ["{\"t\":\"a\"}", "{\"t\":\"b\"}", "0123456789abcdef"]
+        );
+        for at in 0..=stream.len() {
+            let (a, b) = stream.split_at(at);
+            assert_eq!(lines(&[a, b]), whole, "split at {at}");
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(lines(&bytes), whole);
     }
 }

@@ -11,7 +11,7 @@
 //! ledger; nothing is allocated per event.
 
 use crate::ledger::Ledger;
-use pelt_codec::sse::{SseEvent, SseParser};
+use pelt_codec::sse::{LineParser, SseEvent, SseParser};
 use pelt_stats::{StreamEnd, StreamFigures};
 use std::time::{Duration, Instant};
 
@@ -26,8 +26,9 @@ pub const DEFAULT_STREAM_TIME: Duration = Duration::from_secs(600);
 /// How streamed responses are read (`--stream`, `--stream-limit`, `--stream-end`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Streams {
-    /// Read every response's body as an event stream, whatever its `Content-Type` (without:
-    /// only `text/event-stream` responses are).
+    /// Read every response's body as a stream, whatever its `Content-Type`: one that is not
+    /// a `text/event-stream` has an event per line (JSON lines). Without: only
+    /// `text/event-stream` responses are read as streams.
     pub all: bool,
     /// pelt ends a stream at this many events (counted as cut, not as an error).
     pub max_events: Option<u64>,
@@ -62,6 +63,9 @@ impl Streams {
 #[derive(Default)]
 pub(crate) struct StreamReader {
     parser: SseParser,
+    /// `--stream` on a response that is not an event stream: each line is an event.
+    lines: LineParser,
+    by_line: bool,
     /// A stream is being read (`begin` to `finish` or `forget`).
     on: bool,
     /// Its request started in the warm-up.
@@ -88,9 +92,19 @@ impl StreamReader {
     }
 
     /// A response starts being read as a stream: its request was sent at `sent`, its latency
-    /// starts at `start`, and its head arrived at `at`.
-    pub(crate) fn begin(&mut self, warm: bool, start: Instant, sent: Instant, at: Instant) {
+    /// starts at `start`, and its head arrived at `at`; `event_stream`: it is a
+    /// `text/event-stream` (read by the event-stream rules), else one event per line.
+    pub(crate) fn begin(
+        &mut self,
+        warm: bool,
+        start: Instant,
+        sent: Instant,
+        at: Instant,
+        event_stream: bool,
+    ) {
         self.parser.reset();
+        self.lines.reset();
+        self.by_line = !event_stream;
         self.on = true;
         self.warm = warm;
         self.start = Some(start);
@@ -122,6 +136,8 @@ impl StreamReader {
         self.active = Some(at);
         let StreamReader {
             parser,
+            lines,
+            by_line,
             warm,
             start,
             first,
@@ -130,11 +146,11 @@ impl StreamReader {
             ended,
             ..
         } = self;
-        parser.feed(bytes, &mut |e: SseEvent<'_>| {
+        let mut event = |data: &[u8]| {
             if ended.is_some() {
                 return;
             }
-            if config.end_marker.as_deref() == Some(e.data) {
+            if config.end_marker.as_deref() == Some(data) {
                 *ended = Some((at, StreamEnd::Marker));
                 return;
             }
@@ -148,7 +164,12 @@ impl StreamReader {
             if config.max_events.is_some_and(|n| *events >= n) {
                 *ended = Some((at, StreamEnd::Cut));
             }
-        });
+        };
+        if *by_line {
+            lines.feed(bytes, &mut event);
+        } else {
+            parser.feed(bytes, &mut |e: SseEvent<'_>| event(e.data));
+        }
         matches!(self.ended, Some((_, StreamEnd::Cut)))
     }
 

@@ -160,7 +160,7 @@ impl Protocol for Http1 {
                     }
                     let front = slots.front().expect("a request is in flight");
                     let start = ledger.origin(front.due, front.sent);
-                    stream.begin(front.warm, start, front.sent, at);
+                    stream.begin(front.warm, start, front.sent, at, event_stream);
                 }
                 cut |= stream.feed(bytes, at, ledger, streams);
             });
@@ -201,7 +201,7 @@ impl Protocol for Http1 {
                     if response.event_stream && !stream.is_on() && config.streams.reads(true) {
                         // An event stream with an empty body: a stream without events.
                         let start = ledger.origin(slot.due, slot.sent);
-                        stream.begin(slot.warm, start, slot.sent, at);
+                        stream.begin(slot.warm, start, slot.sent, at, true);
                     }
                     // A stream ends with its response (or where its marker or limit came).
                     let done = stream.finish(at, ledger);

@@ -796,7 +796,7 @@ fn receive(
                     s.reader = readers.take();
                     let start = ledger.origin(slot.due, slot.sent);
                     if let Some(r) = readers.get(s.reader) {
-                        r.begin(slot.warm, start, slot.sent, at);
+                        r.begin(slot.warm, start, slot.sent, at, event_stream);
                     }
                 }
             }

@@ -516,9 +516,10 @@ pub static RUN: &[Row] = &[
         name: "stream",
         long: "stream",
         form: Form::Switch,
-        help: "Read every response's body as an event stream (server-sent events), whatever \
-               its Content-Type; text/event-stream responses always are. Each event is timed: \
-               time to first event, the gaps between events, events/s (tokens, for an LLM).",
+        help: "Read every response's body as a stream of events, whatever its Content-Type: \
+               one event per line (JSON lines, as Ollama streams); text/event-stream responses \
+               are always read as server-sent events. Each event is timed: time to first event, \
+               the gaps between events, events/s (tokens, for an LLM).",
         example: "true",
         read: |s, g| {
             s.event_streams.all = g.boolean()?;
