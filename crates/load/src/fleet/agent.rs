@@ -2,7 +2,7 @@
 //! its seconds, sends its result, and stops its load when the coordinator goes away.
 
 use super::wire::{
-    nonce, now_us, send, Channel, FromAgent, ReadError, Reader, ToAgent, Token, PROTOCOL,
+    nonce, now_us, send, Channel, FromAgent, ReadError, Reader, Side, ToAgent, Token, PROTOCOL,
 };
 use crate::{options, Report};
 use pelt_engine::Slice;
@@ -294,13 +294,16 @@ fn handshake(
             nonce: theirs,
             proof,
         } => {
-            if !opts.token.check_coordinator(session, &own, &theirs, &proof) {
+            if !opts
+                .token
+                .check(Side::Coordinator, session, &own, &theirs, &proof)
+            {
                 return Err(AgentError::Join(format!(
                     "the coordinator at {} does not know the fleet token; not taking its orders",
                     opts.coordinator
                 )));
             }
-            let proof = opts.token.agent_proof(session, &theirs, &own);
+            let proof = opts.token.proof(Side::Agent, session, &theirs, &own);
             send(writer, &FromAgent::Auth { proof }).map_err(io)?;
         }
         ToAgent::Refused { reason } => return Err(refused(reason)),

@@ -1,7 +1,7 @@
 //! The coordinator: waits for the agents, splits the run, starts it, merges what they send.
 
 use super::wire::{
-    nonce, now_us, send, Channel, FromAgent, ReadError, Reader, ToAgent, Token, PROTOCOL,
+    nonce, now_us, send, Channel, FromAgent, ReadError, Reader, Side, ToAgent, Token, PROTOCOL,
 };
 use crate::{options, LoadSpec, Prepared};
 use pelt_stats::{
@@ -551,13 +551,13 @@ fn greet(w: &Channel, r: &mut Reader, token: &Token, agents: u32) -> Result<Hell
     }
     let own = nonce();
     let challenge = ToAgent::Challenge {
-        proof: token.coordinator_proof(w.session(), &agent_nonce, &own),
+        proof: token.proof(Side::Coordinator, w.session(), &agent_nonce, &own),
         nonce: own.clone(),
     };
     send(w, &challenge).map_err(gone)?;
     match r.read::<FromAgent>().map_err(gone)? {
-        FromAgent::Auth { proof } if token.check_agent(w.session(), &own, &agent_nonce, &proof) => {
-        }
+        FromAgent::Auth { proof }
+            if token.check(Side::Agent, w.session(), &own, &agent_nonce, &proof) => {}
         FromAgent::Auth { .. } => return Err(Refusal::Tell("wrong token".into())),
         _ => return Err(Refusal::Tell("it did not answer the challenge".into())),
     }

@@ -10,7 +10,7 @@
 //! during the run is named in the result, and the run goes on without it.
 
 use super::wire::{
-    nonce, send, Channel, FromMonitor, ReadError, Reader, ToMonitor, Token, PROTOCOL,
+    nonce, send, Channel, FromMonitor, ReadError, Reader, Side, ToMonitor, Token, PROTOCOL,
 };
 use crate::monitor::{Sampler, Samples, Watch};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -81,12 +81,12 @@ impl RemoteMonitor {
                 host,
                 watching,
             }) => {
-                if !token.check_monitor(session, &own, &theirs, &proof) {
+                if !token.check(Side::Monitor, session, &own, &theirs, &proof) {
                     return Err(fail(
                         "does not prove this run's fleet token: the tokens differ".into(),
                     ));
                 }
-                let proof = token.run_proof(session, &theirs, &own);
+                let proof = token.proof(Side::Run, session, &theirs, &own);
                 send(&writer, &ToMonitor::Auth { proof }).map_err(io)?;
                 Ok(RemoteMonitor {
                     addr: addr.to_string(),
@@ -217,14 +217,14 @@ fn session(
     };
     let own = nonce();
     let challenge = FromMonitor::Challenge {
-        proof: token.monitor_proof(session, &theirs, &own),
+        proof: token.proof(Side::Monitor, session, &theirs, &own),
         nonce: own.clone(),
         host: host.to_string(),
         watching,
     };
     send(&writer, &challenge).map_err(io)?;
     match reader.read::<ToMonitor>().map_err(|e| e.to_string())? {
-        ToMonitor::Auth { proof } if token.check_run(session, &own, &theirs, &proof) => {}
+        ToMonitor::Auth { proof } if token.check(Side::Run, session, &own, &theirs, &proof) => {}
         _ => return Err("it does not know the fleet token".into()),
     }
     reader

@@ -312,79 +312,44 @@ impl Token {
         Token::new(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// The proof of `side` (`agent`, `coordinator`, `monitor`, `run`) over the TLS session
-    /// (its exporter, [`Channel::session`]) and the two nonces.
-    fn proof(&self, side: &str, session: &str, first: &str, second: &str) -> String {
-        let message = format!("pelt-fleet {side}\n{session}\n{first}\n{second}");
+    /// The proof of `side` over the TLS session (its exporter, [`Channel::session`]) and the
+    /// two nonces: the other side's, then its own.
+    pub fn proof(&self, side: Side, session: &str, theirs: &str, own: &str) -> String {
+        let message = side.message(session, theirs, own);
         hex(hmac::sign(&self.0, message.as_bytes()).as_ref())
     }
 
-    /// Checks a proof in constant time.
-    fn verify(&self, side: &str, session: &str, first: &str, second: &str, proof: &str) -> bool {
-        let message = format!("pelt-fleet {side}\n{session}\n{first}\n{second}");
+    /// Checks, in constant time, `side`'s proof over the session, the nonce this end sent
+    /// (`own`) and `side`'s (`theirs`).
+    pub fn check(&self, side: Side, session: &str, own: &str, theirs: &str, proof: &str) -> bool {
+        let message = side.message(session, own, theirs);
         let Some(tag) = unhex(proof) else {
             return false;
         };
         hmac::verify(&self.0, message.as_bytes(), &tag).is_ok()
     }
+}
 
-    /// The coordinator's proof, answering an agent's nonce with its own.
-    pub fn coordinator_proof(&self, session: &str, agent_nonce: &str, own_nonce: &str) -> String {
-        self.proof("coordinator", session, agent_nonce, own_nonce)
-    }
+/// Who proves it knows the token: each side signs its own name, so a proof of one side never
+/// passes as another's (a coordinator answers an agent, a remote monitor answers a run, and
+/// each is answered back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Agent,
+    Coordinator,
+    Monitor,
+    Run,
+}
 
-    pub fn check_coordinator(
-        &self,
-        session: &str,
-        agent_nonce: &str,
-        coord_nonce: &str,
-        proof: &str,
-    ) -> bool {
-        self.verify("coordinator", session, agent_nonce, coord_nonce, proof)
-    }
-
-    pub fn agent_proof(&self, session: &str, coord_nonce: &str, own_nonce: &str) -> String {
-        self.proof("agent", session, coord_nonce, own_nonce)
-    }
-
-    pub fn check_agent(
-        &self,
-        session: &str,
-        coord_nonce: &str,
-        agent_nonce: &str,
-        proof: &str,
-    ) -> bool {
-        self.verify("agent", session, coord_nonce, agent_nonce, proof)
-    }
-
-    /// A remote monitor's proof, answering a run's nonce with its own.
-    pub fn monitor_proof(&self, session: &str, run_nonce: &str, own_nonce: &str) -> String {
-        self.proof("monitor", session, run_nonce, own_nonce)
-    }
-
-    pub fn check_monitor(
-        &self,
-        session: &str,
-        run_nonce: &str,
-        monitor_nonce: &str,
-        proof: &str,
-    ) -> bool {
-        self.verify("monitor", session, run_nonce, monitor_nonce, proof)
-    }
-
-    /// A run's proof to a remote monitor.
-    pub fn run_proof(&self, session: &str, monitor_nonce: &str, own_nonce: &str) -> String {
-        self.proof("run", session, monitor_nonce, own_nonce)
-    }
-
-    pub fn check_run(
-        &self,
-        session: &str,
-        monitor_nonce: &str,
-        run_nonce: &str,
-        proof: &str,
-    ) -> bool {
-        self.verify("run", session, monitor_nonce, run_nonce, proof)
+impl Side {
+    fn message(self, session: &str, first: &str, second: &str) -> String {
+        let name = match self {
+            Side::Agent => "agent",
+            Side::Coordinator => "coordinator",
+            Side::Monitor => "monitor",
+            Side::Run => "run",
+        };
+        format!("pelt-fleet {name}\n{session}\n{first}\n{second}")
     }
 }
 
@@ -422,19 +387,19 @@ mod tests {
         let other = Token::new("another-token-entirely").unwrap();
         let (a, c, s) = (nonce(), nonce(), nonce());
         assert_ne!(a, c);
-        let p = t.coordinator_proof(&s, &a, &c);
-        assert!(t.check_coordinator(&s, &a, &c, &p));
-        assert!(!other.check_coordinator(&s, &a, &c, &p));
+        let p = t.proof(Side::Coordinator, &s, &a, &c);
+        assert!(t.check(Side::Coordinator, &s, &a, &c, &p));
+        assert!(!other.check(Side::Coordinator, &s, &a, &c, &p));
         // A proof made in one TLS session is worth nothing in another (a relay in the middle).
-        assert!(!t.check_coordinator(&nonce(), &a, &c, &p));
+        assert!(!t.check(Side::Coordinator, &nonce(), &a, &c, &p));
         // An agent cannot replay the coordinator's proof as its own, nor swap the nonces.
-        assert!(!t.check_agent(&s, &a, &c, &p));
-        assert!(!t.check_coordinator(&s, &c, &a, &p));
-        let q = t.agent_proof(&s, &c, &a);
-        assert!(t.check_agent(&s, &c, &a, &q));
-        assert!(!t.check_agent(&s, &c, &nonce(), &q));
+        assert!(!t.check(Side::Agent, &s, &a, &c, &p));
+        assert!(!t.check(Side::Coordinator, &s, &c, &a, &p));
+        let q = t.proof(Side::Agent, &s, &c, &a);
+        assert!(t.check(Side::Agent, &s, &c, &a, &q));
+        assert!(!t.check(Side::Agent, &s, &c, &nonce(), &q));
         for junk in ["", "zz", "0", &"0".repeat(64), &"ab".repeat(200)] {
-            assert!(!t.check_agent(&s, &c, &a, junk), "{junk}");
+            assert!(!t.check(Side::Agent, &s, &c, &a, junk), "{junk}");
         }
     }
 
@@ -468,7 +433,7 @@ mod tests {
         let a = Token::new("0123456789abcdef\n").unwrap();
         let b = Token::new("0123456789abcdef").unwrap();
         let (x, y, s) = (nonce(), nonce(), nonce());
-        assert!(b.check_agent(&s, &x, &y, &a.agent_proof(&s, &x, &y)));
+        assert!(b.check(Side::Agent, &s, &x, &y, &a.proof(Side::Agent, &s, &x, &y)));
     }
 
     use std::io::{Read, Write};
