@@ -231,8 +231,13 @@ impl Drop for Lab {
     }
 }
 
+/// What a run said: its stderr, and with `-q --json -` the agents its result lists as lost
+/// (a quiet coordinator prints nothing of them).
 fn stderr_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into()
+    let lost = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .map(|v| v["fleet"]["lost"].to_string())
+        .unwrap_or_default();
+    format!("{}; lost: {lost}", String::from_utf8_lossy(&out.stderr))
 }
 
 #[test]
