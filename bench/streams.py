@@ -10,14 +10,17 @@ holds --streams streams open for --duration seconds, starting a new one as each 
 reads every event: pelt with `-c STREAMS -t 1`; the Python clients as one asyncio task per
 stream, reading lines and timing each event (time to first event, gaps), as vLLM's and
 LLMPerf's clients do. CPU is the client's user+sys from wait4's rusage, and its user part alone
-(what the client's own code costs; the kernel's share is mostly the per-segment receive and, on
-loopback, the ACK each read sends, which every client pays); events are what each client
+(what the client's own code costs), and the kernel's part (sys): mostly the per-segment receive
+and, on loopback, the ACK each read sends, which every client pays alike, so it is the floor no
+client can go under while the server sends each event in its own segment); events are what each client
 counted (pelt: `event_streams.events`). Prints one row per tool (median of --runs, min-max)
 and each tool's own TTFT and gap p50, so the figures can be checked against the server's pace.
 
 Usage: bench/streams.py [--pelt target/release/pelt] [--streams 1000] [--events 50]
                         [--interval 20ms] [--duration 10] [--runs 3] [--server-cpu 0]
                         [--client-cpu 1] [--tools pelt,aiohttp,httpx] [--install]
+--tools also takes pelt-epoll and pelt-uring (pelt on that I/O backend); "vs pelt" compares
+with the first pelt in the list.
 --install makes bench/.venv with aiohttp and httpx (PyPI); a tool that is missing sits out,
 said on stderr.
 Traffic stays on 127.0.0.1.
@@ -130,10 +133,11 @@ def tools(args):
     me = os.path.abspath(__file__)
     out = {}
     for t in args.tools.split(","):
-        if t == "pelt":
-            out[t] = lambda url: [args.pelt, url, "-c", str(args.streams), "-t", "1",
-                                  "-d", f"{args.duration}s", "--timeout", "30s",
-                                  "--json", "-", "-q"]
+        if t in ("pelt", "pelt-epoll", "pelt-uring"):
+            io = {"pelt": [], "pelt-epoll": ["--io", "epoll"], "pelt-uring": ["--io", "uring"]}[t]
+            out[t] = (lambda io: lambda url: [args.pelt, url, "-c", str(args.streams), "-t", "1",
+                                              "-d", f"{args.duration}s", "--timeout", "30s",
+                                              "--json", "-", "-q"] + io)(io)
         elif t in ("aiohttp", "httpx"):
             if not os.path.exists(py):
                 print(f"# {t}: bench/.venv missing (--install), left out", file=sys.stderr)
@@ -144,7 +148,7 @@ def tools(args):
 
 
 def events_of(name, out):
-    if name == "pelt":
+    if name.startswith("pelt"):
         r = json.loads(out)
         s = r["event_streams"]
         return s["events"], s["ttft_us"]["p50"], s["gap_us"]["p50"]
@@ -159,8 +163,8 @@ def bench(args):
           f"{args.streams} concurrent streams for {args.duration}s; {args.runs} runs, "
           "alternating (median, min-max)\n")
     print("| tool | events | events/s | CPU us/event | vs pelt | user CPU us/event | vs pelt | "
-          "its TTFT p50 | its gap p50 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "kernel CPU us/event | its TTFT p50 | its gap p50 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     res = {name: [] for name in gens}
     for _ in range(args.runs):
         for name, cmd in gens.items():
@@ -181,7 +185,7 @@ def bench(args):
     def per_event(rs, k):
         return [r[k] * 1e6 / max(r[0], 1) for r in rs]
 
-    base = res.get("pelt")
+    base = next((rs for name, rs in res.items() if name.startswith("pelt")), None)
     ms = lambda v: f"{v / 1000:.2f} ms"  # noqa: E731
     for name, rs in res.items():
         cells = []
@@ -191,10 +195,20 @@ def bench(args):
             if base:
                 vs = f"{statistics.median(per) / statistics.median(per_event(base, k)):.1f}x"
             cells += [peers.fmt(per, lambda v: f"{v:.2f}"), vs]
+        kernel = [(r[1] - r[2]) * 1e6 / max(r[0], 1) for r in rs]
+        cells.append(peers.fmt(kernel, lambda v: f"{v:.2f}"))
         print(f"| {name} | {peers.fmt([r[0] for r in rs], lambda v: f'{v:,.0f}')} | "
               f"{peers.fmt([r[0] / args.duration for r in rs], lambda v: f'{v:,.0f}')} | "
               f"{' | '.join(cells)} | {ms(statistics.median(r[3] for r in rs))} | "
               f"{ms(statistics.median(r[4] for r in rs))} |")
+    peer_totals = [statistics.median(per_event(rs, 1)) for name, rs in res.items()
+                   if not name.startswith("pelt")]
+    if peer_totals:
+        floor = min(statistics.median((r[1] - r[2]) * 1e6 / max(r[0], 1) for r in rs)
+                    for rs in res.values())
+        print(f"\n# 10x less CPU than the best peer ({min(peer_totals):.2f} us/event) needs "
+              f"{min(peer_totals) / 10:.2f} us/event; the least kernel CPU any client paid "
+              f"here was {floor:.2f} us/event")
 
 
 def main():
