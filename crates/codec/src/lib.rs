@@ -12,6 +12,9 @@
 //!   [`h2::Session`] that turns the server's frames into events and owes it its acknowledgements.
 //! - [`sse`] parses a `text/event-stream` body into its events, incrementally, allocating
 //!   nothing per event and keeping a bounded part of any line.
+//! - [`ws`] is WebSocket's client side: the upgrade request and its answer's check, masked
+//!   frames, and a decoder of the server's frames that keeps at most a header, a control
+//!   payload and a split character.
 //!
 //! ```
 //! use pelt_codec::response::{Parsed, ResponseParser};
@@ -31,6 +34,7 @@ pub mod hpack;
 pub mod request;
 pub mod response;
 pub mod sse;
+pub mod ws;
 
 pub use request::{HeaderError, RequestSpec};
 pub use response::{ParseError, Parsed, ParserOptions, Response, ResponseParser};
