@@ -32,7 +32,11 @@ fn rejected_with_file(contents: &str, args: &[&str]) -> String {
     let file = file.display().to_string();
     let args: Vec<String> = args
         .iter()
-        .map(|a| a.replace("{url}", &url).replace("{file}", &file))
+        .map(|a| {
+            a.replace("{url}", &url)
+                .replace("{ws}", &url.replace("http://", "ws://"))
+                .replace("{file}", &file)
+        })
         .collect();
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let (out, _) = run(&refs);
@@ -398,6 +402,38 @@ fn bad_event_stream_limits() {
         let line = rejected(&all);
         assert!(line.contains(says), "{args:?}: {line}");
     }
+}
+
+#[test]
+fn websocket_urls_refuse_what_is_http_s() {
+    for (args, says) in [
+        (&["{ws}", "--pipeline", "4"][..], "--pipeline is HTTP's"),
+        (&["{ws}", "--http2"], "--http2 is HTTP's"),
+        (&["{ws}", "--no-keepalive"], "--no-keepalive is HTTP's"),
+        (&["{ws}", "-m", "POST"], "the upgrade is a GET"),
+        (&["{ws}", "--stream"], "--stream"),
+        (
+            &["{ws}", "--ws-protocol", "a b"],
+            "which a name (an HTTP token) may not",
+        ),
+        (
+            &["{ws}", "--ws-protocol", "chat,,x"],
+            "expected subprotocol names",
+        ),
+        (&["{ws}", "--ws-max-message", "0"], "at least 1 byte"),
+        (&["{ws}", "-n", "10"], "-n counts messages"),
+        (&["{ws}", "--rate", "10"], "--rate sends messages"),
+        (
+            &["{url}", "--ws-ping", "1s"],
+            "are for ws:// and wss:// URLs",
+        ),
+        (&["{url}", "--ws-binary"], "are for ws:// and wss:// URLs"),
+    ] {
+        let line = rejected(args);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+    let line = rejected_with_file("a\nb\n", &["{ws}", "--bodies", "{file}"]);
+    assert!(line.contains("give the message with --body"), "{line}");
 }
 
 #[test]

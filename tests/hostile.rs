@@ -29,6 +29,11 @@ enum Step {
     Hold,
     /// Write these bytes over and over until the client closes.
     Forever(Vec<u8>),
+    /// Read a WebSocket upgrade request and write what this makes of the accept value its
+    /// key calls for (the script ends if the client closed).
+    Upgrade(fn(&str) -> String),
+    /// Read whatever the client sends next (a frame); the script ends if it closed.
+    ReadAny,
 }
 
 fn w(bytes: &str) -> Step {
@@ -102,12 +107,38 @@ fn play(s: &mut TcpStream, steps: &[Step], written: &AtomicU64) -> bool {
                 while started.elapsed() < Duration::from_secs(20) && write(s, b) {}
                 return false;
             }
+            Step::Upgrade(answer) => match upgrade_key(s) {
+                Some(key) => {
+                    let accept = pelt_codec::ws::accept(key.as_bytes());
+                    write(s, answer(std::str::from_utf8(&accept).unwrap()).as_bytes())
+                }
+                None => false,
+            },
+            Step::ReadAny => matches!(s.read(&mut [0u8; 4096]), Ok(n) if n > 0),
         };
         if !ok {
             return false;
         }
     }
     true
+}
+
+/// Reads an upgrade request's head; its Sec-WebSocket-Key.
+fn upgrade_key(s: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte).ok()? != 1 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).ok()?;
+    head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("sec-websocket-key")
+            .then(|| value.trim().to_string())
+    })
 }
 
 fn serve_script(script: Script) -> (RawServer, Arc<AtomicU64>) {
@@ -132,11 +163,25 @@ fn backends() -> Vec<&'static str> {
 /// Runs pelt with `args` against a fresh server playing `script`, on every backend; checks
 /// the exit, the time bound, the invariant and the bytes; returns each backend's result.
 fn case(script: impl Fn() -> Script, bytes: Bytes, args: &[&str]) -> Vec<serde_json::Value> {
+    case_at("http://", script, bytes, args)
+}
+
+/// [`case`] on a ws:// URL.
+fn ws_case(script: impl Fn() -> Script, bytes: Bytes, args: &[&str]) -> Vec<serde_json::Value> {
+    case_at("ws://", script, bytes, args)
+}
+
+fn case_at(
+    scheme: &str,
+    script: impl Fn() -> Script,
+    bytes: Bytes,
+    args: &[&str],
+) -> Vec<serde_json::Value> {
     backends()
         .into_iter()
         .map(|io| {
             let (server, written) = serve_script(script());
-            let url = server.url();
+            let url = server.url().replace("http://", scheme);
             let mut all = vec![url.as_str()];
             all.extend_from_slice(args);
             all.extend(["--io", io, "--json", "-", "-q"]);
@@ -975,5 +1020,138 @@ fn g47_stream_reads_json_lines_one_event_a_line() {
     // Without --stream the body is a body.
     for v in case(script, Bytes::Exact, &["-n", "1", "-c", "1"]) {
         assert!(v.get("event_streams").is_none(), "{v}");
+    }
+}
+
+// ---- H. WebSocket ----
+
+/// The right answer to an upgrade.
+fn accepted(accept: &str) -> String {
+    format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Accept: {accept}\r\n\r\n"
+    )
+}
+
+/// A frame from the server (unmasked): FIN and `opcode`, `payload` (under 126 bytes).
+fn frame(opcode: u8, payload: &[u8]) -> Step {
+    let mut b = vec![0x80 | opcode, payload.len() as u8];
+    b.extend_from_slice(payload);
+    Step::Write(b)
+}
+
+/// A message (`-b hi`) on a socket the script plays, one at a time.
+const ONE_MESSAGE: &[&str] = &["-b", "hi", "-n", "1", "-c", "1"];
+
+#[test]
+fn h48_h50_upgrades_refused_or_botched_are_upgrade_errors() {
+    let answers: [fn(&str) -> String; 4] = [
+        // A wrong accept key.
+        |_| accepted("dGhlIHNhbXBsZSBub25jZQ=="),
+        // 101 without Upgrade: websocket.
+        |a| {
+            format!("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {a}\r\n\r\n")
+        },
+        // A plain 200: not a WebSocket endpoint.
+        |_| OK.to_string(),
+        // A subprotocol pelt did not ask for.
+        |a| accepted(a).replace("\r\n\r\n", "\r\nSec-WebSocket-Protocol: evil\r\n\r\n"),
+    ];
+    for answer in answers {
+        let script = move || once(vec![Step::Upgrade(answer), Step::Hold]);
+        for v in ws_case(script, Bytes::AtMost, ONE_MESSAGE) {
+            assert_eq!(errors(&v, "upgrade"), 1, "{v}");
+            assert_eq!(count(&v, &["websocket", "upgrades"]), 0, "{v}");
+        }
+    }
+}
+
+#[test]
+fn h51_h52_frames_the_rfc_forbids_fail_the_socket() {
+    let cases: [(Vec<u8>, &str); 4] = [
+        // A masked frame from the server.
+        (
+            vec![0x81, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'i' ^ 2],
+            "ws_protocol",
+        ),
+        // A frame claiming 2^63 bytes (the length's top bit must be 0).
+        (vec![0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 0], "ws_protocol"),
+        // A frame claiming 2^62 bytes: more than --ws-max-message, refused before any of it.
+        (vec![0x82, 127, 0x40, 0, 0, 0, 0, 0, 0, 0], "ws_too_big"),
+        // Text that is not UTF-8.
+        (vec![0x81, 2, 0xc3, 0x28], "ws_utf8"),
+    ];
+    for (bad, kind) in cases {
+        let script = move || {
+            once(vec![
+                Step::Upgrade(accepted),
+                Step::ReadAny,
+                Step::Write(bad.clone()),
+                Step::Hold,
+            ])
+        };
+        for v in ws_case(script, Bytes::Exact, ONE_MESSAGE) {
+            assert_eq!(errors(&v, kind), 1, "{kind}: {v}");
+            assert_eq!(total_errors(&v), 1, "{v}");
+        }
+    }
+}
+
+#[test]
+fn h53_a_close_mid_message_is_a_closed_socket() {
+    // The first fragment of a message, then the TCP connection ends.
+    let script = || {
+        once(vec![
+            Step::Upgrade(accepted),
+            Step::ReadAny,
+            Step::Write(vec![0x01, 3, b'a', b'b', b'c']),
+        ])
+    };
+    for v in ws_case(script, Bytes::Exact, ONE_MESSAGE) {
+        assert_eq!(errors(&v, "closed"), 1, "{v}");
+        assert_eq!(count(&v, &["websocket", "drops"]), 1, "{v}");
+    }
+}
+
+#[test]
+fn h54_a_ping_flood_is_answered_and_the_reply_still_counts() {
+    let script = || {
+        let mut steps = vec![Step::Upgrade(accepted), Step::ReadAny];
+        steps.extend((0..2000).map(|_| frame(0x9, b"flood")));
+        steps.extend([frame(0x1, b"hi"), Step::Hold]);
+        once(steps)
+    };
+    for v in ws_case(script, Bytes::Exact, ONE_MESSAGE) {
+        assert_eq!(completed(&v), 1, "{v}");
+        assert_eq!(count(&v, &["websocket", "pings_received"]), 2000, "{v}");
+    }
+}
+
+#[test]
+fn h55_h56_close_frames_are_counted_by_code_and_a_silent_server_is_not_waited_for() {
+    // The server closes with 1011 instead of answering: the message is unanswered.
+    let script = || {
+        once(vec![
+            Step::Upgrade(accepted),
+            Step::ReadAny,
+            frame(0x8, &[0x03, 0xf3]),
+            Step::Hold,
+        ])
+    };
+    for v in ws_case(
+        script,
+        Bytes::Exact,
+        &["-b", "hi", "-n", "1", "-c", "1", "--timeout", "300ms"],
+    ) {
+        let w = &v["websocket"];
+        assert_eq!(count(w, &["close_codes", "1011"]), 1, "{v}");
+        assert_eq!(count(w, &["drops"]), 1, "{v}");
+        assert_eq!(errors(&v, "closed"), 1, "{v}");
+    }
+    // Held sockets whose server never answers pelt's close: the run still ends on time.
+    let script = || once(vec![Step::Upgrade(accepted), Step::Hold]);
+    for v in ws_case(script, Bytes::Exact, &["-c", "3", "-d", "300ms"]) {
+        assert_eq!(count(&v, &["websocket", "held"]), 3, "{v}");
+        assert_eq!(total_errors(&v), 0, "{v}");
     }
 }

@@ -5,10 +5,7 @@
 
 mod util;
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use util::real::{find_server, nginx_command, stop_child, RealServer};
+use util::real::{find_server, nginx_command, PythonApp, RealServer};
 use util::*;
 
 /// The `streams` section of a result.
@@ -251,65 +248,15 @@ fn results_with_streams_merge_exactly() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// sse-starlette on uvicorn (tests/interop/.venv, made by .ci/run), on a port it chose.
-struct SseApp {
-    child: Child,
-    port: u16,
-}
-
-impl SseApp {
-    fn start() -> Option<SseApp> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let python = root.join("tests/interop/.venv/bin/python");
-        if !python.exists() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "the sse-starlette tests need tests/interop/.venv; .ci/run makes it"
-            );
-            eprintln!("SKIPPED: sse-starlette (tests/interop/.venv is missing)");
-            return None;
-        }
-        let mut child = Command::new(python)
-            .arg(root.join("tests/interop/sse_app.py"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("python runs the event-stream app");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .strip_prefix("listening on ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("sse_app said {line:?}"));
-        Some(SseApp { child, port })
-    }
-
-    /// Its own count of (streams finished, events sent).
-    fn counts(&self) -> (u64, u64) {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.write_all(b"GET /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut text = String::new();
-        s.read_to_string(&mut text).unwrap();
-        let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
-        let v: serde_json::Value = serde_json::from_str(body).unwrap();
-        (count(&v, &["streams"]), count(&v, &["events"]))
-    }
-}
-
-impl Drop for SseApp {
-    fn drop(&mut self) {
-        stop_child(&mut self.child);
-    }
+/// sse-starlette on uvicorn: its own count of (streams finished, events sent).
+fn sse_counts(app: &PythonApp) -> (u64, u64) {
+    let v = app.counts();
+    (count(&v, &["streams"]), count(&v, &["events"]))
 }
 
 #[test]
 fn sse_starlette_streams_are_counted_event_by_event() {
-    let Some(app) = SseApp::start() else {
+    let Some(app) = PythonApp::start("sse_app.py") else {
         return;
     };
     let url = format!("http://127.0.0.1:{}/stream?n=25&gap_ms=2", app.port);
@@ -318,7 +265,7 @@ fn sse_starlette_streams_are_counted_event_by_event() {
     assert_eq!((count(s, &["streams"]), count(s, &["events"])), (40, 1000));
     assert_eq!(count(s, &["events_per_stream", "min"]), 25);
     // The server's own count: what it sent is what pelt read.
-    assert_eq!(app.counts(), (40, 1000));
+    assert_eq!(sse_counts(&app), (40, 1000));
     // The LLM shape: POST a JSON body on a Poisson schedule; [DONE] ends each stream.
     let url = format!("http://127.0.0.1:{}/stream?n=10&gap_ms=1&done=1", app.port);
     let v = run_json(&[
@@ -342,7 +289,7 @@ fn sse_starlette_streams_are_counted_event_by_event() {
     assert_eq!(count(s, &["ended_by_marker"]), 30, "{s}");
     assert_eq!(count(s, &["events"]), 300, "{s}");
     assert_eq!(v["latency_from"], "due");
-    assert_eq!(app.counts(), (70, 1300));
+    assert_eq!(sse_counts(&app), (70, 1300));
 }
 
 #[test]
@@ -350,7 +297,7 @@ fn sse_starlette_through_nginx_as_http2() {
     let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
         return;
     };
-    let Some(app) = SseApp::start() else {
+    let Some(app) = PythonApp::start("sse_app.py") else {
         return;
     };
     let upstream = app.port;
@@ -375,5 +322,5 @@ fn sse_starlette_through_nginx_as_http2() {
     let s = streams(&v);
     assert_eq!((count(s, &["streams"]), count(s, &["events"])), (60, 720));
     assert_eq!(v["http"], "2");
-    assert_eq!(app.counts(), (60, 720));
+    assert_eq!(sse_counts(&app), (60, 720));
 }

@@ -142,6 +142,24 @@ export interface RunOptions {
    */
   streamEnd?: string
   /**
+   * --ws-protocol: ws://: ask for these subprotocols (Sec-WebSocket-Protocol, comma-separated);
+   * a server that picks one not asked for fails the upgrade.
+   */
+  wsProtocol?: string
+  /**
+   * --ws-ping: ws://: ping each upgraded socket this often (pongs are counted).
+   */
+  wsPing?: Duration
+  /**
+   * --ws-binary: ws://: send messages as binary frames (text unless told).
+   */
+  wsBinary?: boolean
+  /**
+   * --ws-max-message: ws://: the longest message the server may send; a longer one fails the
+   * socket (ws_too_big). [default: 64 MiB]
+   */
+  wsMaxMessage?: number | string
+  /**
    * -R, --rate: Open loop: send requests on a fixed schedule at this rate (per second: 500, 20k,
    * 0.5), whatever the server does; latency counts from each request's due time. With --stages,
    * the rate they start from (0 allowed).
@@ -316,6 +334,31 @@ export interface EventStreams {
   /** Per stream: its events (counts). */
   events_per_stream: Latency
   histograms: { ttft_us: string; gap_us: string; time_per_event_us: string; duration_us: string; events_per_stream: string }
+}
+
+/** A WebSocket run's figures beyond its messages (the result's `websocket`). Its messages
+ * are the run's requests and their replies its responses (status 101). */
+export interface WebSocket {
+  /** Upgrades the server accepted (101 with the right accept key). */
+  upgrades: number
+  /** Upgrade time: the upgrade request written to the 101 read. */
+  upgrade_us: Latency
+  /** Sockets open and upgraded when the run ended. */
+  held: number
+  /** Sockets the server ended while pelt held them (a close frame or a TCP close). */
+  drops: number
+  /** Data messages received: replies and pushes. */
+  messages_received: number
+  messages_received_per_s: number
+  received_bytes: number
+  /** Messages received while none of pelt's awaited a reply (the server pushed them). */
+  pushed: number
+  pings_received: number
+  pings_sent: number
+  pongs: number
+  /** The server's close frames by code ("1005": without a code). */
+  close_codes: Record<string, number>
+  histograms: { upgrade_us: string }
 }
 
 /** One second of the run: the JSON result's `timeline`, and each 'tick'. */
@@ -496,6 +539,9 @@ export interface Result {
    * absent when none was read. Events are tokens for an LLM: TTFT, inter-token gaps, time per
    * output token, tokens/s. */
   event_streams?: EventStreams
+  /** A ws:// or wss:// run: upgrades, held and dropped sockets, messages received, pings,
+   * close codes; absent otherwise. */
+  websocket?: WebSocket
   latency_from: 'send' | 'due'
   open_loop: { service_time_us: Latency; lag_us: Latency; late_requests: number; late_threshold_us: number; backlog_at_end: number } | null
   warmup: { duration_s: number; requests: Requests; status: Record<string, number>; errors: Record<string, number>; latency_us: Latency } | null
@@ -834,6 +880,16 @@ export interface ServerOptions {
    * chunk of one token per event and data: [DONE] after the last. [default: the event's index]
    */
   sseBody?: string
+  /**
+   * --ws: Accept WebSocket upgrades (ws://, on any path) and echo each message, after --delay;
+   * other requests are answered as ever.
+   */
+  ws?: boolean
+  /**
+   * --ws-push: --ws: instead of echoing, send the body as a text message every TIME on each
+   * socket (a feed); messages received are counted.
+   */
+  wsPush?: Duration
   /**
    * --tls: Serve HTTPS. Without --cert/--key, with a fresh self-signed certificate for
    * localhost, 127.0.0.1 and ::1 (pelt serve writes it to the file its second line names, for a

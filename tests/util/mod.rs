@@ -119,7 +119,22 @@ impl ServeProcess {
         self.lines.next().expect("a line").expect("readable")
     }
 
-    /// Sends SIGTERM (to its PID), returns its last line, and checks it exited cleanly.
+    /// Sends SIGTERM (to its PID), returns every line it printed since the last one read,
+    /// and checks it exited cleanly.
+    pub fn stop_lines(mut self) -> Vec<String> {
+        let child = self.child.take().expect("running");
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::TERM,
+        )
+        .unwrap();
+        let lines = self.lines.by_ref().map_while(Result::ok).collect();
+        let (out, _) = wait_bounded(child, Duration::from_secs(10));
+        assert!(out.status.success());
+        lines
+    }
+
+    /// Sends SIGTERM (to its PID), returns its next line, and checks it exited cleanly.
     pub fn stop(mut self) -> String {
         let child = self.child.take().expect("running");
         rustix::process::kill_process(

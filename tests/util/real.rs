@@ -161,3 +161,62 @@ pub fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     std::fs::write(&paths.2, key.serialize_pem()).unwrap();
     paths
 }
+
+/// A server pelt did not write, from PyPI, run from tests/interop/.venv (made by .ci/run):
+/// `tests/interop/SCRIPT` binds 127.0.0.1 port 0 and prints `listening on PORT`; it answers
+/// `GET /count` with its own counts as JSON. Ended by its PID.
+pub struct PythonApp {
+    child: Child,
+    pub port: u16,
+}
+
+impl PythonApp {
+    /// Starts `script`, or `None` (the test is skipped, outside CI) without the venv.
+    pub fn start(script: &str) -> Option<PythonApp> {
+        use std::io::{BufRead, BufReader};
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join("tests/interop/.venv/bin/python");
+        if !python.exists() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{script} needs tests/interop/.venv; .ci/run makes it"
+            );
+            eprintln!("SKIPPED: {script} (tests/interop/.venv is missing)");
+            return None;
+        }
+        let mut child = Command::new(python)
+            .arg(root.join("tests/interop").join(script))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python runs the app");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{script} said {line:?}"));
+        Some(PythonApp { child, port })
+    }
+
+    /// Its own counts (`GET /count`).
+    pub fn counts(&self) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.write_all(b"GET /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+}
+
+impl Drop for PythonApp {
+    fn drop(&mut self) {
+        stop_child(&mut self.child);
+    }
+}

@@ -240,3 +240,16 @@ test('run() reads server-sent events event by event: exact counts, limits and th
   assert.equal(cut.requests.errors, 0, 'a cut stream is a response, not an error')
   await server.close()
 })
+
+test('run() on a ws:// URL: messages echoed by startServer({ ws: true }), counted exactly', async () => {
+  const server = await startServer({ ws: true })
+  const url = server.url.replace(/^http:/, 'ws:')
+  const r = await run({ url, body: 'hello {{seq}}', requests: 500, connections: 5, threads: 1 })
+  assert.equal(r.requests.completed, 500)
+  assert.equal(r.status['101'], 500, 'each reply is booked with the upgrade status')
+  assert.equal(r.websocket.upgrades, 5)
+  assert.equal(r.websocket.messages_received, 500)
+  assert.equal(r.websocket.pushed, 0)
+  assert.equal(typeof r.websocket.histograms.upgrade_us, 'string')
+  await server.close()
+})

@@ -167,7 +167,7 @@ pub struct AgentArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the built-in target server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Start the built-in server and run a short test against it: zero setup.
     Demo,
     /// Render a saved result again: the summary, and --html, --csv, --hdr-log.
@@ -698,7 +698,7 @@ mod tests {
             Cli::try_parse_from(["pelt", "serve", "--port", "0"])
                 .unwrap()
                 .command,
-            Some(Command::Serve(Table(options::ServeSpec { port: 0, .. })))
+            Some(Command::Serve(a)) if matches!(*a, Table(options::ServeSpec { port: 0, .. }))
         ));
     }
 

@@ -334,6 +334,85 @@ fn streams_table(s: &mut String, r: &Report) {
     );
 }
 
+/// The latency rows: latency and TTFB, and in open loop service time and lag.
+fn latency_table(s: &mut String, r: &Report) {
+    let _ = writeln!(
+        s,
+        "\n               min      mean     stdev    p50      p90      p99      p99.9    max"
+    );
+    latency_row(s, "Latency", &r.latency_us);
+    if let Some(t) = &r.ttfb_us {
+        latency_row(s, "TTFB", t);
+    }
+    if let Some(o) = &r.open_loop {
+        latency_row(s, "Service time", &o.service_time_us);
+        latency_row(s, "Lag", &o.lag_us);
+        let _ = writeln!(
+            s,
+            "               latency: due time to last byte read; TTFB: due time to first byte \
+             read;\n               service time: first byte written to last byte read; lag: due \
+             time to start (pelt's own\n               delay). {} requests started over {} late.",
+            thousands(o.late_requests),
+            latency(o.late_threshold_us as f64)
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "               (from the first byte written to the last byte read; TTFB: to the \
+             first byte read)"
+        );
+    }
+}
+
+/// A WebSocket run: upgrades, sockets held and dropped, messages received (replies and
+/// pushes), pings and pongs, the server's close codes, and the upgrade time.
+fn websocket_table(s: &mut String, r: &Report) {
+    let Some(w) = &r.websocket else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\n  WebSocket    {:>12} upgraded  {} held at the end  {} dropped by the server",
+        thousands(w.upgrades),
+        thousands(w.held),
+        thousands(w.drops),
+    );
+    let _ = writeln!(
+        s,
+        "               {:>12} messages received ({}/s, {} pushed)  pings: {} sent, {} \
+         pongs, {} received",
+        thousands(w.messages_received),
+        rate(w.messages_received_per_s),
+        thousands(w.pushed),
+        thousands(w.pings_sent),
+        thousands(w.pongs),
+        thousands(w.pings_received),
+    );
+    if !w.close_codes.is_empty() {
+        let codes: Vec<String> = w
+            .close_codes
+            .iter()
+            .map(|(c, n)| format!("{c}: {}", thousands(*n)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "               the server's close codes: {}",
+            codes.join(", ")
+        );
+    }
+    if w.upgrades > 0 {
+        let _ = writeln!(
+            s,
+            "\n               min      mean     stdev    p50      p90      p99      p99.9    max"
+        );
+        latency_row(s, "Upgrade", &w.upgrade_us);
+        let _ = writeln!(
+            s,
+            "               (from the upgrade request written to the 101 read)"
+        );
+    }
+}
+
 /// Where latency starts, in words.
 fn latency_start(r: &Report) -> &'static str {
     match r.latency_from {
@@ -452,9 +531,15 @@ pub fn summary(r: &Report) -> String {
     };
     let _ = writeln!(s, "ran {:.2}s{warm}, {stopped} ({limit})\n", r.duration_s);
     let q = &r.requests;
+    // A WebSocket run's requests are its messages, and their responses the replies.
+    let noun = if r.websocket.is_some() {
+        "Messages "
+    } else {
+        "Requests "
+    };
     let _ = writeln!(
         s,
-        "  Requests     {:>12} completed  {:>12}/s",
+        "  {noun}    {:>12} completed  {:>12}/s",
         thousands(q.completed),
         rate(r.rps)
     );
@@ -473,33 +558,13 @@ pub fn summary(r: &Report) -> String {
         bytes(r.bytes.sent as f64),
         bytes(r.throughput_bytes_per_s.sent as f64),
     );
-    let _ = writeln!(
-        s,
-        "\n               min      mean     stdev    p50      p90      p99      p99.9    max"
-    );
-    latency_row(&mut s, "Latency", &r.latency_us);
-    if let Some(t) = &r.ttfb_us {
-        latency_row(&mut s, "TTFB", t);
-    }
-    if let Some(o) = &r.open_loop {
-        latency_row(&mut s, "Service time", &o.service_time_us);
-        latency_row(&mut s, "Lag", &o.lag_us);
-        let _ = writeln!(
-            s,
-            "               latency: due time to last byte read; TTFB: due time to first byte \
-             read;\n               service time: first byte written to last byte read; lag: due \
-             time to start (pelt's own\n               delay). {} requests started over {} late.",
-            thousands(o.late_requests),
-            latency(o.late_threshold_us as f64)
-        );
-    } else {
-        let _ = writeln!(
-            s,
-            "               (from the first byte written to the last byte read; TTFB: to the \
-             first byte read)"
-        );
+    // Sockets held without a message: no latency to show but the upgrades' (below).
+    let messages = r.websocket.is_none() || q.sent > 0;
+    if messages {
+        latency_table(&mut s, r);
     }
     streams_table(&mut s, r);
+    websocket_table(&mut s, r);
     if !r.status.is_empty() {
         let _ = writeln!(s);
         for (n, (code, count)) in r.status.iter().enumerate() {

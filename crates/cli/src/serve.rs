@@ -58,10 +58,18 @@ pub fn serve(a: &ServeArgs) -> Result<ExitCode> {
         signal_hook::consts::SIGTERM,
     ])?;
     let _ = signals.forever().next();
+    let ws = server.ws_counts();
+    let speaks_ws = spec.config.ws.is_some();
     let served = server.stop();
     if let Some(path) = &cert_file {
         let _ = std::fs::remove_file(path);
     }
     println!("served {served} requests");
+    if speaks_ws {
+        println!(
+            "websocket: {} upgrades, {} messages received, {} sent",
+            ws.upgrades, ws.received, ws.sent
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

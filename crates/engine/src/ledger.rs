@@ -297,6 +297,20 @@ impl Ledger {
         }
     }
 
+    /// WebSocket: the figures of the phase the clock is in (upgrades, messages received,
+    /// pings, closes).
+    #[inline]
+    pub fn websocket(&mut self) -> &mut pelt_stats::WsStats {
+        self.current().websocket()
+    }
+
+    /// WebSocket: an upgrade written at `began` was accepted at `at`.
+    pub fn upgraded(&mut self, began: Instant, at: Instant) {
+        let w = self.websocket();
+        w.upgrades += 1;
+        w.upgrade.record(micros(began, at));
+    }
+
     /// Where a request's latency starts: its due time in open loop, its send in closed loop.
     #[inline]
     pub fn origin(&self, due: Instant, sent: Instant) -> Instant {

@@ -152,6 +152,8 @@ pub struct Config {
     pub tls: Option<TlsClient>,
     /// HTTP/2 (`None`: HTTP/1.1): the request as HTTP/2 sends it, and streams per connection.
     pub http2: Option<Http2>,
+    /// WebSocket (`None`: HTTP): the upgrade and the messages.
+    pub websocket: Option<WebSocket>,
     /// Sample every this many measured requests that end, per worker (`None`: none): each
     /// second's point then carries them to `on_second` ([`pelt_stats::Sample`], at most
     /// [`pelt_stats::SAMPLES_PER_SECOND`] per worker, the rest counted as dropped).
@@ -244,6 +246,25 @@ impl Http2 {
     }
 }
 
+/// A WebSocket run (ws://, wss://): the upgrade, and what each socket sends. `request`,
+/// `pipeline` and `http2` are unused then.
+#[derive(Debug, Clone)]
+pub struct WebSocket {
+    /// The upgrade request, built once; each connection writes it with its own key.
+    pub handshake: pelt_codec::ws::Handshake,
+    /// The subprotocols asked for (`Sec-WebSocket-Protocol`; empty: none).
+    pub protocols: String,
+    /// Each message's payload (a request is a message, its reply the response); `None`: no
+    /// messages: every socket connects at once, upgrades and is held.
+    pub message: Option<Vec<u8>>,
+    /// Messages go as binary frames (else text).
+    pub binary: bool,
+    /// Ping each upgraded socket this often.
+    pub ping: Option<Duration>,
+    /// The longest message the server may send.
+    pub max_message: u64,
+}
+
 /// One request as HTTP/2 sends it.
 #[derive(Debug, Clone)]
 pub struct H2Request {
@@ -286,6 +307,7 @@ impl Config {
             tls: None,
             unix_socket: None,
             http2: None,
+            websocket: None,
             sample_every: None,
             sample_responses: false,
             batch_window: DEFAULT_BATCH_WINDOW,

@@ -91,6 +91,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
              are for https:// URLs",
         ));
     }
+    let websocket = websocket(spec, &target, &headers, &body)?;
     let mut encoded = Encoded::of(
         spec,
         &target,
@@ -104,6 +105,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     let tls = tls_client(spec, &target)?;
     let io = io_backend(spec.io)?;
     let mut config = config(spec, &target, shape, threads, io, tls, encoded);
+    config.websocket = websocket;
     if let (Some(program), Some(e)) = (program, &entries) {
         config.scenario = Some(std::sync::Arc::new(scenario_run(program, &e.list)?));
     }
@@ -384,6 +386,85 @@ impl Encoded {
         e.http2 = http2;
         Ok(e)
     }
+}
+
+/// A ws:// or wss:// run's settings, after the checks of what does not go with one; `None`
+/// for http(s)://, where a `--ws-*` option is bad input.
+fn websocket(
+    spec: &LoadSpec,
+    target: &target::Target,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<Option<engine::WebSocket>, SpecError> {
+    let ws = &spec.websocket;
+    if !target.websocket {
+        if ws.is_set() {
+            return Err(bad(
+                "--ws-protocol, --ws-ping, --ws-binary and --ws-max-message are for ws:// and \
+                 wss:// URLs",
+            ));
+        }
+        return Ok(None);
+    }
+    let not_with = |what: &str| {
+        bad(format!(
+            "{what} is HTTP's; a ws:// or wss:// URL cannot take it"
+        ))
+    };
+    if spec.pipeline > 1 {
+        return Err(not_with("--pipeline"));
+    }
+    if spec.http2 {
+        return Err(not_with("--http2"));
+    }
+    if !spec.keep_alive {
+        return Err(not_with("--no-keepalive"));
+    }
+    if !spec.method.eq_ignore_ascii_case("GET") {
+        return Err(not_with("-m/--method (the upgrade is a GET)"));
+    }
+    if spec.event_streams != engine::Streams::default() {
+        return Err(not_with("--stream, --stream-limit and --stream-end"));
+    }
+    if !matches!(spec.requests_from, Requests::One) {
+        return Err(bad(
+            "--targets, --bodies and --scenario do not take ws:// or wss:// URLs yet: give \
+             the message with --body or --body-file",
+        ));
+    }
+    let message = (!matches!(spec.body, crate::spec::Body::None)).then(|| body.to_vec());
+    if message.is_none() {
+        if spec.requests.is_some() {
+            return Err(bad(
+                "-n counts messages on a ws:// URL: give one with --body (without a message \
+                 pelt holds the sockets open for -d)",
+            ));
+        }
+        if spec.rate.is_some() {
+            return Err(bad(
+                "--rate sends messages on a ws:// URL: give one with --body (without a message \
+                 pelt holds the sockets open for -d)",
+            ));
+        }
+    }
+    if !ws.binary && std::str::from_utf8(body).is_err() {
+        return Err(bad(
+            "the message is not UTF-8, so it cannot go as text: add --ws-binary",
+        ));
+    }
+    let handshake =
+        pelt_codec::ws::Handshake::new(&target.host_header, &target.path, &ws.protocols, headers)
+            .map_err(|e| bad(format!("invalid request: {e}")))?;
+    Ok(Some(engine::WebSocket {
+        handshake,
+        protocols: ws.protocols.clone(),
+        message,
+        binary: ws.binary,
+        ping: ws.ping,
+        max_message: ws
+            .max_message
+            .unwrap_or(pelt_codec::ws::DEFAULT_MAX_MESSAGE),
+    }))
 }
 
 /// The TLS client of an https:// target.

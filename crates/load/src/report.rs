@@ -125,7 +125,8 @@ impl Prepared {
                 ));
             }
             report.open_loop = Some(open);
-        } else {
+        } else if report.requests.sent > 0 {
+            // (A WebSocket run that holds sockets sends no message: no latency to qualify.)
             report.notes.push(
                 "closed loop: latency is measured from each request's actual send, so a server \
                  stall delays the requests queued behind it without showing in their latency \

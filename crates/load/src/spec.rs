@@ -75,6 +75,8 @@ pub struct LoadSpec {
     pub monitor: Option<crate::monitor::Watch>,
     /// How streamed responses are read (`--stream`, `--stream-limit`, `--stream-end`).
     pub event_streams: pelt_engine::Streams,
+    /// ws:// and wss:// settings (`--ws-*`).
+    pub websocket: WsSpec,
     /// `--monitor-remote HOST:PORT`: a `pelt monitor` on the server's machine, reached over the
     /// fleet's channel with `fleet_token`.
     pub monitor_remote: Option<String>,
@@ -122,6 +124,7 @@ impl LoadSpec {
             grace: pelt_engine::DEFAULT_GRACE,
             monitor: None,
             event_streams: pelt_engine::Streams::default(),
+            websocket: WsSpec::default(),
             monitor_remote: None,
             fleet_token: None,
             expect: Vec::new(),
@@ -196,6 +199,26 @@ pub enum Body {
     Bytes(Vec<u8>),
     /// The contents of this file, read once by [`crate::prepare`] (`--body-file`).
     File(PathBuf),
+}
+
+/// ws:// and wss:// settings. Any of them on an http:// URL is bad input.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WsSpec {
+    /// Subprotocols to ask for (`Sec-WebSocket-Protocol`), comma-separated; empty: none.
+    pub protocols: String,
+    /// Ping each socket this often.
+    pub ping: Option<Duration>,
+    /// Send messages as binary frames (else text).
+    pub binary: bool,
+    /// The longest message the server may send (`None`: 64 MiB).
+    pub max_message: Option<u64>,
+}
+
+impl WsSpec {
+    /// Whether any `--ws-*` option was given.
+    pub fn is_set(&self) -> bool {
+        *self != WsSpec::default()
+    }
 }
 
 /// https:// settings. Any of them on an http:// URL is bad input.

@@ -14,6 +14,8 @@ pub struct Target {
     pub display: String,
     /// `https`: the host to verify and send as SNI.
     pub tls_host: Option<String>,
+    /// `ws://` or `wss://`.
+    pub websocket: bool,
 }
 
 /// A URL checked for pelt, not yet resolved.
@@ -25,6 +27,8 @@ pub struct Parsed {
     pub path: String,
     pub display: String,
     pub https: bool,
+    /// `ws://` or `wss://` (`https` for `wss://`).
+    pub websocket: bool,
 }
 
 /// Parses and resolves `raw` (resolution happens once, here, before any traffic).
@@ -47,6 +51,7 @@ pub fn resolve(raw: &str) -> Result<Target> {
     Ok(Target {
         addr,
         tls_host: p.https.then(|| p.host.to_string()),
+        websocket: p.websocket,
         host_header: p.host_header,
         path: p.path,
         display: p.display,
@@ -60,6 +65,7 @@ pub fn unresolved(raw: &str) -> Result<Target> {
     Ok(Target {
         addr: SocketAddr::from(([0, 0, 0, 0], p.port)),
         tls_host: p.https.then(|| p.host.to_string()),
+        websocket: p.websocket,
         host_header: p.host_header,
         path: p.path,
         display: p.display,
@@ -80,10 +86,12 @@ pub fn parse(raw: &str) -> Result<Parsed> {
         url::ParseError::InvalidPort => anyhow!("invalid URL {q}: port out of range (1-65535)"),
         e => anyhow!("invalid URL {q}: {e}"),
     })?;
-    let https = match url.scheme() {
-        "http" => false,
-        "https" => true,
-        s => bail!("invalid URL {q}: unsupported scheme '{s}' (supported: http, https)"),
+    let (https, websocket) = match url.scheme() {
+        "http" => (false, false),
+        "https" => (true, false),
+        "ws" => (false, true),
+        "wss" => (true, true),
+        s => bail!("invalid URL {q}: unsupported scheme '{s}' (supported: http, https, ws, wss)"),
     };
     let host = url
         .host()
@@ -119,6 +127,7 @@ pub fn parse(raw: &str) -> Result<Parsed> {
         path,
         display: display.into(),
         https,
+        websocket,
     })
 }
 
@@ -167,7 +176,10 @@ mod tests {
         );
         assert!(msg("localhost/x").contains("no scheme"));
         assert!(msg("ftp://127.0.0.1/").contains("unsupported scheme 'ftp'"));
-        assert!(msg("ws://127.0.0.1/").contains("(supported: http, https)"));
+        assert!(msg("gopher://127.0.0.1/").contains("(supported: http, https, ws, wss)"));
+        let ws = resolve("wss://127.0.0.1/chat").unwrap();
+        assert!(ws.websocket && ws.tls_host.is_some() && ws.addr.port() == 443);
+        assert!(resolve("ws://127.0.0.1:9/").unwrap().tls_host.is_none());
         assert!(msg("http://127.0.0.1:99999/").contains("port out of range"));
         assert!(msg("http:///").contains("invalid URL"));
         assert!(msg("http://no-such-host.invalid/").contains("cannot resolve"));

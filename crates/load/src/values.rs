@@ -209,6 +209,26 @@ pub fn size(s: &str) -> Result<usize, String> {
     count_at_most(s, 1 << 30).map_err(|e| e.replace("positive ", ""))
 }
 
+/// WebSocket subprotocols: `chat` or `v2.chat, v1.chat`: tokens, comma-separated (returned
+/// as `a, b`).
+pub fn ws_protocols(s: &str) -> Result<String, String> {
+    let names: Vec<&str> = s.split(',').map(str::trim).collect();
+    for n in &names {
+        if n.is_empty() {
+            return Err("expected subprotocol names like chat or v2.chat,v1.chat".into());
+        }
+        if let Some(c) = n
+            .chars()
+            .find(|&c| !c.is_ascii() || !pelt_codec::request::is_token_char(c as u8))
+        {
+            return Err(format!(
+                "the subprotocol {n:?} holds {c:?}, which a name (an HTTP token) may not"
+            ));
+        }
+    }
+    Ok(names.join(", "))
+}
+
 /// A share: `1%`, `0.5%`, or `0.01`. Within 0..=1.
 pub fn share(s: &str) -> Result<f64, String> {
     const HELP: &str = "expected a share like 1%, 0.5% or 0.01";

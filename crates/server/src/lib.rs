@@ -17,8 +17,10 @@
 //! `error_rate` r, of any n consecutive requests `floor(n * r)` (+-1) answer 500.
 
 mod endpoint;
+mod ws;
 
 pub use endpoint::{Text, TextEndpoint};
+pub use ws::WsCounts;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -83,6 +85,16 @@ pub struct ServerConfig {
     pub max_requests: Option<u64>,
     /// Answer with a stream of server-sent events instead of a body (`None`: a body).
     pub sse: Option<SseConfig>,
+    /// Accept WebSocket upgrades (on any path; other requests are answered as ever).
+    pub ws: Option<WsConfig>,
+}
+
+/// The WebSocket side: each data message is echoed after the server's `delay`, or (with
+/// `push`) the body is sent as a text message every `push` on each socket, and messages
+/// received are counted, not answered. Pings are answered, and a close is answered with one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WsConfig {
+    pub push: Option<Duration>,
 }
 
 /// A `text/event-stream` response: `events` events, the first `first` after the head, each
@@ -197,6 +209,7 @@ impl Default for ServerConfig {
             max_streams: None,
             max_requests: None,
             sse: None,
+            ws: None,
         }
     }
 }
@@ -206,6 +219,7 @@ struct State {
     started: tokio::time::Instant,
     body: Bytes,
     served: AtomicU64,
+    ws: ws::Counts,
 }
 
 /// A running server. Stops when [`stop`](Server::stop) is called or the handle is dropped.
@@ -269,6 +283,7 @@ impl Server {
             started: tokio::time::Instant::now(),
             body,
             served: AtomicU64::new(0),
+            ws: ws::Counts::default(),
         });
         let (tx, rx) = tokio::sync::watch::channel(false);
         let st = state.clone();
@@ -300,6 +315,11 @@ impl Server {
     /// Requests answered so far.
     pub fn served(&self) -> u64 {
         self.state.served.load(Ordering::Relaxed)
+    }
+
+    /// What the WebSocket side counted so far.
+    pub fn ws_counts(&self) -> WsCounts {
+        self.state.ws.snapshot()
     }
 
     /// Stops accepting, drops open connections, and returns the requests answered.
@@ -427,10 +447,15 @@ where
         builder
             .http2()
             .max_concurrent_streams(state.config.max_streams.or(Some(200)));
-        drive!(builder.serve_connection(io, service), per_conn.bye);
+        drive!(
+            builder.serve_connection_with_upgrades(io, service),
+            per_conn.bye
+        );
     } else {
         drive!(
-            http1::Builder::new().serve_connection(io, service),
+            http1::Builder::new()
+                .serve_connection(io, service)
+                .with_upgrades(),
             per_conn.bye
         );
     }
@@ -557,6 +582,11 @@ async fn respond(
     state: Arc<State>,
     conn: Arc<PerConnection>,
 ) -> Result<Response<AnyBody>, Infallible> {
+    use http_body_util::Either;
+    if let Some(ws) = state.config.ws.as_ref().filter(|_| ws::wants_upgrade(&req)) {
+        let empty = Either::Left(Either::Left(Full::new(Bytes::new())));
+        return Ok(ws::upgrade(req, state.clone(), ws.clone(), empty));
+    }
     let req_is_http1 = req.version() < hyper::Version::HTTP_2;
     // Read the request body so the connection can carry the next request.
     let _ = req.into_body().collect().await;
@@ -587,7 +617,6 @@ async fn respond(
     let fail = cfg.error_rate > 0.0
         && ((n + 1) as f64 * cfg.error_rate).floor() > (n as f64 * cfg.error_rate).floor();
     let status = if fail { 500 } else { cfg.status };
-    use http_body_util::Either;
     let body = match &cfg.sse {
         Some(sse) => Either::Right(EventStream::new(sse.clone(), n)),
         None if cfg.chunked => Either::Left(Either::Right(ChunkedBody(Some(state.body.clone())))),
@@ -763,6 +792,78 @@ mod tests {
         );
         assert!(get(server.addr()).starts_with("HTTP/1.1 200"));
         assert_eq!(server.stop(), 2);
+    }
+
+    /// A blocking tungstenite client of the server at `addr`, asking for `protocols`.
+    fn ws_client(
+        addr: SocketAddr,
+        protocols: &str,
+    ) -> tokio_tungstenite::tungstenite::WebSocket<std::net::TcpStream> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut req = format!("ws://{addr}/any/path")
+            .into_client_request()
+            .unwrap();
+        if !protocols.is_empty() {
+            req.headers_mut()
+                .insert("sec-websocket-protocol", protocols.parse().unwrap());
+        }
+        let stream = std::net::TcpStream::connect(addr).unwrap();
+        let (socket, resp) = tokio_tungstenite::tungstenite::client(req, stream).unwrap();
+        if let Some(first) = protocols.split(',').next().filter(|p| !p.is_empty()) {
+            assert_eq!(resp.headers()["sec-websocket-protocol"], first.trim());
+        }
+        socket
+    }
+
+    #[test]
+    fn websocket_messages_are_echoed_and_counted() {
+        use tokio_tungstenite::tungstenite::Message;
+        let server = Server::start(ServerConfig {
+            ws: Some(WsConfig::default()),
+            ..Default::default()
+        })
+        .unwrap();
+        let mut ws = ws_client(server.addr(), "chat, other");
+        ws.send(Message::text("hello")).unwrap();
+        assert_eq!(ws.read().unwrap(), Message::text("hello"));
+        ws.send(Message::Binary(vec![0u8, 1, 2].into())).unwrap();
+        assert_eq!(ws.read().unwrap(), Message::Binary(vec![0u8, 1, 2].into()));
+        ws.send(Message::Ping(b"p".to_vec().into())).unwrap();
+        assert_eq!(ws.read().unwrap(), Message::Pong(b"p".to_vec().into()));
+        let counts = server.ws_counts();
+        assert_eq!(
+            (counts.upgrades, counts.open, counts.received, counts.sent),
+            (1, 1, 2, 2)
+        );
+        ws.close(None).unwrap();
+        while ws.read().is_ok() {}
+        // Plain requests are still answered.
+        assert!(get(server.addr()).starts_with("HTTP/1.1 200"));
+        let t = std::time::Instant::now();
+        while server.ws_counts().open != 0 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(server.ws_counts().open, 0);
+        assert_eq!(server.stop(), 1);
+    }
+
+    #[test]
+    fn websocket_push_sends_the_body_every_interval_unasked() {
+        use tokio_tungstenite::tungstenite::Message;
+        let server = Server::start(ServerConfig {
+            ws: Some(WsConfig {
+                push: Some(Duration::from_millis(10)),
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        let mut ws = ws_client(server.addr(), "");
+        ws.send(Message::text("not echoed")).unwrap();
+        for _ in 0..3 {
+            assert_eq!(ws.read().unwrap(), Message::text("OK"));
+        }
+        assert_eq!(server.ws_counts().received, 1);
+        assert!(server.ws_counts().sent >= 3);
     }
 
     #[test]

@@ -40,13 +40,23 @@ pub enum ErrorKind {
     Tls,
     /// HTTP/2: the server reset the stream (RST_STREAM; the message names its error code).
     StreamReset,
+    /// WebSocket: the server refused or botched the upgrade (another status, no `Upgrade:
+    /// websocket`, a wrong accept key, a subprotocol or extension not asked for).
+    Upgrade,
+    /// WebSocket: a frame the RFC says to fail on (masked, reserved bits, an unknown opcode, a
+    /// misused control or continuation frame, a close code no one may send).
+    WsProtocol,
+    /// WebSocket: a message longer than `--ws-max-message`.
+    WsTooBig,
+    /// WebSocket: a text message or close reason that is not UTF-8.
+    WsUtf8,
     /// Any other socket error.
     Io,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 22] = [
         ErrorKind::Refused,
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
@@ -64,6 +74,10 @@ impl ErrorKind {
         ErrorKind::Protocol,
         ErrorKind::Tls,
         ErrorKind::StreamReset,
+        ErrorKind::Upgrade,
+        ErrorKind::WsProtocol,
+        ErrorKind::WsTooBig,
+        ErrorKind::WsUtf8,
         ErrorKind::Io,
     ];
 
@@ -87,6 +101,10 @@ impl ErrorKind {
             ErrorKind::Protocol => "protocol",
             ErrorKind::Tls => "tls",
             ErrorKind::StreamReset => "stream_reset",
+            ErrorKind::Upgrade => "upgrade",
+            ErrorKind::WsProtocol => "ws_protocol",
+            ErrorKind::WsTooBig => "ws_too_big",
+            ErrorKind::WsUtf8 => "ws_utf8",
             ErrorKind::Io => "io",
         }
     }
@@ -109,6 +127,7 @@ impl ErrorKind {
                 "REFUSED_STREAM or ENHANCE_YOUR_CALM: the server limits streams or requests \
                  per connection; try fewer --streams",
             ),
+            ErrorKind::Upgrade => Some("is it a WebSocket endpoint, and the path right?"),
             _ => None,
         }
     }
@@ -181,9 +200,9 @@ mod tests {
     #[test]
     fn names_are_unique_and_snake_case() {
         let mut names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
-        assert!(names
-            .iter()
-            .all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        assert!(names.iter().all(|n| n
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')));
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ErrorKind::ALL.len());

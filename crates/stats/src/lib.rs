@@ -31,6 +31,7 @@ mod resources;
 mod streams;
 mod targets;
 mod timeline;
+mod websocket;
 
 pub use errors::{ErrorCounts, ErrorKind};
 pub use fleet::{AgentReport, AgentState, FleetInfo};
@@ -55,6 +56,7 @@ pub use timeline::{
     fold, Detail, Interval, PointLatency, Sample, TargetCounts, Timeline, TimelinePoint,
     COARSE_MAX, FINE_S, FIRST_GRAIN_S, SAMPLED_RESPONSE_MAX, SAMPLES_PER_SECOND,
 };
+pub use websocket::{WebSocketHistograms, WebSocketReport, WsStats};
 
 /// A request that started this much after its due time counts as late (open loop).
 pub const LATE_THRESHOLD_US: u64 = 1_000;
@@ -152,6 +154,8 @@ pub struct WorkerStats {
     pub targets: Vec<TargetStats>,
     /// Streamed responses (made at the first stream's first event or end; `None`: none).
     pub streams: Option<Box<StreamStats>>,
+    /// WebSocket runs: upgrades, messages received, pings, closes (`None`: not a ws:// run).
+    pub websocket: Option<Box<WsStats>>,
 }
 
 impl Default for WorkerStats {
@@ -181,6 +185,7 @@ impl WorkerStats {
             late: 0,
             targets: Vec::new(),
             streams: None,
+            websocket: None,
         }
     }
 
@@ -210,6 +215,12 @@ impl WorkerStats {
     #[inline]
     pub fn streams(&mut self) -> &mut StreamStats {
         self.streams.get_or_insert_with(Default::default)
+    }
+
+    /// The WebSocket figures, made on first use.
+    #[inline]
+    pub fn websocket(&mut self) -> &mut WsStats {
+        self.websocket.get_or_insert_with(Default::default)
     }
 
     /// Complete responses (all status codes).
@@ -244,6 +255,9 @@ impl WorkerStats {
         self.late += other.late;
         if let Some(s) = &other.streams {
             self.streams().merge(s);
+        }
+        if let Some(w) = &other.websocket {
+            self.websocket().merge(w);
         }
     }
 }

@@ -210,7 +210,20 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         fleet: None,
         scenario,
         event_streams: merged_streams(reports, duration_s),
+        websocket: merged_websocket(reports, duration_s),
     })
+}
+
+/// WebSocket: counts add, the upgrade figures come from the merged histogram, the rate is
+/// over the merged span.
+fn merged_websocket(reports: &[Report], duration_s: f64) -> Option<crate::WebSocketReport> {
+    let mut all = reports.iter().filter_map(|r| r.websocket.as_ref());
+    let mut merged = all.next()?.clone();
+    for w in all {
+        merged.merge(w);
+    }
+    merged.set_rate(duration_s);
+    Some(merged)
 }
 
 /// Streams: counts add, the figures come from the merged histograms, the rate is over the

@@ -300,6 +300,11 @@ pub struct Report {
     /// to first event, gaps, per-stream figures; absent when no stream was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_streams: Option<crate::StreamsReport>,
+    /// A WebSocket run (ws://, wss://): upgrades, sockets held and dropped, messages received
+    /// (replies and pushes), pings, the server's close codes; absent otherwise. Its messages
+    /// are the run's requests, their replies its responses (status 101).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<crate::WebSocketReport>,
 }
 
 /// What a scenario run's virtual users did.
@@ -444,6 +449,7 @@ impl Report {
             targets: Vec::new(),
             scenario: None,
             event_streams: stats.streams.as_ref().map(|s| s.report(duration_s)),
+            websocket: stats.websocket.as_ref().map(|w| w.report(duration_s)),
         }
     }
 }

@@ -18,6 +18,7 @@
 //! - `http1.rs`: HTTP/1.1 writes (a batch of pipelined requests), the response parser's
 //!   results (`parse`), and what an EOF means;
 //! - `http2.rs`: the HTTP/2 session, streams, frames flushed once per batch, GOAWAY, resets;
+//! - `ws.rs`: WebSocket: the upgrade, messages as frames, replies in order, pings, closes;
 //! - `plain.rs`: bytes straight to and from the socket;
 //! - `tls.rs`: the handshake, decrypting each read, and the handshake's end.
 
@@ -28,6 +29,7 @@ mod protocol;
 mod slots;
 mod tls;
 mod users;
+mod ws;
 
 use http1::Http1;
 use http2::Http2;
@@ -36,6 +38,7 @@ use protocol::{AfterRead, Protocol, Transport};
 use slots::{Conn, Phase, Slot, Slots};
 use tls::Tls;
 use users::Users;
+use ws::Ws;
 
 use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock, Wait};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
@@ -176,6 +179,13 @@ pub(crate) fn run<I: Io>(
         io,
         ledger,
     };
+    if let Some(ws) = &config.websocket {
+        let proto = Ws::new(ws, setup.plan.worker);
+        return match &config.tls {
+            None => setup.drive(proto, Plain),
+            Some(tls) => setup.drive(proto, Tls::new(tls)),
+        };
+    }
     match (&config.http2, &config.tls) {
         (None, None) => setup.drive(Http1::new(), Plain),
         (None, Some(tls)) => setup.drive(Http1::new(), Tls::new(tls)),
@@ -275,6 +285,8 @@ impl<I: Io> Setup<'_, I> {
             w.active = active;
         }
         let reason = w.run(&plan, stop);
+        let end = w.io.now();
+        P::at_end(&mut w, end);
         // Requests due in the last moments before the stop are not a backlog: count those due
         // more than the late threshold before it, which waited for a busy connection.
         let late_ns = pelt_stats::LATE_THRESHOLD_US * 1000;
@@ -646,8 +658,10 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             conn.unwritten += 1;
             taken += 1;
         }
-        // HTTP/2: requests may wait for a stream the server's limit had no room for.
-        if taken > 0 || (P::MULTIPLEXED && self.conns[i].unwritten > 0) {
+        // HTTP/2: requests may wait for a stream the server's limit had no room for. A
+        // protocol that holds its sockets connects without one.
+        let holds = P::holds(self.config) && matches!(self.conns[i].phase, Phase::Closed);
+        if taken > 0 || (P::MULTIPLEXED && self.conns[i].unwritten > 0) || holds {
             match self.conns[i].phase {
                 Phase::Open => P::write(self, i, now),
                 Phase::Closed => self.connect(i, now),

@@ -1,4 +1,4 @@
-//! The two traits the worker is generic over: the protocol (HTTP/1.1, HTTP/2) and the
+//! The two traits the worker is generic over: the protocol (HTTP/1.1, HTTP/2, WebSocket) and the
 //! transport (plain TCP, TLS), and what a read leaves a connection to do.
 
 use super::{Conn, Users, Worker};
@@ -76,6 +76,14 @@ pub(super) trait Protocol: Sized {
     /// Before the worker waits: what the turn queued goes out (HTTP/2 sends each
     /// connection's frames once per turn).
     fn flush<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}
+    /// A connection connects and keeps its socket without a request to send (WebSocket's
+    /// hold: each connection upgrades and is held, reconnecting when it ends).
+    fn holds(_config: &Config) -> bool {
+        false
+    }
+    /// The run is over, before the figures are taken (WebSocket: counts the sockets held and
+    /// sends each a close frame).
+    fn at_end<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}
 }
 
 /// What plain TCP (`plain.rs`) and TLS (`tls.rs`) each do between the protocol and the

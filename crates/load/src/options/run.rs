@@ -578,6 +578,68 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "wsProtocol",
+        long: "ws-protocol",
+        value: "NAMES",
+        help: "ws://: ask for these subprotocols (Sec-WebSocket-Protocol, comma-separated); a \
+               server that picks one not asked for fails the upgrade.",
+        example: r#""chat""#,
+        read: |s, g| {
+            s.websocket.protocols = g.parse(values::ws_protocols)?;
+            Ok(())
+        },
+        write: |s| {
+            let p = &s.websocket.protocols;
+            Ok((!p.is_empty()).then(|| Value::String(p.clone())))
+        },
+        ..BASE
+    },
+    Row {
+        name: "wsPing",
+        long: "ws-ping",
+        value: "TIME",
+        help: "ws://: ping each upgraded socket this often (pongs are counted).",
+        ts: "Duration",
+        example: r#""30s""#,
+        read: |s, g| {
+            s.websocket.ping = Some(g.parse(values::duration)?);
+            Ok(())
+        },
+        write: |s| Ok(s.websocket.ping.map(dur)),
+        ..BASE
+    },
+    Row {
+        name: "wsBinary",
+        long: "ws-binary",
+        form: Form::Switch,
+        help: "ws://: send messages as binary frames (text unless told).",
+        example: "true",
+        read: |s, g| {
+            s.websocket.binary = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.websocket.binary),
+        ..BASE
+    },
+    Row {
+        name: "wsMaxMessage",
+        long: "ws-max-message",
+        value: "SIZE",
+        help: "ws://: the longest message the server may send; a longer one fails the socket \
+               (ws_too_big). [default: 64 MiB]",
+        ts: "number | string",
+        example: r#""1m""#,
+        read: |s, g| {
+            s.websocket.max_message = Some(g.parse(|v| match values::size(v)? {
+                0 => Err("must be at least 1 byte".to_string()),
+                n => Ok(n as u64),
+            })?);
+            Ok(())
+        },
+        write: |s| Ok(s.websocket.max_message.map(Value::from)),
+        ..BASE
+    },
+    Row {
         name: "rate",
         long: "rate",
         short: Some('R'),

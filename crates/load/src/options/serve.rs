@@ -415,6 +415,47 @@ pub static SERVE: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "ws",
+        long: "ws",
+        form: Form::Switch,
+        help: "Accept WebSocket upgrades (ws://, on any path) and echo each message, after \
+               --delay; other requests are answered as ever.",
+        example: "true",
+        read: |s, g| {
+            if boolean(g)? {
+                s.config.ws.get_or_insert_with(Default::default);
+            } else {
+                s.config.ws = None;
+            }
+            Ok(())
+        },
+        write: |s| Ok(s.config.ws.as_ref().map(|_| true.into())),
+        ..BASE
+    },
+    Row {
+        name: "wsPush",
+        long: "ws-push",
+        value: "TIME",
+        help: "--ws: instead of echoing, send the body as a text message every TIME on each \
+               socket (a feed); messages received are counted.",
+        ts: "Duration",
+        example: r#""100ms""#,
+        rules: &[Rule::Requires("ws")],
+        read: |s, g| {
+            let every = g.parse(values::duration)?;
+            s.config.ws.get_or_insert_with(Default::default).push = Some(every);
+            Ok(())
+        },
+        write: |s| {
+            Ok(s.config
+                .ws
+                .as_ref()
+                .and_then(|w| w.push)
+                .map(|d| duration_text(d).into()))
+        },
+        ..BASE
+    },
+    Row {
         name: "tls",
         long: "tls",
         form: Form::Switch,
