@@ -171,7 +171,28 @@ fn pushed_messages_are_counted_apart_from_replies() {
             url = ws_url(&u, "");
             (serve, app) = (Some(s), None);
         }
-        let v = run_json(&[&url, "-c", "5", "-d", "1s"]);
+        let (out, _) = run(&[
+            &url,
+            "-c",
+            "5",
+            "-d",
+            "1s",
+            "--json",
+            "-",
+            "-q",
+            "--expect",
+            "upgrade.p99<30s",
+            "--expect",
+            "ws_held>=5",
+            "--expect",
+            "ws_drops<1",
+            "--expect",
+            "ws_held>5",
+        ]);
+        // Every threshold holds but the last: exit 3.
+        assert_eq!(out.status.code(), Some(3));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(thresholds_held(&v), [true, true, true, false]);
         let w = ws(&v);
         let (pushed, received) = (count(w, &["pushed"]), count(w, &["messages_received"]));
         // A tick every 10 ms on 5 sockets for a second: hundreds, all of them pushes.
@@ -217,7 +238,10 @@ fn merged_results_add_their_websocket_figures() {
             path
         })
         .collect();
-    let (out, _) = run(&["merge", &parts[0], &parts[1], "--json", "-"]);
+    let html = dir.join("merged.html").display().to_string();
+    let (out, _) = run(&[
+        "merge", &parts[0], &parts[1], "--json", "-", "--html", &html,
+    ]);
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let w = ws(&v);
@@ -233,5 +257,9 @@ fn merged_results_add_their_websocket_figures() {
         })
         .max();
     assert_eq!(Some(count(w, &["upgrade_us", "max_us"])), max, "{w}");
+    // The HTML report has the section, with the merged counts.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>WebSocket</h2>"), "no WebSocket section");
+    assert!(page.contains("<tr><td>messages received</td><td class=\"n\">800</td></tr>"));
     let _ = std::fs::remove_dir_all(&dir);
 }

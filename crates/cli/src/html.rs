@@ -510,6 +510,9 @@ pub fn report(r: &Report) -> String {
         latency_rows(&mut b, "time per event, per stream", &st.time_per_event_us);
         latency_rows(&mut b, "stream duration", &st.duration_us);
     }
+    if let Some(w) = r.websocket.as_ref().filter(|w| w.upgrades > 0) {
+        latency_rows(&mut b, "WebSocket upgrade", &w.upgrade_us);
+    }
     let from = if r.latency_from == LatencyFrom::Due {
         "Latency counts from when each request was due (open loop, no coordinated omission)."
     } else {
@@ -564,6 +567,29 @@ pub fn report(r: &Report) -> String {
             ),
         ] {
             row(&mut b, &[k, &v]);
+        }
+        b.push_str("</table>\n");
+    }
+    if let Some(w) = &r.websocket {
+        b.push_str("<h2>WebSocket</h2><table>\n");
+        for (k, v) in [
+            ("upgrades", w.upgrades),
+            ("sockets held at the end", w.held),
+            ("sockets dropped by the server", w.drops),
+            ("messages received", w.messages_received),
+            ("of them pushed (no message awaiting)", w.pushed),
+            ("bytes received in messages", w.received_bytes),
+            ("pings sent", w.pings_sent),
+            ("pongs received", w.pongs),
+            ("pings received (answered)", w.pings_received),
+        ] {
+            row(&mut b, &[k, &thousands(v)]);
+        }
+        for (code, n) in &w.close_codes {
+            row(
+                &mut b,
+                &[&format!("the server's close {code}"), &thousands(*n)],
+            );
         }
         b.push_str("</table>\n");
     }

@@ -7,6 +7,9 @@
 //! - event streams: time to first event `ttft.p99<500ms`, the gaps between events
 //!   `gap.p99<50ms`, a stream's time per event `per_event.p50<30ms` (any latency figure), and
 //!   `events_per_s>1000` (tokens/s overall); a run that read no stream cannot hold them;
+//! - WebSocket: the upgrade time `upgrade.p99<50ms` (any latency figure), sockets held at the
+//!   end `ws_held>=10000`, and sockets the server dropped `ws_drops<10` or `ws_drops<1%` (of the
+//!   upgrades); a run that upgraded no socket cannot hold them;
 //! - `errors`: a count (`errors<10`) or a share of the requests that ended (`errors<0.1%`);
 //! - `rps`: completed responses per second (`rps>5000`, `rps>=20k`);
 //! - a status class `1xx`..`5xx` or a code such as `503`: a count or a share of the requests
@@ -100,6 +103,11 @@ enum Metric {
     Latency(Figure),
     /// Time to first byte (`ttfb.p99`).
     Ttfb(Figure),
+    /// WebSocket: the upgrade's time (`upgrade.p99`).
+    Upgrade(Figure),
+    /// WebSocket: sockets held at the end, and sockets the server dropped.
+    WsHeld,
+    WsDrops,
     /// Event streams: time to first event, gaps, time per event (`ttft.p99`, `gap.p99`,
     /// `per_event.p99`).
     Stream(StreamFigure, Figure),
@@ -148,7 +156,7 @@ pub struct Expectation {
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
                     5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min, the same of ttfb as \
                     ttfb.p99, errors rps 1xx..5xx or a status code; with event streams ttft.p99, \
-                    gap.p99, per_event.p99, events_per_s; with --scenario also step[NAME].p99, checks, \
+                    gap.p99, per_event.p99, events_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with --scenario also step[NAME].p99, checks, \
                     iterations_failed; with --monitor server_cpu, pelt_cpu, server_rss)";
 
 /// A latency threshold's value and unit: `20ms`, `500us`, `1.5s`.
@@ -211,26 +219,21 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
             unit,
         });
     }
-    let latency = match (&step, lower.strip_prefix("ttfb.")) {
-        (Some((s, f)), _) => Some((
-            Figure::parse(f)
-                .ok_or_else(|| format!("unknown figure '{f}' for step[{s}]; {HELP}"))?,
-            Some(Some(s.clone())),
-        )),
-        (None, Some(f)) => Some((
-            Figure::parse(f).ok_or_else(|| format!("unknown figure '{f}' for ttfb; {HELP}"))?,
-            None,
-        )),
-        (None, None) => Figure::parse(&lower).map(|f| (f, Some(None))),
+    // A latency figure: of a step, of the time to first byte, of the upgrades, or the run's.
+    let of = |what: &str, f: &str| {
+        Figure::parse(f).ok_or_else(|| format!("unknown figure '{f}' for {what}; {HELP}"))
     };
-    // `step`: Some(Some(name)) for a step's figure, Some(None) the run's, None its ttfb.
-    let (metric, limit, unit) = if let Some((figure, step)) = latency {
+    let latency = if let Some((s, f)) = &step {
+        Some(Metric::Step(s.clone(), of(&format!("step[{s}]"), f)?))
+    } else if let Some(f) = lower.strip_prefix("ttfb.") {
+        Some(Metric::Ttfb(of("ttfb", f)?))
+    } else if let Some(f) = lower.strip_prefix("upgrade.") {
+        Some(Metric::Upgrade(of("upgrade", f)?))
+    } else {
+        Figure::parse(&lower).map(Metric::Latency)
+    };
+    let (metric, limit, unit) = if let Some(metric) = latency {
         let (n, unit) = time_value(value)?;
-        let metric = match step {
-            Some(Some(s)) => Metric::Step(s, figure),
-            Some(None) => Metric::Latency(figure),
-            None => Metric::Ttfb(figure),
-        };
         (metric, n, unit)
     } else {
         let metric = match lower.as_str() {
@@ -242,6 +245,8 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
             "server_cpu" => Metric::ServerCpu,
             "pelt_cpu" => Metric::PeltCpu,
             "server_rss" => Metric::ServerRss,
+            "ws_held" => Metric::WsHeld,
+            "ws_drops" => Metric::WsDrops,
             c if c.len() == 3 && c.ends_with("xx") && (b'1'..=b'5').contains(&c.as_bytes()[0]) => {
                 Metric::Class(u16::from(c.as_bytes()[0] - b'0'))
             }
@@ -318,6 +323,8 @@ impl Expectation {
             }
         };
         let scenario = r.scenario.as_ref();
+        // A WebSocket run that upgraded a socket.
+        let ws = r.websocket.as_ref().filter(|w| w.upgrades > 0);
         let resources = r.resources.as_ref();
         let server = resources.and_then(|r| r.server.as_ref());
         let (checks_passed, checks_made) = scenario.map_or((0, 0), |s| {
@@ -339,6 +346,8 @@ impl Expectation {
                 .map(|(_, n)| n)
                 .sum(),
             Metric::Code(code) => r.status.get(&code.to_string()).copied().unwrap_or(0),
+            Metric::WsHeld => ws.map_or(0, |w| w.held),
+            Metric::WsDrops => ws.map_or(0, |w| w.drops),
             _ => 0,
         };
         let part = |n: u64, of: u64| {
@@ -367,6 +376,11 @@ impl Expectation {
             (Metric::Checks, Unit::Percent) => part(checks_passed, checks_made),
             (Metric::IterationsFailed, Unit::Percent) => part(count, ended_iterations),
             (Metric::Rps, _) => r.rps,
+            (Metric::Upgrade(_) | Metric::WsHeld | Metric::WsDrops, _) if ws.is_none() => f64::NAN,
+            (Metric::Upgrade(f), Unit::Time(per_unit, _)) => {
+                ws.map_or(f64::NAN, |w| f.of(&w.upgrade_us) / per_unit)
+            }
+            (Metric::WsDrops, Unit::Percent) => part(count, ws.map_or(0, |w| w.upgrades)),
             // A run that read no stream (or no event yet) cannot be said to hold these.
             (Metric::Stream(which, f), Unit::Time(per_unit, _)) => r
                 .event_streams
@@ -442,6 +456,9 @@ mod tests {
             "step[login].p99<50ms",
             "ttfb.p99<50ms",
             "TTFB.p50 <= 2ms",
+            "upgrade.p99<50ms",
+            "ws_held>=10000",
+            "ws_drops<1%",
             "ttft.p99<500ms",
             "gap.p50<30ms",
             "per_event.max<=1s",
@@ -481,6 +498,7 @@ mod tests {
             ),
             ("step[login].p99<5", "latency needs a unit"),
             ("ttfb.p98<5ms", "unknown figure 'p98' for ttfb"),
+            ("upgrade.p98<5ms", "unknown figure 'p98' for upgrade"),
             ("ttfb.p99<5", "latency needs a unit"),
             ("ttft.p98<5ms", "unknown figure 'p98' for ttft"),
             ("gap.p99<5", "latency needs a unit"),
