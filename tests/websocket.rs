@@ -128,11 +128,13 @@ fn a_real_echo_server_counts_what_pelt_counts() {
         return;
     };
     let url = format!("ws://127.0.0.1:{}/echo", app.port);
-    let v = run_json(&[&url, "-b", "{{seq}}", "-n", "3000", "-c", "30"]);
+    // A template renders per message: 3,000 messages, 3,000 different ones.
+    let v = run_json(&[&url, "-b", "m{{seq}}", "-n", "3000", "-c", "30"]);
     let w = ws(&v);
     assert_eq!(count(&v, &["requests", "completed"]), 3000, "{v}");
     assert_eq!(count(w, &["messages_received"]), 3000, "{w}");
-    let v2 = run_json(&[&url, "-b", "ping", "--rate", "1000", "-d", "1s", "-c", "8"]);
+    assert_eq!(count(&app.counts(), &["distinct"]), 3000);
+    let v2 = run_json(&[&url, "-b", "m1", "--rate", "1000", "-d", "1s", "-c", "8"]);
     let sent = count(&v2, &["requests", "sent"]);
     assert_eq!(count(&v2, &["requests", "completed"]), sent);
     let c = app.counts();

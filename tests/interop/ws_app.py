@@ -4,7 +4,7 @@
 /echo sends every message back as it came (text as text, binary as binary); /push sends
 `tick` every 10 ms and only counts what it receives; /chat accepts the subprotocol "chat" (and
 no other). GET /count (plain HTTP) answers its own counts as JSON: sockets upgraded, sockets
-open now, data messages received and sent. It binds 127.0.0.1 port 0 and prints
+open now, data messages received and sent, and the distinct messages echoed. It binds 127.0.0.1 port 0 and prints
 `listening on PORT`.
 """
 
@@ -15,7 +15,8 @@ import sys
 
 from websockets.asyncio.server import serve
 
-counts = {"upgrades": 0, "open": 0, "received": 0, "sent": 0}
+counts = {"upgrades": 0, "open": 0, "received": 0, "sent": 0, "distinct": 0}
+seen = set()
 
 
 async def handler(ws):
@@ -38,6 +39,9 @@ async def handler(ws):
         else:
             async for message in ws:
                 counts["received"] += 1
+                if message not in seen:
+                    seen.add(message)
+                    counts["distinct"] += 1
                 await ws.send(message)
                 counts["sent"] += 1
     except Exception:

@@ -129,6 +129,11 @@ impl Template {
         }
     }
 
+    /// Writes one request's body alone onto `out` (a WebSocket message).
+    pub(crate) fn render_body(&self, out: &mut Vec<u8>, r: &mut Render<'_>) {
+        self.write_parts(&self.body, out, r);
+    }
+
     fn write_parts(&self, parts: &[Part], out: &mut Vec<u8>, r: &mut Render<'_>) {
         for part in parts {
             match *part {

@@ -11,6 +11,7 @@
 //! socket, reconnecting if the server ends it.
 
 use super::*;
+use crate::template::Render;
 use crate::WebSocket;
 use pelt_codec::ws::{
     self, Decoder, HandshakeError, HandshakeReader, Opcode, Upgraded, WsError, WsEvent,
@@ -20,6 +21,8 @@ use pelt_codec::ws::{
 pub(super) struct Ws<'a> {
     ws: &'a WebSocket,
     rng: fastrand::Rng,
+    /// A templated message, rendered (reused: nothing allocated per message).
+    message: Vec<u8>,
 }
 
 impl<'a> Ws<'a> {
@@ -27,6 +30,7 @@ impl<'a> Ws<'a> {
         Ws {
             ws,
             rng: fastrand::Rng::with_seed(0x5745_4253_4f43_4b45 ^ worker as u64),
+            message: Vec::new(),
         }
     }
 }
@@ -163,8 +167,28 @@ impl<'a> Protocol for Ws<'a> {
             } else {
                 Opcode::Text
             };
-            for _ in 0..n {
-                ws::encode(&mut conn.proto.out, opcode, payload, mask(&mut w.proto.rng));
+            // A templated message (`{{seq}}`, ...) is rendered per message, its body alone.
+            let templated = w.config.targets.as_ref().filter(|s| s.has_templates());
+            for k in conn.slots.len - n..conn.slots.len {
+                let slot = *conn.slots.get_mut(k);
+                let rendered = templated
+                    .and_then(|set| Some((set, set.template(slot.target as usize)?)))
+                    .map(|(set, template)| {
+                        w.proto.message.clear();
+                        template.render_body(
+                            &mut w.proto.message,
+                            &mut Render {
+                                seq: slot.seq,
+                                rng: &mut w.values,
+                                lines: set.lines(),
+                                vars: &[],
+                                cookie: "",
+                            },
+                        );
+                        &w.proto.message[..]
+                    });
+                let m = mask(&mut w.proto.rng);
+                ws::encode(&mut conn.proto.out, opcode, rendered.unwrap_or(payload), m);
             }
         }
         send(w, i, now);
