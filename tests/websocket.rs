@@ -210,6 +210,42 @@ fn pushed_messages_are_counted_apart_from_replies() {
 }
 
 #[test]
+fn messages_without_replies_are_done_when_written() {
+    let Some(app) = PythonApp::start("ws_app.py") else {
+        return;
+    };
+    // /push answers nothing; it sends a tick every 10 ms whatever comes.
+    let url = format!("ws://127.0.0.1:{}/push", app.port);
+    let v = run_json(&[
+        &url,
+        "-b",
+        "m",
+        "--ws-no-reply",
+        "--rate",
+        "300",
+        "-d",
+        "1s",
+        "-c",
+        "3",
+    ]);
+    let sent = count(&v, &["requests", "sent"]);
+    assert_eq!(count(&v, &["requests", "completed"]), sent, "{v}");
+    assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
+    let w = ws(&v);
+    assert_eq!(
+        count(w, &["pushed"]),
+        count(w, &["messages_received"]),
+        "{w}"
+    );
+    // Every message pelt wrote reached the server.
+    let start = Instant::now();
+    while count(&app.counts(), &["received"]) < sent && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(count(&app.counts(), &["received"]), sent);
+}
+
+#[test]
 fn wss_upgrades_over_tls() {
     let (serve, url) = ServeProcess::listening(&["--port", "0", "--ws", "--tls"]);
     let url = url.replace("https://", "wss://");

@@ -155,6 +155,13 @@ export interface RunOptions {
    */
   wsBinary?: boolean
   /**
+   * --ws-no-reply: ws://: messages expect no reply (a server that pushes instead of echoing):
+   * each is done when written, its latency the time to write it, and every message received
+   * counts as pushed; wsExpectReply: false in Node.js. Without it each message awaits the next
+   * message the socket receives (replies in order).
+   */
+  wsExpectReply?: boolean
+  /**
    * --ws-max-message: ws://: the longest message the server may send; a longer one fails the
    * socket (ws_too_big). [default: 64 MiB]
    */

@@ -259,6 +259,9 @@ pub struct WebSocket {
     pub message: Option<Vec<u8>>,
     /// Messages go as binary frames (else text).
     pub binary: bool,
+    /// Each message awaits a reply (else it is done when written, and every message received
+    /// is a push).
+    pub expect_reply: bool,
     /// Ping each upgraded socket this often.
     pub ping: Option<Duration>,
     /// The longest message the server may send.

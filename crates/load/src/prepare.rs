@@ -400,7 +400,7 @@ fn websocket(
     if !target.websocket {
         if ws.is_set() {
             return Err(bad(
-                "--ws-protocol, --ws-ping, --ws-binary and --ws-max-message are for ws:// and \
+                "--ws-protocol, --ws-ping, --ws-binary, --ws-max-message and --ws-no-reply are for ws:// and \
                  wss:// URLs",
             ));
         }
@@ -460,6 +460,7 @@ fn websocket(
         protocols: ws.protocols.clone(),
         message,
         binary: ws.binary,
+        expect_reply: !ws.no_reply,
         ping: ws.ping,
         max_message: ws
             .max_message

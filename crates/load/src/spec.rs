@@ -210,6 +210,8 @@ pub struct WsSpec {
     pub ping: Option<Duration>,
     /// Send messages as binary frames (else text).
     pub binary: bool,
+    /// Messages expect no reply (`--ws-no-reply`): each is done when written.
+    pub no_reply: bool,
     /// The longest message the server may send (`None`: 64 MiB).
     pub max_message: Option<u64>,
 }

@@ -6,7 +6,8 @@
 //!
 //! A message is a request and its reply the response: the same slots, the same ledger, so
 //! closed and open loop, `-n`, the timeline and every report work as for HTTP. Replies are
-//! matched to messages in order per socket (as an echo server answers). Without a message to
+//! matched to messages in order per socket (as an echo server answers); with `--ws-no-reply`
+//! a message is done when written and every message received is a push. Without a message to
 //! send the protocol `holds`: each connection connects and upgrades at once and keeps its
 //! socket, reconnecting if the server ends it.
 
@@ -189,6 +190,19 @@ impl<'a> Protocol for Ws<'a> {
                     });
                 let m = mask(&mut w.proto.rng);
                 ws::encode(&mut conn.proto.out, opcode, rendered.unwrap_or(payload), m);
+            }
+            // `--ws-no-reply`: each message is done when handed to the socket.
+            if !ws.expect_reply {
+                while let Some(slot) = conn.slots.pop() {
+                    let times = Times {
+                        due: slot.due,
+                        sent: slot.sent,
+                        first: now,
+                        done: now,
+                    };
+                    w.ledger
+                        .response(slot.warm, slot.target, slot.seq, 101, times);
+                }
             }
         }
         send(w, i, now);

@@ -622,6 +622,22 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "wsExpectReply",
+        long: "ws-no-reply",
+        form: Form::Negated,
+        help: "ws://: messages expect no reply (a server that pushes instead of echoing): each \
+               is done when written, its latency the time to write it, and every message \
+               received counts as pushed; wsExpectReply: false in Node.js. Without it each \
+               message awaits the next message the socket receives (replies in order).",
+        example: "false",
+        read: |s, g| {
+            s.websocket.no_reply = !g.boolean()?;
+            Ok(())
+        },
+        write: |s| Ok(Some((!s.websocket.no_reply).into())),
+        ..BASE
+    },
+    Row {
         name: "wsMaxMessage",
         long: "ws-max-message",
         value: "SIZE",
