@@ -905,3 +905,46 @@ fn a_fleet_coordinator_takes_the_samples_of_a_remote_monitor() {
     }
     serve.stop();
 }
+
+#[test]
+fn a_websocket_fleet_sends_exactly_n_messages_and_merges_its_sockets() {
+    let (server, url) = serve(ServerConfig {
+        ws: Some(pelt_server::WsConfig::default()),
+        ..Default::default()
+    });
+    let url = url.replace("http://", "ws://");
+    let token = token_file("ws", TOKEN);
+    let coord = Coord::start(
+        &url,
+        2,
+        &token,
+        &[
+            "-b",
+            "m{{seq}}",
+            "-n",
+            "3001",
+            "-c",
+            "6",
+            "--ws-ping",
+            "1s",
+            "--json",
+            "-",
+            "-q",
+        ],
+    );
+    let agents = coord.agents(2, &token, &["-q"]);
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    agents_succeed(agents);
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_invariant(&v);
+    assert_schema(&v);
+    assert_eq!(count(&v, &["requests", "completed"]), 3001, "{v}");
+    let w = &v["websocket"];
+    // Each agent's sockets and messages, merged: 6 sockets in all, every echo read.
+    assert_eq!(count(w, &["upgrades"]), 6, "{w}");
+    assert_eq!(count(w, &["messages_received"]), 3001, "{w}");
+    // The server echoed exactly what the fleet sent.
+    let c = server.ws_counts();
+    assert_eq!((c.upgrades, c.received, c.sent), (6, 3001, 3001));
+}
