@@ -183,9 +183,6 @@ async function readOptions(given) {
   if (typeof url !== 'string' || !/^(https?|wss?):\/\//.test(url)) {
     throw new TypeError(`Invalid URL ${url}, must be http://, https://, ws://, or wss://`)
   }
-  if (/^wss?:/.test(url)) {
-    throw new TypeError(`WebSocket URLs (${url}) are not supported yet: they come with pelt's WebSocket load (ws:// and wss://)`)
-  }
   const o = {
     url,
     concurrency: options.concurrency || 10,
@@ -219,6 +216,13 @@ async function readOptions(given) {
   if (options.putFile) [o.method, bodyFile] = ['PUT', options.putFile]
   if (options.patchBody) [o.method, o.body] = ['PATCH', options.patchBody]
   if (options.patchFile) [o.method, bodyFile] = ['PATCH', options.patchFile]
+  if (/^wss?:/.test(url)) {
+    // loadtest's WebSocket client: each request a message on a socket it keeps, the next
+    // sent when the reply comes; its message is {"some":"message"} unless a body is given.
+    o.method = 'GET'
+    o.agentKeepAlive = true
+    if (o.body === undefined && bodyFile === undefined) o.body = { some: 'message' }
+  }
   if (!METHODS.includes(String(o.method).toUpperCase())) throw new TypeError(`Invalid method ${o.method}`)
   o.method = String(o.method).toUpperCase()
   if (typeof o.requestGenerator === 'string') o.requestGenerator = await importGenerator(o.requestGenerator)
@@ -529,7 +533,8 @@ const SERVER_OPTIONS = new Set(['port', 'delay', 'error', 'percent', 'quiet', 'l
 
 /** loadtest's server options as `pelt serve`'s. */
 function serveOptions(options) {
-  const serve = { port: options.port === undefined ? DEFAULT_PORT : options.port }
+  // loadtest's server also echoes WebSocket messages, on any path.
+  const serve = { port: options.port === undefined ? DEFAULT_PORT : options.port, ws: true }
   if (options.delay) serve.delay = `${options.delay}ms`
   if (options.error !== undefined || options.percent !== undefined) {
     const share = options.percent === undefined ? 1 : options.percent / 100

@@ -224,7 +224,6 @@ test('options pelt cannot honour throw a TypeError naming them and why', async (
   await refused({ url: 'https://127.0.0.1:1/', secureProtocol: 'TLSv1_method' }, /TLSv1_method is not supported: .*TLS 1.2 and 1.3 only/)
   await refused({ statusCallback: 5 }, /option 'statusCallback' must be a function/)
   await refused({ requestGenerator: 5 }, /option 'requestGenerator' must be a function or a module path/)
-  await refused({ url: 'ws://127.0.0.1:1/' }, /WebSocket URLs .* not supported yet/)
   await refused({ url: 'ftp://127.0.0.1:1/' }, /must be http:\/\/, https:\/\/, ws:\/\/, or wss:\/\//)
   await assert.rejects(loadTest({ maxRequests: 1 }), /Missing URL/)
 })
@@ -348,4 +347,16 @@ test("loadtest's configuration file: .loadtestrc, or the file package.json's loa
   }
   assert.equal(seen[3].method, 'PUT')
   assert.deepEqual(seen.slice(4).map(r => r.method), ['GET', 'GET'])
+})
+
+test('ws:// URLs: each request a message on a kept socket, echoed by startServer() as by loadtest\'s', async () => {
+  const server = await startServer({ port: 0 })
+  const result = await loadTest({ url: `ws://localhost:${server.port}/`, maxRequests: 200, concurrency: 4, quiet: true })
+  assert.equal(result.totalRequests, 200)
+  assert.equal(result.totalErrors, 0)
+  const ws = result.pelt.websocket
+  assert.equal(ws.upgrades, 4, 'one socket per client, kept')
+  assert.equal(ws.messages_received, 200)
+  assert.equal(ws.received_bytes, 200 * '{"some":"message"}'.length, "loadtest's message unless a body is given")
+  await server.close()
 })

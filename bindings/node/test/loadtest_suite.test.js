@@ -28,10 +28,7 @@ const WORK = path.join(ROOT, 'node_modules', '.loadtest-suite')
 const FILES = ['testserver.js', 'loadtest.js', 'integration.js', 'request-generator.js', 'body-generator.js']
 
 /** What pelt does not do yet, by test: file and function, and why. */
-const GAPS = {
-  'integration.js testWSIntegration': 'WebSocket URLs wait for the WebSocket issue; pelt refuses them with a message saying so',
-  'loadtest.js testWSEcho': 'WebSocket URLs wait for the WebSocket issue; pelt refuses them with a message saying so',
-}
+const GAPS = {}
 
 const TARGETS = {
   loadtest: {
