@@ -68,7 +68,7 @@ fn bad_urls() {
     assert!(rejected(&["http://"]).contains("invalid URL"));
     assert!(rejected(&["http://127.0.0.1:70000/"]).contains("port out of range"));
     assert!(rejected(&["ftp://127.0.0.1/"]).contains("unsupported scheme 'ftp'"));
-    assert!(rejected(&["ws://127.0.0.1/"]).contains("(supported: http, https)"));
+    assert!(rejected(&["gopher://127.0.0.1/"]).contains("(supported: http, https, ws, wss)"));
     assert!(rejected(&["http://no-such-host.invalid/"]).contains("cannot resolve"));
     assert!(rejected(&[]).contains("no target URL"));
 }
@@ -432,8 +432,8 @@ fn websocket_urls_refuse_what_is_http_s() {
         let line = rejected(args);
         assert!(line.contains(says), "{args:?}: {line}");
     }
-    let line = rejected_with_file("a\nb\n", &["{ws}", "--bodies", "{file}"]);
-    assert!(line.contains("give the message with --body"), "{line}");
+    let line = rejected_with_file("GET {url}\n", &["{ws}", "--targets", "{file}"]);
+    assert!(line.contains("give the messages with --body"), "{line}");
 }
 
 #[test]

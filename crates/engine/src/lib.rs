@@ -254,9 +254,10 @@ pub struct WebSocket {
     pub handshake: pelt_codec::ws::Handshake,
     /// The subprotocols asked for (`Sec-WebSocket-Protocol`; empty: none).
     pub protocols: String,
-    /// Each message's payload (a request is a message, its reply the response); `None`: no
-    /// messages: every socket connects at once, upgrades and is held.
-    pub message: Option<Vec<u8>>,
+    /// The messages' payloads (a request is a message, its reply the response): one for every
+    /// message, or one per entry of the request set (`--bodies`), taken by the request's
+    /// index; empty: no messages: every socket connects at once, upgrades and is held.
+    pub messages: Vec<Vec<u8>>,
     /// Messages go as binary frames (else text).
     pub binary: bool,
     /// Each message awaits a reply (else it is done when written, and every message received

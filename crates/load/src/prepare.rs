@@ -91,7 +91,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
              are for https:// URLs",
         ));
     }
-    let websocket = websocket(spec, &target, &headers, &body)?;
+    let websocket = websocket(spec, &target, &headers, &body, entries.as_ref())?;
     let mut encoded = Encoded::of(
         spec,
         &target,
@@ -395,6 +395,7 @@ fn websocket(
     target: &target::Target,
     headers: &[(String, String)],
     body: &[u8],
+    entries: Option<&Entries>,
 ) -> Result<Option<engine::WebSocket>, SpecError> {
     let ws = &spec.websocket;
     if !target.websocket {
@@ -426,14 +427,23 @@ fn websocket(
     if spec.event_streams != engine::Streams::default() {
         return Err(not_with("--stream, --stream-limit and --stream-end"));
     }
-    if !matches!(spec.requests_from, Requests::One) {
-        return Err(bad(
-            "--targets, --bodies and --scenario do not take ws:// or wss:// URLs yet: give \
-             the message with --body or --body-file",
-        ));
-    }
-    let message = (!matches!(spec.body, crate::spec::Body::None)).then(|| body.to_vec());
-    if message.is_none() {
+    // The messages: --bodies' lines, each sent in turn (by the request's index), or the body.
+    let messages: Vec<Vec<u8>> = match (&spec.requests_from, entries) {
+        (Requests::Bodies(_), Some(e)) => e
+            .list
+            .iter()
+            .map(|t| t.body.clone().unwrap_or_default())
+            .collect(),
+        (Requests::One, _) if matches!(spec.body, crate::spec::Body::None) => Vec::new(),
+        (Requests::One, _) => vec![body.to_vec()],
+        _ => {
+            return Err(bad(
+                "--targets and --scenario do not take ws:// or wss:// URLs: give the messages \
+                 with --body, --body-file or --bodies",
+            ))
+        }
+    };
+    if messages.is_empty() {
         if spec.requests.is_some() {
             return Err(bad(
                 "-n counts messages on a ws:// URL: give one with --body (without a message \
@@ -447,9 +457,9 @@ fn websocket(
             ));
         }
     }
-    if !ws.binary && std::str::from_utf8(body).is_err() {
+    if !ws.binary && messages.iter().any(|m| std::str::from_utf8(m).is_err()) {
         return Err(bad(
-            "the message is not UTF-8, so it cannot go as text: add --ws-binary",
+            "a message is not UTF-8, so it cannot go as text: add --ws-binary",
         ));
     }
     let handshake =
@@ -458,7 +468,7 @@ fn websocket(
     Ok(Some(engine::WebSocket {
         handshake,
         protocols: ws.protocols.clone(),
-        message,
+        messages,
         binary: ws.binary,
         expect_reply: !ws.no_reply,
         ping: ws.ping,

@@ -112,7 +112,7 @@ impl<'a> Protocol for Ws<'a> {
         config
             .websocket
             .as_ref()
-            .is_some_and(|w| w.message.is_none())
+            .is_some_and(|w| w.messages.is_empty())
     }
 
     #[inline]
@@ -126,7 +126,7 @@ impl<'a> Protocol for Ws<'a> {
         let conn = &w.conns[i];
         match conn.proto.state {
             State::Closing { .. } => 0,
-            _ if w.proto.ws.message.is_none() => 0,
+            _ if w.proto.ws.messages.is_empty() => 0,
             _ => conn.slots.free(),
         }
     }
@@ -162,7 +162,6 @@ impl<'a> Protocol for Ws<'a> {
             conn.slots.mark_sent(n, now);
             conn.unwritten = 0;
             let ws = w.proto.ws;
-            let payload = ws.message.as_deref().unwrap_or_default();
             let opcode = if ws.binary {
                 Opcode::Binary
             } else {
@@ -188,8 +187,12 @@ impl<'a> Protocol for Ws<'a> {
                         );
                         &w.proto.message[..]
                     });
+                let payload = rendered.unwrap_or_else(|| {
+                    let t = slot.target as usize;
+                    &ws.messages[if t < ws.messages.len() { t } else { 0 }]
+                });
                 let m = mask(&mut w.proto.rng);
-                ws::encode(&mut conn.proto.out, opcode, rendered.unwrap_or(payload), m);
+                ws::encode(&mut conn.proto.out, opcode, payload, m);
             }
             // `--ws-no-reply`: each message is done when handed to the socket.
             if !ws.expect_reply {
