@@ -1155,3 +1155,21 @@ fn h55_h56_close_frames_are_counted_by_code_and_a_silent_server_is_not_waited_fo
         assert_eq!(total_errors(&v), 0, "{v}");
     }
 }
+
+#[test]
+fn h57_held_sockets_the_server_ends_are_dropped_and_opened_again() {
+    // The server ends each socket 100 ms after its upgrade (a TCP close, no close frame).
+    let script = || {
+        once(vec![
+            Step::Upgrade(accepted),
+            Step::Sleep(Duration::from_millis(100)),
+        ])
+    };
+    for v in ws_case(script, Bytes::Exact, &["-c", "1", "-d", "700ms"]) {
+        let w = &v["websocket"];
+        let (upgrades, drops) = (count(w, &["upgrades"]), count(w, &["drops"]));
+        // A new socket each time: every socket but the one open at the end was dropped.
+        assert!(upgrades >= 2, "{v}");
+        assert!(drops + 1 >= upgrades && drops <= upgrades, "{v}");
+    }
+}
