@@ -32,6 +32,8 @@ enum Step {
     /// Read a WebSocket upgrade request and write what this makes of the accept value its
     /// key calls for (the script ends if the client closed).
     Upgrade(fn(&str) -> String),
+    /// As `Upgrade` with the right answer, these bytes behind it in the same write.
+    UpgradeAnd(Vec<u8>),
     /// Read whatever the client sends next (a frame); the script ends if it closed.
     ReadAny,
 }
@@ -111,6 +113,15 @@ fn play(s: &mut TcpStream, steps: &[Step], written: &AtomicU64) -> bool {
                 Some(key) => {
                     let accept = pelt_codec::ws::accept(key.as_bytes());
                     write(s, answer(std::str::from_utf8(&accept).unwrap()).as_bytes())
+                }
+                None => false,
+            },
+            Step::UpgradeAnd(after) => match upgrade_key(s) {
+                Some(key) => {
+                    let accept = pelt_codec::ws::accept(key.as_bytes());
+                    let mut b = accepted(std::str::from_utf8(&accept).unwrap()).into_bytes();
+                    b.extend_from_slice(after);
+                    write(s, &b)
                 }
                 None => false,
             },
@@ -1171,5 +1182,27 @@ fn h57_held_sockets_the_server_ends_are_dropped_and_opened_again() {
         // A new socket each time: every socket but the one open at the end was dropped.
         assert!(upgrades >= 2, "{v}");
         assert!(drops + 1 >= upgrades && drops <= upgrades, "{v}");
+    }
+}
+
+#[test]
+fn h58_a_message_before_any_is_sent_is_a_push_not_a_reply() {
+    // A welcome message right behind the 101 (chat servers send one), then the echo of pelt's
+    // message: one reply, one push, whichever read they arrive in.
+    let script = || {
+        let mut welcome = vec![0x81, 7];
+        welcome.extend_from_slice(b"welcome");
+        once(vec![
+            Step::UpgradeAnd(welcome),
+            Step::ReadAny,
+            frame(0x1, b"hi"),
+            Step::Hold,
+        ])
+    };
+    for v in ws_case(script, Bytes::AtMost, ONE_MESSAGE) {
+        assert_eq!(completed(&v), 1, "{v}");
+        let w = &v["websocket"];
+        assert_eq!(count(w, &["messages_received"]), 2, "{v}");
+        assert_eq!(count(w, &["pushed"]), 1, "{v}");
     }
 }

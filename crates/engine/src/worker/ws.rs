@@ -247,7 +247,15 @@ impl<'a> Protocol for Ws<'a> {
                 format!("{} bytes arrived before the upgrade was sent", data.len()),
             );
         }
-        let Conn { slots, proto, .. } = conn;
+        let Conn {
+            slots,
+            proto,
+            unwritten,
+            ..
+        } = conn;
+        // Messages still waiting to be written (behind the upgrade) await no reply yet: a
+        // message that comes first (a server's welcome) is a push.
+        let unwritten = *unwritten;
         let WsConn {
             decoder,
             out,
@@ -255,12 +263,13 @@ impl<'a> Protocol for Ws<'a> {
             ..
         } = proto;
         let decoded = decoder.receive(data, &mut |event| match event {
-            WsEvent::Data(_) => slots.first_byte(at),
+            WsEvent::Data(_) if slots.len > unwritten => slots.first_byte(at),
+            WsEvent::Data(_) => {}
             WsEvent::Message { len, .. } => {
                 let w = ledger.websocket();
                 w.received += 1;
                 w.received_bytes += len;
-                match slots.pop() {
+                match (slots.len > unwritten).then(|| slots.pop()).flatten() {
                     Some(slot) => {
                         let times = Times {
                             due: slot.due,
