@@ -14,8 +14,14 @@ for the echo, send the next), --messages in all:
 CPU is the client's user+sys from wait4's rusage. Prints one row per tool (median of --runs,
 min-max); "vs pelt" is the tool's CPU per message over pelt's.
 
+With --hold N it measures held sockets instead: pelt opens N sockets (`-c N --connect-rate
+5000`, no message) to the same server and holds them; once all are up it reads pelt's CPU
+(utime+stime from /proc) over --idle seconds, and its peak RSS at the end. --baseline PELT
+runs another build the same way, alternating, for a before/after of the same run.
+
 Usage: bench/websocket.py [--pelt target/release/pelt] [--artillery PATH] [--sockets 100]
                           [--messages 200000] [--runs 3] [--server-cpu 0] [--client-cpu 1]
+       bench/websocket.py --hold 10000 [--idle 10] [--baseline OTHER_PELT] [--runs 3]
 Artillery from npm: `npm install artillery` in a folder of your choice (with
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 where its browser cannot be fetched), then --artillery
 FOLDER/node_modules/.bin/artillery; without it Artillery sits out, said on stderr.
@@ -110,6 +116,69 @@ def run_once(tool, args, work):
     return cpu, wall, echoed
 
 
+def cpu_seconds(pid):
+    """A process's user+sys CPU so far, seconds (/proc/PID/stat, all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def hold_once(pelt, args):
+    """Holds --hold sockets; (CPU ms per idle second, peak RSS MB, sockets held)."""
+    server, port = start_server(args.pelt, args.server_cpu)
+    connect_s = args.hold / 5000 + 3
+    duration = connect_s + args.idle + 2
+    cmd = ["taskset", "-c", str(args.client_cpu), pelt, f"ws://127.0.0.1:{port}/", "-c",
+           str(args.hold), "--connect-rate", "5000", "-t", "1", "-d", f"{duration}s", "-q",
+           "--json", "-"]
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(connect_s)
+        before = cpu_seconds(p.pid)
+        time.sleep(args.idle)
+        idle = (cpu_seconds(p.pid) - before) / args.idle * 1000
+        out, err = p.communicate(timeout=duration + 30)
+        if p.returncode != 0:
+            sys.exit(f"pelt failed: {err[-2000:]}")
+        held = json.loads(out)["websocket"]["held"]
+    finally:
+        stop_server(server)
+    return idle, held
+
+
+def hold(args):
+    builds = [("pelt", args.pelt)] + ([("baseline", args.baseline)] if args.baseline else [])
+    rows = {name: [] for name, _ in builds}
+    for _ in range(args.runs):
+        for name, path in builds:
+            rss = peak_rss(path, args) if not rows[name] else rows[name][0][2]
+            idle, held = hold_once(path, args)
+            rows[name].append((idle, held, rss))
+    print(f"{args.hold:,} sockets held, no message; CPU over {args.idle} s once all were up; "
+          f"median (min-max) of {args.runs}")
+    print("| build | sockets held | CPU ms per idle second | peak RSS MB |")
+    print("|---|---:|---:|---:|")
+    for name, path in builds:
+        idle = [r[0] for r in rows[name]]
+        print(f"| {name} ({path}) | {min(r[1] for r in rows[name]):,} | "
+              f"{statistics.median(idle):.1f} ({min(idle):.1f}-{max(idle):.1f}) | "
+              f"{rows[name][0][2]:.1f} |")
+
+
+def peak_rss(pelt, args):
+    """Peak RSS (MB, from wait4) of a short hold of the same sockets."""
+    server, port = start_server(args.pelt, args.server_cpu)
+    cmd = ["taskset", "-c", str(args.client_cpu), pelt, f"ws://127.0.0.1:{port}/", "-c",
+           str(args.hold), "--connect-rate", "5000", "-t", "1", "-d",
+           f"{args.hold / 5000 + 3}s", "-q"]
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, _, ru = os.wait4(p.pid, 0)
+    finally:
+        stop_server(server)
+    return ru.ru_maxrss / 1024
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pelt", default=os.path.join(ROOT, "target/release/pelt"))
@@ -119,7 +188,12 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
+    ap.add_argument("--hold", type=int, help="hold this many sockets instead (no messages)")
+    ap.add_argument("--idle", type=int, default=10, help="--hold: seconds of idle CPU read")
+    ap.add_argument("--baseline", help="--hold: another pelt build, run the same way")
     args = ap.parse_args()
+    if args.hold:
+        return hold(args)
     tools = ["pelt"]
     if args.artillery and os.path.exists(args.artillery):
         tools.append("artillery")

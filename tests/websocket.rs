@@ -35,9 +35,36 @@ fn echoes_are_counted_exactly_against_pelt_serve() {
     let (serve, url) = ServeProcess::listening(&["--port", "0", "--ws", "--threads", "1"]);
     let url = ws_url(&url, "echo");
     // Closed loop: exactly -n messages, each answered.
-    let v = run_json(&[&url, "-b", "hello", "-n", "1000", "-c", "10"]);
+    let csv = std::env::temp_dir().join(format!("pelt-ws-{}.csv", std::process::id()));
+    let path = csv.display().to_string();
+    let v = run_json(&[
+        &url, "-b", "hello", "-n", "1000", "-c", "10", "--csv", &path,
+    ]);
     assert_schema(&v);
     let w = ws(&v);
+    // Each second's counts, in the timeline and in --csv, add up to the section's.
+    let timeline = v["timeline"].as_array().unwrap();
+    for key in ["upgrades", "messages_received", "received_bytes"] {
+        let sum: u64 = timeline
+            .iter()
+            .map(|p| count(&p["websocket"], &[key]))
+            .sum();
+        assert_eq!(sum, count(w, &[key]), "{key}: {timeline:?}");
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let _ = std::fs::remove_file(&csv);
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
+    let (up, got) = (col("ws_upgrades"), col("ws_messages_received"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == head.len()), "{text}");
+    let sum = |c: usize| {
+        rows.iter()
+            .map(|r| r[c].parse::<u64>().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!((sum(up), sum(got)), (10, 1000), "{text}");
     assert_eq!(count(&v, &["requests", "completed"]), 1000, "{v}");
     assert_eq!(count(&v, &["status", "101"]), 1000, "{v}");
     assert_eq!(count(w, &["upgrades"]), 10, "{w}");

@@ -392,6 +392,11 @@ export interface TimelinePoint {
     gap_us: { p50: number; p90: number; p99: number; max: number }
     ttft_histogram: string; gap_histogram: string
   }
+  /** A WebSocket run: what the second added to the `websocket` section's counts. */
+  websocket?: {
+    upgrades: number; messages_received: number; received_bytes: number; pushed: number
+    pings_received: number; pings_sent: number; pongs: number; drops: number
+  }
   connections: number
   /** With `stages`: the rate (requests/s) or connections they asked for in this second. */
   target?: number

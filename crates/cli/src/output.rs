@@ -748,10 +748,12 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     // before pelt measured it.
     s.push_str(",connections,target,");
     s.push_str(RESOURCE_COLUMNS.join(",").as_str());
-    // Then the event streams' (empty in a second without any).
+    // Then the event streams' (empty in a second without any), then WebSocket's (empty but
+    // in a ws:// run).
     s.push_str(
-        ",ttfb_p50_us,ttfb_p99_us,stream_events,ttft_p50_us,ttft_p99_us,gap_p50_us,gap_p99_us\n",
+        ",ttfb_p50_us,ttfb_p99_us,stream_events,ttft_p50_us,ttft_p99_us,gap_p50_us,gap_p99_us",
     );
+    s.push_str(&format!(",{}\n", WS_COLUMNS.join(",")));
     for p in points {
         let l = &p.latency_us;
         let _ = write!(
@@ -808,13 +810,40 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         match &p.event_streams {
             Some(e) => {
                 let (t, g) = (&e.ttft_us, &e.gap_us);
-                let _ = writeln!(s, ",{},{},{},{},{}", e.events, t.p50, t.p99, g.p50, g.p99);
+                let _ = write!(s, ",{},{},{},{},{}", e.events, t.p50, t.p99, g.p50, g.p99);
             }
-            None => s.push_str(",,,,,\n"),
+            None => s.push_str(",,,,,"),
+        }
+        match &p.websocket {
+            Some(w) => {
+                let _ = writeln!(
+                    s,
+                    ",{},{},{},{},{},{},{}",
+                    w.upgrades,
+                    w.messages_received,
+                    w.received_bytes,
+                    w.pushed,
+                    w.pings_sent,
+                    w.pongs,
+                    w.drops
+                );
+            }
+            None => s.push_str(&format!("{}\n", ",".repeat(WS_COLUMNS.len()))),
         }
     }
     s
 }
+
+/// `--csv`'s WebSocket columns: each second's counts (`TimelinePoint::websocket`).
+const WS_COLUMNS: [&str; 7] = [
+    "ws_upgrades",
+    "ws_messages_received",
+    "ws_received_bytes",
+    "ws_pushed",
+    "ws_pings_sent",
+    "ws_pongs",
+    "ws_drops",
+];
 
 /// `--csv-targets`: one row per target (a `--targets` name, a scenario's step), in the
 /// report's order, with a header row. A run without per-target figures has the header only.

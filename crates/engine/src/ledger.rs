@@ -60,6 +60,7 @@ struct Totals {
     late: u64,
     lag: Option<LatencyHistogram>,
     targets: Vec<TargetCounts>,
+    websocket: Option<pelt_stats::WsPoint>,
 }
 
 impl Totals {
@@ -68,6 +69,7 @@ impl Totals {
         codes.merge(&warm.status);
         let mut errors = main.errors.clone();
         errors.merge(&warm.errors);
+        let ws = |w: &Option<Box<pelt_stats::WsStats>>| w.as_deref().map(pelt_stats::WsPoint::of);
         let lag = open.then(|| {
             let mut lag = main.lag.clone();
             lag.merge(&warm.lag);
@@ -92,6 +94,11 @@ impl Totals {
                     }
                 })
                 .collect(),
+            websocket: pelt_stats::WsPoint::join(
+                [ws(&main.websocket), ws(&warm.websocket)]
+                    .iter()
+                    .map(Option::as_ref),
+            ),
         }
     }
 
@@ -429,6 +436,9 @@ impl Ledger {
         // Once a second, off the per-request path: what the second added to the totals.
         let now = Totals::of(&self.main, &self.warm, self.open);
         interval.detail = self.handed.since(&now);
+        interval.websocket = now
+            .websocket
+            .map(|w| self.handed.websocket.unwrap_or_default().since(&w));
         self.handed = now;
         // The receiver outlives the workers; if it is gone, nobody is listening.
         let _ = self.tx.send(Published {

@@ -41,6 +41,8 @@ pub struct Metrics {
     ttfb: Buckets,
     /// Event streams (from the first second that read one).
     streams: Option<StreamMetrics>,
+    /// WebSocket runs: the socket counts so far.
+    websocket: Option<pelt_stats::WsPoint>,
     /// Open loop: the lag's histogram.
     lag: Option<Buckets>,
     connections: u64,
@@ -126,6 +128,7 @@ impl Metrics {
             latency: Buckets::default(),
             ttfb: Buckets::default(),
             streams: None,
+            websocket: None,
             lag: (info.load_model == pelt_stats::LoadModel::Open).then(Buckets::default),
             connections: 0,
             seconds: 0,
@@ -176,6 +179,9 @@ impl Metrics {
             m.cut += e.cut;
             m.ttft.add(&LatencyHistogram::decode(&e.ttft_histogram)?);
             m.gap.add(&LatencyHistogram::decode(&e.gap_histogram)?);
+        }
+        if let Some(w) = &p.websocket {
+            self.websocket.get_or_insert_with(Default::default).merge(w);
         }
         if let (Some(b), Some(lag)) = (self.lag.as_mut(), &d.lag) {
             b.add(lag);
@@ -495,6 +501,48 @@ impl Metrics {
                 &m.gap,
             );
         }
+        if let Some(w) = &self.websocket {
+            let counters = [
+                (
+                    "pelt_websocket_upgrades_total",
+                    "WebSocket upgrades the server accepted.",
+                    w.upgrades,
+                ),
+                (
+                    "pelt_websocket_messages_received_total",
+                    "WebSocket data messages received (replies and pushes).",
+                    w.messages_received,
+                ),
+                (
+                    "pelt_websocket_received_bytes_total",
+                    "WebSocket data messages' payload bytes received.",
+                    w.received_bytes,
+                ),
+                (
+                    "pelt_websocket_pushed_total",
+                    "WebSocket messages received with none of pelt's awaiting a reply.",
+                    w.pushed,
+                ),
+                (
+                    "pelt_websocket_pings_sent_total",
+                    "WebSocket pings pelt sent (--ws-ping).",
+                    w.pings_sent,
+                ),
+                (
+                    "pelt_websocket_pongs_total",
+                    "WebSocket pongs received.",
+                    w.pongs,
+                ),
+                (
+                    "pelt_websocket_drops_total",
+                    "WebSocket sockets the server ended while pelt held them.",
+                    w.drops,
+                ),
+            ];
+            for (name, help, v) in counters {
+                f.counter(name, help, v);
+            }
+        }
         let Some(lag) = &self.lag else { return };
         f.counter(
             "pelt_requests_late_total",
@@ -790,6 +838,33 @@ mod tests {
             "pelt_stream_first_event_seconds_bucket{run=\"r1\",le=\"0.0005\"} 2",
             "pelt_stream_gap_seconds_count{run=\"r1\"} 4",
             "pelt_stream_gap_seconds_bucket{run=\"r1\",le=\"0.001\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+    }
+
+    #[test]
+    fn websocket_counts_are_counters() {
+        let mut m = Metrics::new(&info(), "r1", &[]);
+        assert!(!m.text().contains("pelt_websocket"));
+        for second in 0..3 {
+            let mut iv = pelt_stats::Interval::new(second);
+            iv.websocket = Some(pelt_stats::WsPoint {
+                upgrades: 10 * (second == 0) as u64,
+                messages_received: 100,
+                pushed: 1,
+                drops: second,
+                ..Default::default()
+            });
+            m.add(&iv.point(1.0, false)).unwrap();
+        }
+        let text = m.text();
+        for line in [
+            "pelt_websocket_upgrades_total{run=\"r1\"} 10",
+            "pelt_websocket_messages_received_total{run=\"r1\"} 300",
+            "pelt_websocket_pushed_total{run=\"r1\"} 3",
+            "pelt_websocket_drops_total{run=\"r1\"} 3",
+            "pelt_websocket_pongs_total{run=\"r1\"} 0",
         ] {
             assert!(text.contains(line), "{line} missing:\n{text}");
         }

@@ -56,7 +56,7 @@ pub use timeline::{
     fold, Detail, Interval, PointLatency, Sample, TargetCounts, Timeline, TimelinePoint,
     COARSE_MAX, FINE_S, FIRST_GRAIN_S, SAMPLED_RESPONSE_MAX, SAMPLES_PER_SECOND,
 };
-pub use websocket::{WebSocketHistograms, WebSocketReport, WsStats};
+pub use websocket::{WebSocketHistograms, WebSocketReport, WsPoint, WsStats};
 
 /// A request that started this much after its due time counts as late (open loop).
 pub const LATE_THRESHOLD_US: u64 = 1_000;

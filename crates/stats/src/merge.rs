@@ -117,6 +117,7 @@ struct Second {
     /// While every point had one.
     ttfb: Option<LatencyHistogram>,
     streams: Option<crate::StreamPoint>,
+    websocket: Option<crate::WsPoint>,
     detail: crate::Detail,
 }
 
@@ -539,6 +540,8 @@ impl Second {
         }
         self.streams =
             crate::StreamPoint::join([self.streams.as_ref(), p.event_streams.as_ref()].into_iter());
+        self.websocket =
+            crate::WsPoint::join([self.websocket.as_ref(), p.websocket.as_ref()].into_iter());
         self.detail.merge(&p.detail);
         Ok(())
     }
@@ -556,6 +559,7 @@ impl Second {
             latency: LatencyHistogram::new(),
             ttfb: Some(LatencyHistogram::new()),
             streams: None,
+            websocket: None,
             detail: crate::Detail::default(),
         }
     }
@@ -580,6 +584,7 @@ impl Second {
             ttfb_us: self.ttfb.as_ref().map(crate::PointLatency::of),
             ttfb_histogram: self.ttfb.as_ref().map(LatencyHistogram::encode),
             event_streams: self.streams,
+            websocket: self.websocket,
             connections: self.connections,
             target: self.target,
             resources: None,

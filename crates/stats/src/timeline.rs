@@ -33,6 +33,8 @@ pub struct Interval {
     pub detail: Detail,
     /// Streamed responses' events in the second (made on first use).
     pub streams: Option<Box<crate::StreamSecond>>,
+    /// WebSocket runs: what the second added to the socket counts (set at the hand-over).
+    pub websocket: Option<crate::WsPoint>,
 }
 
 /// What one second added to the counts the per-request path keeps only as totals: responses
@@ -153,6 +155,7 @@ impl Interval {
             samples_dropped: 0,
             detail: Detail::default(),
             streams: None,
+            websocket: None,
         }
     }
 
@@ -199,6 +202,8 @@ impl Interval {
         if let Some(s) = &other.streams {
             self.streams().merge(s);
         }
+        self.websocket =
+            crate::WsPoint::join([self.websocket.as_ref(), other.websocket.as_ref()].into_iter());
     }
 
     /// The timeline point of this (merged) interval, `length_s` long (shorter than a second
@@ -234,6 +239,7 @@ impl Interval {
             samples_dropped: self.samples_dropped,
             detail: self.detail.clone(),
             event_streams: self.streams.as_ref().map(|s| s.point()),
+            websocket: self.websocket,
         }
     }
 }
@@ -291,6 +297,10 @@ pub struct TimelinePoint {
     /// first event and gaps (absent when no stream was read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_streams: Option<crate::StreamPoint>,
+    /// WebSocket runs: the second's upgrades, messages received (pushes among them), bytes,
+    /// pings, pongs and sockets the server dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<crate::WsPoint>,
     /// Connections open (or opening) at the end of the second, over all workers.
     #[serde(default)]
     pub connections: u64,
@@ -586,6 +596,7 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
         ttfb_us: ttfb.as_ref().map(PointLatency::of),
         ttfb_histogram: ttfb.as_ref().map(LatencyHistogram::encode),
         event_streams: crate::StreamPoint::join(points.iter().map(|p| p.event_streams.as_ref())),
+        websocket: crate::WsPoint::join(points.iter().map(|p| p.websocket.as_ref())),
         connections: last.connections,
         target,
         samples: Vec::new(),

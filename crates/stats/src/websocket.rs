@@ -80,6 +80,72 @@ impl WsStats {
     }
 }
 
+/// One second's WebSocket counts (`websocket` in a timeline point; absent for other runs):
+/// what the second added to [`WsStats`]' counts, taken at each hand-over as the difference
+/// of the totals (nothing is counted twice on the per-message path).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WsPoint {
+    pub upgrades: u64,
+    pub messages_received: u64,
+    pub received_bytes: u64,
+    pub pushed: u64,
+    pub pings_received: u64,
+    pub pings_sent: u64,
+    pub pongs: u64,
+    pub drops: u64,
+}
+
+impl WsPoint {
+    /// The counts of `stats` (a worker's totals so far).
+    pub fn of(stats: &WsStats) -> WsPoint {
+        WsPoint {
+            upgrades: stats.upgrades,
+            messages_received: stats.received,
+            received_bytes: stats.received_bytes,
+            pushed: stats.pushed,
+            pings_received: stats.pings_received,
+            pings_sent: stats.pings_sent,
+            pongs: stats.pongs,
+            drops: stats.drops,
+        }
+    }
+
+    /// What `now` (later totals) added to `self`.
+    pub fn since(&self, now: &WsPoint) -> WsPoint {
+        WsPoint {
+            upgrades: now.upgrades - self.upgrades,
+            messages_received: now.messages_received - self.messages_received,
+            received_bytes: now.received_bytes - self.received_bytes,
+            pushed: now.pushed - self.pushed,
+            pings_received: now.pings_received - self.pings_received,
+            pings_sent: now.pings_sent - self.pings_sent,
+            pongs: now.pongs - self.pongs,
+            drops: now.drops - self.drops,
+        }
+    }
+
+    /// Adds `other` (another worker's same second, or the next seconds).
+    pub fn merge(&mut self, other: &WsPoint) {
+        self.upgrades += other.upgrades;
+        self.messages_received += other.messages_received;
+        self.received_bytes += other.received_bytes;
+        self.pushed += other.pushed;
+        self.pings_received += other.pings_received;
+        self.pings_sent += other.pings_sent;
+        self.pongs += other.pongs;
+        self.drops += other.drops;
+    }
+
+    /// Points joined: `None` when none had WebSocket counts.
+    pub fn join<'a>(points: impl Iterator<Item = Option<&'a WsPoint>>) -> Option<WsPoint> {
+        points.flatten().fold(None, |sum, p| {
+            let mut sum = sum.unwrap_or_default();
+            sum.merge(p);
+            Some(sum)
+        })
+    }
+}
+
 /// The result's `websocket` section (a ws:// or wss:// run; absent otherwise).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WebSocketReport {
@@ -180,5 +246,33 @@ mod tests {
         assert_eq!(merged.close_codes["1000"], 3);
         assert_eq!(merged.upgrade_us.p99_us, whole.upgrade.summary().p99_us);
         assert_eq!(merged.messages_received_per_s, 4.0);
+    }
+
+    #[test]
+    fn a_seconds_counts_are_the_difference_of_the_totals() {
+        let mut stats = WsStats {
+            upgrades: 3,
+            received: 10,
+            ..Default::default()
+        };
+        let before = WsPoint::of(&stats);
+        stats.upgrades += 1;
+        stats.received += 7;
+        stats.pushed += 2;
+        stats.drops += 1;
+        let second = before.since(&WsPoint::of(&stats));
+        assert_eq!(
+            second,
+            WsPoint {
+                upgrades: 1,
+                messages_received: 7,
+                pushed: 2,
+                drops: 1,
+                ..Default::default()
+            }
+        );
+        let joined = WsPoint::join([Some(&before), None, Some(&second)].into_iter());
+        assert_eq!(joined, Some(WsPoint::of(&stats)));
+        assert_eq!(WsPoint::join([None, None].into_iter()), None);
     }
 }

@@ -276,11 +276,13 @@ impl Protocol for Http1 {
     /// connection closed. Otherwise the oldest request went unanswered (or its stream sent
     /// nothing) for --timeout: it and the rest on the connection time out (an HTTP/1.1
     /// response cannot be skipped), and the connection is dropped.
-    fn expire<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+    fn expire<I: Io, T: Transport>(
+        w: &mut Worker<'_, I, Self, T>,
+        i: usize,
+        now: Instant,
+    ) -> Option<Instant> {
         let t = w.config.timeout;
-        let Some(front) = w.conns[i].slots.front().copied() else {
-            return;
-        };
+        let front = w.conns[i].slots.front().copied()?;
         let stream = &mut w.conns[i].proto.stream;
         if let Some(at) = stream.end_at(now, &w.config.streams) {
             end_stream(&mut w.conns[i], &mut w.ledger, at);
@@ -291,10 +293,18 @@ impl Protocol for Http1 {
                 "pipelined behind a stream pelt ended (--stream-limit, --stream-end)".to_string()
             });
             w.close(i);
-            return w.refill(i, now);
+            w.refill(i, now);
+            return None;
         }
-        if now < stream.deadline(front.sent, t) {
-            return;
+        let deadline = stream.deadline(front.sent, t);
+        if now < deadline {
+            // A stream's limits (time, marker) come with its reads: looked at every scan. A
+            // response not yet known to be one may become one, cut at its time limit.
+            let limit = w.config.streams.max_time.map(|l| front.sent + l);
+            return Some(match stream.is_on() {
+                true => now,
+                false => limit.map_or(deadline, |l| l.min(deadline)),
+            });
         }
         let streaming = stream.is_on();
         w.fail(i, ErrorKind::Timeout, now, || {
@@ -303,7 +313,8 @@ impl Protocol for Http1 {
             } else {
                 format!("no complete response within {t:?}")
             }
-        })
+        });
+        None
     }
 }
 

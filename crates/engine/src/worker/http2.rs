@@ -330,30 +330,37 @@ impl<'a> Protocol for Http2<'a> {
     /// No SETTINGS from the server in time: the connection fails. Streams older than
     /// --timeout end as timeouts (each reset with CANCEL); the connection and its other
     /// streams go on.
-    fn expire<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
-        let Some(h2) = w.conns[i].proto.as_ref() else {
-            return;
-        };
+    fn expire<I: Io, T: Transport>(
+        w: &mut W<'_, 'a, I, T>,
+        i: usize,
+        now: Instant,
+    ) -> Option<Instant> {
+        let h2 = w.conns[i].proto.as_ref()?;
         if !h2.session.settled() {
-            if now >= h2.settle_by {
-                let t = w.config.connect_timeout;
-                w.fail(i, ErrorKind::Timeout, now, || {
-                    format!("no HTTP/2 SETTINGS from the server within {t:?}")
-                });
+            if now < h2.settle_by {
+                return Some(h2.settle_by);
             }
-            return;
+            let t = w.config.connect_timeout;
+            w.fail(i, ErrorKind::Timeout, now, || {
+                format!("no HTTP/2 SETTINGS from the server within {t:?}")
+            });
+            return None;
         }
         if h2.readers.on > 0 {
-            return expire_streamed(w, i, now);
+            // Deadlines differ per stream: looked at every scan.
+            expire_streamed(w, i, now);
+            return Some(now);
         }
-        let timeout = w.config.timeout;
-        if w.conns[i]
-            .slots
-            .front()
-            .is_some_and(|s| now >= s.sent + timeout)
-        {
-            expire_streams(w, i, now);
+        let sent = w.conns[i].slots.front()?.sent;
+        let deadline = sent + w.config.timeout;
+        if now < deadline {
+            // A response not yet known to be a stream may become one, cut at its time limit.
+            let limit = w.config.streams.max_time.map(|l| sent + l);
+            return Some(limit.map_or(deadline, |l| l.min(deadline)));
         }
+        expire_streams(w, i, now);
+        // The streams left were sent no sooner than the one that expired.
+        Some(now)
     }
 
     /// Hands every connection's queued frames to the transport: every stream a turn's reads

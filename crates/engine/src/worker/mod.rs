@@ -67,8 +67,14 @@ const STREAM_GROUPS: usize = 10;
 /// completion wakes the loop, so a connect or a handshake is never held up by more than this.
 const LAZY_LIMIT_NS: u64 = 1_000_000;
 
-/// How often deadlines (timeouts, backoff) are checked: no timer per request.
+/// How often the loop wakes to look at the stop flag and the ramp, and the finest grain of
+/// deadlines (timeouts, backoff): no timer per request.
 pub(crate) const DEADLINE_SCAN: Duration = Duration::from_millis(10);
+
+/// The longest time between two deadline scans. A scan looks at every connection, so it runs
+/// only when a deadline may have come (see `Worker::scan_deadlines`): held sockets with
+/// nothing timed cost nothing between scans.
+const SCAN_AT_MOST: Duration = Duration::from_secs(1);
 
 struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     config: &'a Config,
@@ -111,8 +117,33 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     /// the socket cannot stamp): waits are not lazy then, so nothing is booked late.
     unstamped: bool,
     events: Vec<Event>,
+    /// When the deadlines are next scanned: the earliest deadline the last scan found, or
+    /// set since (a backoff), and never later than `horizon` after it.
+    scan_at: Instant,
+    /// The soonest a deadline set after a scan may fall (the shortest of `--timeout`,
+    /// `--connect-timeout`, `--ws-ping` and a stream's time limit, at most `SCAN_AT_MOST`;
+    /// `DEADLINE_SCAN` with a stream's event limit or end marker): a request written, a
+    /// connect begun or a ping sent right after a scan is not due before the next.
+    horizon: Duration,
     proto: P,
     transport: T,
+}
+
+/// See `Worker::horizon`.
+fn horizon(config: &Config) -> Duration {
+    let streams = &config.streams;
+    if streams.max_events.is_some() || streams.end_marker.is_some() {
+        // A stream's event limit or marker, read at any time, ends it at the next scan.
+        return DEADLINE_SCAN;
+    }
+    let ping = config.websocket.as_ref().and_then(|ws| ws.ping);
+    [config.timeout, config.connect_timeout, SCAN_AT_MOST]
+        .into_iter()
+        .chain(ping)
+        .chain(streams.max_time)
+        .min()
+        .unwrap_or(SCAN_AT_MOST)
+        .max(DEADLINE_SCAN)
 }
 
 /// Requests one connection may carry at once: `--streams` over HTTP/2, else `--pipeline`.
@@ -270,6 +301,8 @@ impl<I: Io> Setup<'_, I> {
             stamps: StampClock::new(),
             unstamped: false,
             events: Vec::with_capacity(1024),
+            scan_at: plan.start,
+            horizon: horizon(config),
             proto,
             transport,
         };
@@ -338,7 +371,8 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     fn run(&mut self, plan: &WorkerPlan, stop: &AtomicBool) -> StopReason {
         let mut now = self.io.now();
         self.connect_initial(plan, stop, &mut now);
-        let mut next_scan = now + DEADLINE_SCAN;
+        self.scan_at = now + DEADLINE_SCAN;
+        let mut next_poll = now + DEADLINE_SCAN;
         let mut drain_until: Option<Instant> = None;
         loop {
             if drain_until.is_none() && stop.load(Ordering::Relaxed) {
@@ -375,7 +409,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             if self.model.is_open() {
                 self.fill(now);
             }
-            let mut wake = next_scan.min(self.ledger.next_tick());
+            let mut wake = next_poll.min(self.scan_at).min(self.ledger.next_tick());
             if let Some(end) = plan.end {
                 wake = wake.min(end);
             }
@@ -398,10 +432,12 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 &mut now,
             );
             self.wake_users(now);
-            if now >= next_scan {
+            if now >= self.scan_at {
                 self.scan_deadlines(now);
+            }
+            if now >= next_poll {
                 self.follow_ramp(now);
-                next_scan = now + DEADLINE_SCAN;
+                next_poll = now + DEADLINE_SCAN;
             }
         }
     }
@@ -843,9 +879,9 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         }
         self.close(i);
         if needs_backoff(kind) {
-            self.conns[i].phase = Phase::Backoff {
-                until: now + RECONNECT_BACKOFF,
-            };
+            let until = now + RECONNECT_BACKOFF;
+            self.conns[i].phase = Phase::Backoff { until };
+            self.scan_by(until);
         } else {
             self.refill(i, now);
         }
@@ -861,29 +897,48 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         self.transport.reset(i);
     }
 
+    /// A deadline at `at`: the next scan comes no later.
+    fn scan_by(&mut self, at: Instant) {
+        self.scan_at = self.scan_at.min(at);
+    }
+
+    /// Ends what is past its deadline, and sets the next scan at the earliest deadline left
+    /// (or set meanwhile), at most `horizon` ahead, at least `DEADLINE_SCAN`: a deadline is
+    /// met within `DEADLINE_SCAN` of its time, and connections with nothing timed (held
+    /// WebSocket sockets, idle keep-alive connections) are not looked at every 10 ms.
     fn scan_deadlines(&mut self, now: Instant) {
+        self.scan_at = now + self.horizon;
         for i in 0..self.conns.len() {
             let conn = &self.conns[i];
-            match conn.phase {
+            let next = match conn.phase {
                 Phase::Backoff { until } if now >= until => {
                     self.conns[i].phase = Phase::Closed;
                     self.refill(i, now);
+                    None
                 }
                 Phase::Connecting { deadline } if now >= deadline => {
                     let t = self.config.connect_timeout;
                     self.fail(i, ErrorKind::ConnectTimeout, now, || {
                         format!("no connection within {t:?}")
-                    })
+                    });
+                    None
                 }
                 Phase::Handshaking { deadline } if now >= deadline => {
                     let t = self.config.connect_timeout;
                     self.fail(i, ErrorKind::Tls, now, || {
                         format!("no TLS handshake within {t:?}")
-                    })
+                    });
+                    None
                 }
+                Phase::Backoff { until } => Some(until),
+                Phase::Connecting { deadline } | Phase::Handshaking { deadline } => Some(deadline),
                 Phase::Open => P::expire(self, i, now),
-                _ => {}
+                Phase::Closed => None,
+            };
+            if let Some(at) = next {
+                self.scan_by(at);
             }
         }
+        self.scan_at = self.scan_at.max(now + DEADLINE_SCAN);
     }
 }

@@ -71,8 +71,15 @@ pub(super) trait Protocol: Sized {
     /// The peer closed the connection.
     fn on_eof<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
     /// Open connection `i` at a deadline scan: what is past its time (`--timeout`, the
-    /// protocol's own handshake) ends.
-    fn expire<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
+    /// protocol's own handshake) ends. Returns the connection's next deadline (`now`
+    /// when it cannot tell cheaply: scanned again in `DEADLINE_SCAN`), `None` when nothing
+    /// on it is timed; a deadline the connection sets later, from a read or a write, falls
+    /// no sooner than `Worker::horizon` after it is set.
+    fn expire<I: Io, T: Transport>(
+        w: &mut Worker<'_, I, Self, T>,
+        i: usize,
+        now: Instant,
+    ) -> Option<Instant>;
     /// Before the worker waits: what the turn queued goes out (HTTP/2 sends each
     /// connection's frames once per turn).
     fn flush<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}

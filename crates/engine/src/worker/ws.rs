@@ -337,14 +337,19 @@ impl<'a> Protocol for Ws<'a> {
 
     /// The upgrade's deadline, the close handshake's, the oldest message's `--timeout`, and
     /// pings due.
-    fn expire<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+    fn expire<I: Io, T: Transport>(
+        w: &mut W<'_, 'a, I, T>,
+        i: usize,
+        now: Instant,
+    ) -> Option<Instant> {
         let t = w.config.timeout;
         match w.conns[i].proto.state {
             State::Upgrading { by, .. } if now >= by => {
                 let ct = w.config.connect_timeout;
                 w.fail(i, ErrorKind::Timeout, now, || {
                     format!("no answer to the upgrade within {ct:?}")
-                })
+                });
+                None
             }
             State::Closing { by } if now >= by => {
                 w.fail_all(i, ErrorKind::Closed, now, || {
@@ -352,14 +357,16 @@ impl<'a> Protocol for Ws<'a> {
                 });
                 w.close(i);
                 w.refill(i, now);
+                None
             }
+            State::Upgrading { by, .. } | State::Closing { by } => Some(by),
             State::Open => {
-                if let Some(front) = w.conns[i].slots.front() {
-                    if now >= front.sent + t {
-                        return w.fail(i, ErrorKind::Timeout, now, || {
-                            format!("no reply within {t:?}")
-                        });
-                    }
+                let reply_by = w.conns[i].slots.front().map(|front| front.sent + t);
+                if reply_by.is_some_and(|by| now >= by) {
+                    w.fail(i, ErrorKind::Timeout, now, || {
+                        format!("no reply within {t:?}")
+                    });
+                    return None;
                 }
                 let conn = &mut w.conns[i];
                 if let (Some(at), Some(every)) = (conn.proto.next_ping, w.proto.ws.ping) {
@@ -375,8 +382,10 @@ impl<'a> Protocol for Ws<'a> {
                         send(w, i, now);
                     }
                 }
+                let ping = w.conns[i].proto.next_ping;
+                [reply_by, ping].into_iter().flatten().min()
             }
-            _ => {}
+            _ => None,
         }
     }
 
