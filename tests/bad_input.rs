@@ -471,3 +471,42 @@ fn absurd_values_are_rejected_with_their_limit() {
         );
     }
 }
+
+#[test]
+fn bad_replays() {
+    let timed = "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\", \"t\": 100}\n";
+    for (contents, args, says) in [
+        (timed, &["--replay", "{url}"][..], "--targets"),
+        (timed, &["--targets", "{file}", "--replay-speed", "2x"], "--replay"),
+        (timed, &["--targets", "{file}", "--replay-loop"], "go with --replay"),
+        (timed, &["--targets", "{file}", "--replay", "--replay-speed", "0"], "speed"),
+        (timed, &["--targets", "{file}", "--replay", "--replay-speed", "fast"], "speed"),
+        (timed, &["--targets", "{file}", "--replay", "--rate", "10"], "rate"),
+        (timed, &["--targets", "{file}", "--replay", "--warmup", "1s"], "--warmup"),
+        (timed, &["--targets", "{file}", "--replay", "--order", "random"], "in its order"),
+        (timed, &["--targets", "{file}", "--replay", "--arrival", "poisson"], "--rate"),
+        (
+            "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\"}\n",
+            &["--targets", "{file}", "--replay"],
+            "line 2: no \"t\"",
+        ),
+        (
+            "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\", \"t\": \"2026-11-27T10:00:00Z\"}\n",
+            &["--targets", "{file}", "--replay"],
+            "mixes offsets",
+        ),
+        (
+            "{\"url\": \"{url}a\", \"t\": \"yesterday\"}\n",
+            &["--targets", "{file}", "--replay"],
+            "line 1: \"t\" \"yesterday\" is not an RFC 3339 time",
+        ),
+        (
+            "{\"url\": \"{url}a\", \"t\": -5}\n",
+            &["--targets", "{file}", "--replay"],
+            "line 1: \"t\" -5 is not a time in milliseconds",
+        ),
+    ] {
+        let line = rejected_with_file(contents, args);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+}

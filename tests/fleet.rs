@@ -948,3 +948,47 @@ fn a_websocket_fleet_sends_exactly_n_messages_and_merges_its_sockets() {
     let c = server.ws_counts();
     assert_eq!((c.upgrades, c.received, c.sent), (6, 3001, 3001));
 }
+
+#[test]
+fn a_replay_fleet_sends_each_recorded_request_once() {
+    let (server, url) = serve(ServerConfig::default());
+    // 41 requests 10 ms apart, each its own path; at 2x the recording takes 0.2 s.
+    let file = std::env::temp_dir().join(format!("pelt-fleet-replay-{}.jsonl", std::process::id()));
+    let lines: Vec<String> = (0..41)
+        .map(|k| format!(r#"{{"url": "{url}p{k}", "t": {}}}"#, 10 * k))
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let path = file.display().to_string();
+    let token = token_file("replay", TOKEN);
+    let coord = Coord::start(
+        &url,
+        2,
+        &token,
+        &[
+            "--targets",
+            &path,
+            "--replay",
+            "--replay-speed",
+            "2x",
+            "-c",
+            "4",
+            "--json",
+            "-",
+            "-q",
+        ],
+    );
+    let agents = coord.agents(2, &token, &["-q"]);
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    agents_succeed(agents);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_invariant(&v);
+    assert_schema(&v);
+    // The agents split the recording by index: each request once over the fleet.
+    assert_eq!(count(&v, &["requests", "completed"]), 41, "{v}");
+    let targets = v["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 41, "{targets:?}");
+    assert!(targets.iter().all(|t| t["sent"] == 1), "{targets:?}");
+    assert_eq!(server.served(), 41);
+}

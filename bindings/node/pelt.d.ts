@@ -71,15 +71,31 @@ export interface RunOptions {
   /**
    * --targets: Send many requests: targets from FILE (- for standard input), in vegeta's http
    * format (METHOD URL, header lines, @body-file; blank lines between) or JSON lines ({"method",
-   * "url", "headers", "body" or "body_base64", "name"}). All on one origin; the URL argument is
-   * then optional. -H, -m and --body apply to every target. Node.js also takes the targets
-   * themselves, as a list.
+   * "url", "headers", "body" or "body_base64", "name", "t" for --replay}). All on one origin;
+   * the URL argument is then optional. -H, -m and --body apply to every target. Node.js also
+   * takes the targets themselves, as a list.
    */
   targets?: string | Target[]
   /**
    * --targets-format: The format of --targets. [default: auto]
    */
   targetsFormat?: 'auto' | 'http' | 'json'
+  /**
+   * --replay: Replay a recording: send each target at its recorded time ("t" in JSON-lines
+   * targets: milliseconds from the start, or an RFC 3339 time), in time order, latency from that
+   * time (open loop). Ends after the last one unless -n, -d or --replay-loop.
+   */
+  replay?: boolean
+  /**
+   * --replay-speed: With --replay: play the recording this many times as fast (2x, 0.5x; 1x
+   * unless told).
+   */
+  replaySpeed?: number | string
+  /**
+   * --replay-loop: With --replay: start the recording again at its end (a mean gap later), until
+   * -n or -d (10s unless told) ends the run.
+   */
+  replayLoop?: boolean
   /**
    * --bodies: Send many bodies: one per line of FILE (- for standard input), each a request to
    * the URL with -m and -H, in turn.
@@ -529,6 +545,8 @@ export interface Result {
   request_set: { from: string; file: string | null; entries: number; order: string; seed: number | null; encoded_bytes: number } | null
   unix_socket: string | null
   stages: { of: 'rate' | 'connections'; start: number; stages: { duration_s: number; target: number }[] } | null
+  /** `replay`: the recording the due times came from (requests, span in recorded seconds). */
+  replay?: { recorded: number; span_s: number; speed: number; laps: boolean } | null
   targets: TargetResult[]
   /** A scenario run (`scenario`): its users' iterations and checks (its steps are `targets`). */
   scenario: ScenarioResult | null

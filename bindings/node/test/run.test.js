@@ -253,3 +253,18 @@ test('run() on a ws:// URL: messages echoed by startServer({ ws: true }), counte
   assert.equal(typeof r.websocket.histograms.upgrade_us, 'string')
   await server.close()
 })
+
+test('run() replays targets at their recorded times ("t", ms), in time order', async () => {
+  const server = await startServer()
+  const targets = [
+    { url: server.url + 'b', t: 40 },
+    { url: server.url + 'a', t: 0 },
+    { method: 'POST', url: server.url + 'c', body: 'x', t: 60 }
+  ]
+  const r = await run({ targets, replay: true, replaySpeed: '2x', connections: 2, threads: 1 })
+  assert.equal(r.requests.completed, 3)
+  assert.equal(r.latency_from, 'due')
+  assert.deepEqual(r.targets.map(t => [t.name, t.sent]), [['GET /a', 1], ['GET /b', 1], ['POST /c', 1]])
+  assert.ok(r.notes.some(n => n.startsWith('replay of 3 recorded requests')), r.notes.join('\n'))
+  await server.close()
+})

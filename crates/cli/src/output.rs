@@ -502,7 +502,20 @@ pub fn summary(r: &Report) -> String {
             );
         }
     }
-    if let Some(rate) = i.rate {
+    if let Some(r) = &i.replay {
+        let _ = writeln!(
+            s,
+            "open loop: replay of {} recorded over {:.2}s, at {}x{} (mean {}/s), up to {} \
+             connections{}",
+            thousands(r.recorded),
+            r.span_s,
+            r.speed,
+            if r.laps { ", looped" } else { "" },
+            rate_plain(i.rate.unwrap_or_default()),
+            i.max_connections.unwrap_or(i.connections),
+            batch_window(i)
+        );
+    } else if let Some(rate) = i.rate {
         let peak = if i.stages.is_some() { "peak " } else { "" };
         let _ = writeln!(
             s,

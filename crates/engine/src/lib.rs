@@ -33,6 +33,7 @@ mod epoll;
 mod fake;
 mod ledger;
 mod model;
+mod replay;
 mod requests;
 pub mod scenario;
 mod schedule;
@@ -52,6 +53,7 @@ use std::time::{Duration, Instant};
 
 pub use backend::IoBackend;
 pub use pelt_stats::{Arrival, StopReason};
+pub use replay::{Replay, SPEED_RANGE as REPLAY_SPEEDS};
 pub use requests::{Order, RequestSet};
 pub use schedule::Rate;
 pub use stages::{Ramped, Stage, Stages, MAX_STAGE_CONNECTIONS};
@@ -131,6 +133,9 @@ pub struct Config {
     /// `--stages`: the arrival rate (with `rate`) or the active connections (closed loop, with
     /// `connections` their peak) move along these. The run's second `t` is the stages' `t`.
     pub stages: Option<Stages>,
+    /// `--replay`: the due times come from a recording (`rate` is then its mean rate, and
+    /// `targets` its entries, in time order).
+    pub replay: Option<std::sync::Arc<Replay>>,
     /// Open loop: how due times are spaced.
     pub arrival: Arrival,
     /// Open loop: connections pelt may open when a request is due and none is free (at least
@@ -302,6 +307,7 @@ impl Config {
             io: IoBackend::Epoll,
             rate: None,
             stages: None,
+            replay: None,
             arrival: Arrival::Constant,
             max_connections: DEFAULT_CONNECTIONS,
             warmup: Duration::ZERO,

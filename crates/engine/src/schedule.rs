@@ -61,6 +61,8 @@ impl Rate {
 pub enum Pace {
     Constant(Rate),
     Staged(Stages),
+    /// `--replay`: the recording's times.
+    Replay(std::sync::Arc<crate::Replay>),
 }
 
 impl Pace {
@@ -70,6 +72,7 @@ impl Pace {
         match self {
             Pace::Constant(rate) => rate.due_ns(index),
             Pace::Staged(s) => seconds_to_ns(s.time_of(index as f64)),
+            Pace::Replay(r) => r.due_ns(index),
         }
     }
 
@@ -77,6 +80,7 @@ impl Pace {
     pub fn due_count(&self, elapsed_ns: u64) -> u64 {
         match self {
             Pace::Constant(rate) => rate.due_count(elapsed_ns),
+            Pace::Replay(r) => r.due_count(elapsed_ns),
             Pace::Staged(s) => {
                 // The count's floor is right but for rounding; settle it on due_ns itself, so
                 // the two agree exactly.
@@ -98,6 +102,8 @@ impl Pace {
         match self {
             Pace::Constant(rate) => seconds_to_ns(Some(n / rate.as_f64())),
             Pace::Staged(s) => seconds_to_ns(s.time_of(n)),
+            // A replay's arrivals are the recording's (prepare refuses Poisson with it).
+            Pace::Replay(r) => r.due_ns(n as u64),
         }
     }
 }

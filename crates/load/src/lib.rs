@@ -39,6 +39,7 @@ pub mod options;
 mod prepare;
 #[cfg(test)]
 mod props;
+mod replay;
 mod report;
 pub mod scenario;
 pub mod sources;

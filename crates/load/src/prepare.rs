@@ -63,12 +63,12 @@ pub(crate) enum Here {
 /// client and the backend, then the engine's config and the report's info.
 pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, SpecError> {
     let (headers, body) = request_parts(spec)?;
-    let shape = Shape::of(spec)?;
+    let mut shape = Shape::of(spec)?;
     let program = match &spec.requests_from {
         Requests::Scenario(source) => Some(scenario_program(spec, source)?),
         _ => None,
     };
-    let entries = match &program {
+    let mut entries = match &program {
         Some(p) => Some(scenario_entries(spec, p)?),
         None => entries(spec, &body)?.map(|(list, from)| Entries {
             list,
@@ -76,6 +76,13 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
             vars: Vec::new(),
         }),
     };
+    let replay = match entries.as_mut() {
+        Some(e) => crate::replay::replay(spec, &mut e.list, e.from.1.as_deref())?,
+        None => crate::replay::replay(spec, &mut Vec::new(), None)?,
+    };
+    if let Some(r) = &replay {
+        shape.replay(spec, r);
+    }
     // With targets and no URL, the first target's origin is the run's.
     let url = match (&entries, spec.url.is_empty()) {
         (Some(e), true) => e.list[0].url.as_str(),
@@ -104,7 +111,10 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     let (method, set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
     let tls = tls_client(spec, &target)?;
     let io = io_backend(spec.io)?;
+    let requests = shape.requests;
     let mut config = config(spec, &target, shape, threads, io, tls, encoded);
+    config.requests = requests;
+    config.replay = replay.map(std::sync::Arc::new);
     config.websocket = websocket;
     if let (Some(program), Some(e)) = (program, &entries) {
         config.scenario = Some(std::sync::Arc::new(scenario_run(program, &e.list)?));
@@ -214,6 +224,8 @@ struct Shape {
     connections: usize,
     max_connections: usize,
     duration: Option<std::time::Duration>,
+    /// `-n`, or a replay's length (once through the recording).
+    requests: Option<u64>,
 }
 
 impl Shape {
@@ -240,6 +252,8 @@ impl Shape {
         let duration = match (spec.duration, spec.requests, &stages) {
             // The stages last as long as they say, -n or not.
             (None, _, Some(s)) => Some(s.total()),
+            // A replay ends with the recording (see `Shape::replay`).
+            (None, None, None) if spec.replay.on && !spec.replay.laps => None,
             (None, None, None) => Some(engine::DEFAULT_DURATION),
             (d, _, _) => d,
         };
@@ -249,7 +263,21 @@ impl Shape {
             connections,
             max_connections,
             duration,
+            requests: spec.requests,
         })
+    }
+
+    /// A replay: open loop at the recording's mean rate (what the report calls the rate),
+    /// and, without laps, at most the recording's requests.
+    fn replay(&mut self, spec: &LoadSpec, replay: &engine::Replay) {
+        let mean = replay
+            .mean_rate()
+            .clamp(engine::Rate::MIN_PER_S, engine::Rate::MAX_PER_S);
+        self.rate = engine::Rate::per_second(mean);
+        if !replay.laps() {
+            let n = replay.len() as u64;
+            self.requests = Some(spec.requests.map_or(n, |r| r.min(n)));
+        }
     }
 }
 
@@ -612,11 +640,17 @@ fn run_info(
         warmup_s: config.warmup.as_secs_f64(),
         grace_s: config.grace.as_secs_f64(),
         duration_limit_s: config.duration.map(|d| d.as_secs_f64()),
-        requests_limit: spec.requests,
+        requests_limit: config.requests,
         timeout_s: spec.timeout.as_secs_f64(),
         request_set,
         unix_socket: spec.unix_socket.as_ref().map(|p| p.display().to_string()),
         stages,
+        replay: config.replay.as_ref().map(|r| pelt_stats::ReplayInfo {
+            recorded: r.len() as u64,
+            span_s: r.span_ns() as f64 * r.speed() / 1e9,
+            speed: r.speed(),
+            laps: r.laps(),
+        }),
     };
     if let Some(slice) = spec.slice {
         info_part(&mut info, slice, config.threads);
@@ -982,6 +1016,7 @@ fn scenario_entries(
                 ),
                 name: Some(program.steps[step.id as usize].clone()),
                 line: 0,
+                time: None,
             });
         }
     }

@@ -97,6 +97,18 @@ impl Prepared {
             .map(|w| WarmupReport::new(w, p.config.warmup.as_secs_f64()));
         if p.config.rate.is_some() {
             report.latency_from = LatencyFrom::Due;
+            if let Some(r) = &p.config.replay {
+                let file = p.info.request_set.as_ref().and_then(|s| s.file.clone());
+                report.notes.push(format!(
+                    "replay of {} recorded requests{}{} at {}x{}: each was due at its recorded \
+                     time over the speed, and its latency counts from then",
+                    fmt::thousands(r.len() as u64),
+                    if file.is_some() { " from " } else { "" },
+                    file.unwrap_or_default(),
+                    r.speed(),
+                    if r.laps() { ", looped" } else { "" },
+                ));
+            }
             let open = OpenLoopReport::new(&result.stats, result.backlog_at_end);
             // The batch window's wait is chosen, not a shortage: the warning starts past it.
             let limit = LATE_THRESHOLD_US + p.config.batch_window.as_micros() as u64;

@@ -28,7 +28,7 @@ pub enum TargetsFormat {
     /// `@path` body line; blank lines between targets; `#` starts a comment line.
     Http,
     /// One JSON object per line: `url`, and optional `method`, `headers`, `body` or
-    /// `body_base64`, `name`.
+    /// `body_base64`, `name`, and `t` (its recorded time, for `--replay`).
     Json,
 }
 
@@ -45,6 +45,49 @@ pub struct TargetEntry {
     pub name: Option<String>,
     /// The line of the file it starts on (0: not from a file), for messages.
     pub line: usize,
+    /// When it was recorded (`"t"`; `--replay` sends it then).
+    pub time: Option<Recorded>,
+}
+
+/// A request's recorded time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// An offset, ns (`"t": 1500.5`: milliseconds from the recording's start).
+    Offset(u64),
+    /// A moment, ns since the Unix epoch (`"t": "2026-11-27T10:00:00.250Z"`).
+    At(i128),
+}
+
+/// `ns` since the Unix epoch as an RFC 3339 time (UTC, to the nanosecond).
+pub fn rfc3339(ns: i128) -> String {
+    use time::format_description::well_known::Rfc3339;
+    time::OffsetDateTime::from_unix_timestamp_nanos(ns)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+impl Recorded {
+    /// `"t"`'s value: milliseconds (a number, 0 or more) or an RFC 3339 timestamp.
+    fn of(v: &serde_json::Value, at: &str) -> Result<Recorded, String> {
+        use time::format_description::well_known::Rfc3339;
+        match v {
+            serde_json::Value::Number(n) => match n.as_f64() {
+                Some(ms) if (0.0..1e15).contains(&ms) => {
+                    Ok(Recorded::Offset((ms * 1e6).round() as u64))
+                }
+                _ => Err(format!(
+                    "{at}: \"t\" {n} is not a time in milliseconds, 0 or more"
+                )),
+            },
+            serde_json::Value::String(text) => time::OffsetDateTime::parse(text, &Rfc3339)
+                .map(|t| Recorded::At(t.unix_timestamp_nanos()))
+                .map_err(|e| format!("{at}: \"t\" {text:?} is not an RFC 3339 time: {e}")),
+            _ => Err(format!(
+                "{at}: \"t\" is milliseconds (a number) or an RFC 3339 time (a string)"
+            )),
+        }
+    }
 }
 
 /// Reads `path` (`-`: standard input) completely.
@@ -182,6 +225,7 @@ struct JsonTarget {
     body: Option<String>,
     body_base64: Option<String>,
     name: Option<String>,
+    t: Option<serde_json::Value>,
 }
 
 /// `{"Name": "value"}` (a list of values repeats the header) or `["Name: value", ...]`.
@@ -256,6 +300,7 @@ fn entry(t: JsonTarget, at: &str, line: usize) -> Result<TargetEntry, String> {
     for h in &headers {
         check_header(h, at)?;
     }
+    let time = t.t.as_ref().map(|v| Recorded::of(v, at)).transpose()?;
     Ok(TargetEntry {
         method: t.method,
         url: t.url,
@@ -263,6 +308,7 @@ fn entry(t: JsonTarget, at: &str, line: usize) -> Result<TargetEntry, String> {
         body,
         name: t.name,
         line,
+        time,
     })
 }
 
@@ -285,6 +331,26 @@ pub fn parse_bodies(text: &[u8], file: &str) -> Result<Vec<(usize, Vec<u8>)>, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorded_times_read_as_milliseconds_or_rfc3339() {
+        let text = "{\"url\": \"http://h/a\", \"t\": 1500.25}\n\
+                    {\"url\": \"http://h/b\", \"t\": \"2026-11-27T10:00:00.5+01:00\"}\n\
+                    {\"url\": \"http://h/c\"}\n";
+        let list = parse_targets(text.as_bytes(), "r.jsonl", TargetsFormat::Auto).unwrap();
+        assert_eq!(list[0].time, Some(Recorded::Offset(1_500_250_000)));
+        // 09:00:00.5 UTC on 2026-11-27.
+        let at = 1_795_770_000_500_000_000;
+        assert_eq!(list[1].time, Some(Recorded::At(at)));
+        assert_eq!(rfc3339(at), "2026-11-27T09:00:00.5Z");
+        assert_eq!(list[2].time, None);
+        let bad = parse_targets(
+            b"{\"url\": \"http://h/\", \"t\": true}",
+            "r",
+            TargetsFormat::Json,
+        );
+        assert!(bad.unwrap_err().contains("line 1: \"t\" is milliseconds"));
+    }
 
     fn http(text: &str) -> Result<Vec<TargetEntry>, String> {
         parse_targets(text.as_bytes(), "t.txt", TargetsFormat::Auto)

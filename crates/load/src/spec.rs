@@ -77,6 +77,8 @@ pub struct LoadSpec {
     pub event_streams: pelt_engine::Streams,
     /// ws:// and wss:// settings (`--ws-*`).
     pub websocket: WsSpec,
+    /// `--replay`: the targets' recorded times are their due times.
+    pub replay: ReplaySpec,
     /// `--monitor-remote HOST:PORT`: a `pelt monitor` on the server's machine, reached over the
     /// fleet's channel with `fleet_token`.
     pub monitor_remote: Option<String>,
@@ -125,6 +127,7 @@ impl LoadSpec {
             monitor: None,
             event_streams: pelt_engine::Streams::default(),
             websocket: WsSpec::default(),
+            replay: ReplaySpec::default(),
             monitor_remote: None,
             fleet_token: None,
             expect: Vec::new(),
@@ -220,6 +223,27 @@ impl WsSpec {
     /// Whether any `--ws-*` option was given.
     pub fn is_set(&self) -> bool {
         *self != WsSpec::default()
+    }
+}
+
+/// `--replay` and its settings (`--replay-speed`, `--replay-loop`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplaySpec {
+    /// Send each target at its recorded time (`"t"`).
+    pub on: bool,
+    /// Recorded time over replayed time (2.0: twice as fast).
+    pub speed: f64,
+    /// Start the recording again at its end, until `-n` or `-d`.
+    pub laps: bool,
+}
+
+impl Default for ReplaySpec {
+    fn default() -> ReplaySpec {
+        ReplaySpec {
+            on: false,
+            speed: 1.0,
+            laps: false,
+        }
     }
 }
 

@@ -148,6 +148,21 @@ pub fn rate_or_zero(s: &str) -> Result<f64, String> {
     rate(s).map(|r| r.as_f64())
 }
 
+/// `--replay-speed`: how many times as fast as recorded (`2x`, `0.5x`, `2`).
+pub fn speed(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let range = pelt_engine::REPLAY_SPEEDS;
+    let number = t.strip_suffix(['x', 'X']).unwrap_or(t);
+    match number.parse::<f64>() {
+        Ok(v) if range.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a speed like 2x or 0.5x, from {}x to {}x",
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
 /// `--stages`: `DURATION:TARGET` pairs separated by commas (`30s:1k,1m:10k,30s:0`); a
 /// duration may be 0 (a jump). Targets are checked against what they move when the run is
 /// prepared.
@@ -298,6 +313,16 @@ pub fn masked_header(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn speeds_read_with_or_without_their_x() {
+        assert_eq!(speed("2x"), Ok(2.0));
+        assert_eq!(speed(" 0.5X "), Ok(0.5));
+        assert_eq!(speed("4"), Ok(4.0));
+        for bad in ["", "x", "0x", "-1x", "fastx", "NaNx", "5000x"] {
+            assert!(speed(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn secret_headers_are_masked() {

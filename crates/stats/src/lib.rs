@@ -40,8 +40,8 @@ pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
 pub use merge::{check_mergeable, merge, merge_figures, merge_points};
 pub use report::{
     BytesReport, CaptureReport, CheckReport, HandshakesReport, Histograms, IterationsReport,
-    OpenLoopReport, Report, RequestSetInfo, RequestsReport, RunInfo, ScenarioReport, StageInfo,
-    StagesInfo, Threshold, TlsInfo, WarmupReport,
+    OpenLoopReport, ReplayInfo, Report, RequestSetInfo, RequestsReport, RunInfo, ScenarioReport,
+    StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use resources::{
     Bottleneck, HostSample, HostSummary, ProcessSample, ProcessSummary, ResourceSample,

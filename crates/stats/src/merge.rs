@@ -633,6 +633,7 @@ mod tests {
             request_set: None,
             unix_socket: None,
             stages: None,
+            replay: None,
             timeout_s: 10.0,
         }
     }

@@ -60,6 +60,22 @@ pub struct RunInfo {
     /// `--stages` (`null`: none): what they moved and how.
     #[serde(default)]
     pub stages: Option<StagesInfo>,
+    /// `--replay` (`null`: none): the recording the due times came from.
+    #[serde(default)]
+    pub replay: Option<ReplayInfo>,
+}
+
+/// A replay: how many requests the recording holds, its span, and how it was played.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayInfo {
+    /// Requests in the recording (sent once each without `laps`).
+    pub recorded: u64,
+    /// The recording's span: its first request to its last, seconds (recorded time).
+    pub span_s: f64,
+    /// Recorded time over replayed time (2: twice as fast).
+    pub speed: f64,
+    /// The recording started again at its end (`--replay-loop`).
+    pub laps: bool,
 }
 
 /// A run's stages: `of` moves from `start` to each stage's target over its duration.

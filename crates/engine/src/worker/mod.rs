@@ -250,7 +250,10 @@ impl<I: Io> Setup<'_, I> {
         let staged = |of| config.stages.as_ref().filter(|s| s.of() == of).cloned();
         let model = match config.rate {
             Some(rate) => {
-                let pace = staged(Ramped::Rate).map_or(Pace::Constant(rate), Pace::Staged);
+                let pace = match &config.replay {
+                    Some(replay) => Pace::Replay(replay.clone()),
+                    None => staged(Ramped::Rate).map_or(Pace::Constant(rate), Pace::Staged),
+                };
                 let schedule = Schedule::new(pace, config.arrival, plan.worker, plan.workers);
                 Model::open(schedule, plan.budget)
             }

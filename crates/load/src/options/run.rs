@@ -2,7 +2,7 @@
 //! is a row here and its field in [`LoadSpec`] (plus what uses it).
 
 use super::{duration_text, range_error, Flag, Form, Given, OptionError, Rule};
-use crate::sources::{TargetEntry, TargetsFormat, TargetsSource};
+use crate::sources::{Recorded, TargetEntry, TargetsFormat, TargetsSource};
 use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder, TlsVersion};
 use crate::values;
 use pelt_engine::{Arrival, Stage};
@@ -135,6 +135,15 @@ fn targets_list(s: &LoadSpec) -> Write {
             }
             if let Some(n) = &t.name {
                 e.insert("name".into(), Value::String(n.clone()));
+            }
+            match t.time {
+                Some(Recorded::Offset(ns)) => {
+                    e.insert("t".into(), json!(ns as f64 / 1e6));
+                }
+                Some(Recorded::At(ns)) => {
+                    e.insert("t".into(), Value::String(crate::sources::rfc3339(ns)));
+                }
+                None => {}
             }
             Value::Object(e)
         })
@@ -318,7 +327,8 @@ pub static RUN: &[Row] = &[
         value: "FILE",
         help: "Send many requests: targets from FILE (- for standard input), in vegeta's http \
                format (METHOD URL, header lines, @body-file; blank lines between) or JSON lines \
-               ({\"method\", \"url\", \"headers\", \"body\" or \"body_base64\", \"name\"}). All on \
+               ({\"method\", \"url\", \"headers\", \"body\" or \"body_base64\", \"name\", \
+               \"t\" for --replay}). All on \
                one origin; the URL argument is then optional. -H, -m and --body apply to every \
                target. Node.js also takes the targets themselves, as a list.",
         ts: "string | Target[]",
@@ -363,6 +373,56 @@ pub static RUN: &[Row] = &[
             Ok(())
         },
         write: |_| Ok(Some("auto".into())),
+        ..BASE
+    },
+    Row {
+        name: "replay",
+        long: "replay",
+        form: Form::Switch,
+        help: "Replay a recording: send each target at its recorded time (\"t\" in JSON-lines \
+               targets: milliseconds from the start, or an RFC 3339 time), in time order, \
+               latency from that time (open loop). Ends after the last one unless -n, -d or \
+               --replay-loop.",
+        example: "true",
+        rules: &[
+            Rule::Requires("targets"),
+            Rule::Conflicts("rate"),
+            Rule::Conflicts("stages"),
+        ],
+        read: |s, g| {
+            s.replay.on = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.replay.on),
+        ..BASE
+    },
+    Row {
+        name: "replaySpeed",
+        long: "replay-speed",
+        value: "SPEED",
+        help: "With --replay: play the recording this many times as fast (2x, 0.5x; 1x unless \
+               told).",
+        ts: "number | string",
+        example: r#""2x""#,
+        read: |s, g| {
+            s.replay.speed = g.parse(values::speed)?;
+            Ok(())
+        },
+        write: |s| Ok((s.replay.speed != 1.0).then(|| Value::from(s.replay.speed))),
+        ..BASE
+    },
+    Row {
+        name: "replayLoop",
+        long: "replay-loop",
+        form: Form::Switch,
+        help: "With --replay: start the recording again at its end (a mean gap later), until \
+               -n or -d (10s unless told) ends the run.",
+        example: "true",
+        read: |s, g| {
+            s.replay.laps = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.replay.laps),
         ..BASE
     },
     Row {

@@ -1,0 +1,145 @@
+//! `--replay`: a recording's requests sent at their recorded times, against nginx from Debian
+//! (its access log, with `$msec`, is the server's own record of what came and when). Timings
+//! are asserted only as ranges a loaded machine keeps.
+
+mod util;
+
+use util::real::{find_server, nginx_command, RealServer};
+use util::*;
+
+/// nginx answering 200 to everything, logging each request's time (`$msec`) and URI.
+fn nginx(bin: &std::path::Path) -> RealServer {
+    let bin = bin.to_path_buf();
+    RealServer::start("nginx-replay", 1, move |dir, ports| {
+        let http = format!(
+            "    log_format replay '$msec $request_method $request_uri';\n    \
+             access_log {}/access.log replay;\n    \
+             server {{ listen 127.0.0.1:{}; location / {{ return 200 \"ok\"; }} }}\n",
+            dir.display(),
+            ports[0]
+        );
+        nginx_command(&bin, dir, &http)
+    })
+}
+
+/// The access log's lines as (seconds, method, URI), waiting for `n` of them.
+fn logged(server: &RealServer, n: usize) -> Vec<(f64, String, String)> {
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&server.access_log).unwrap_or_default();
+        let lines: Vec<(f64, String, String)> = text
+            .lines()
+            .map(|l| {
+                let mut p = l.split(' ');
+                let t = p.next().unwrap().parse().unwrap();
+                (t, p.next().unwrap().into(), p.next().unwrap().into())
+            })
+            .collect();
+        if lines.len() >= n || start.elapsed() > std::time::Duration::from_secs(5) {
+            return lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A recording of `n` requests 100 ms apart (JSON lines, "t" in milliseconds), written a
+/// little out of order (request 3 before request 2), with a POST among them.
+fn recording(url: &str, n: usize, tag: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("pelt-replay-{}-{tag}.jsonl", std::process::id()));
+    let mut lines: Vec<String> = (0..n)
+        .map(|k| {
+            let method = if k == 4 { "POST" } else { "GET" };
+            format!(
+                r#"{{"method": "{method}", "url": "{url}r{k}?q={k}", "body": "b{k}", "t": {}}}"#,
+                1000 + 100 * k
+            )
+        })
+        .collect();
+    lines.swap(2, 3);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn a_recording_is_replayed_in_order_at_its_pace() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let n = 12;
+    let mut sent = 0;
+    for (speed, span_s) in [("1x", 1.1), ("2x", 0.55)] {
+        let server = nginx(&bin);
+        let file = recording(&server.url("http", 0), n, speed);
+        let path = file.display().to_string();
+        let v = run_json(&[
+            "--targets",
+            &path,
+            "--replay",
+            "--replay-speed",
+            speed,
+            "-c",
+            "2",
+        ]);
+        let _ = std::fs::remove_file(&file);
+        assert_schema(&v);
+        // Exactly the recording: each request once, answered, and no more.
+        assert_eq!(count(&v, &["requests", "completed"]), n as u64, "{v}");
+        assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
+        assert_eq!(v["latency_from"], "due", "{v}");
+        let notes = v["notes"].to_string();
+        assert!(
+            notes.contains(&format!("replay of {n} recorded requests")),
+            "{notes}"
+        );
+        // The server saw them in the recording's time order, with their methods.
+        let log = logged(&server, n);
+        let uris: Vec<String> = log.iter().map(|(_, _, u)| u.clone()).collect();
+        let expected: Vec<String> = (0..n).map(|k| format!("/r{k}?q={k}")).collect();
+        assert_eq!(uris, expected, "{log:?}");
+        assert_eq!(log[4].1, "POST");
+        // Their span is the recording's over the speed (1.1 s, or 0.55 s at 2x), within what
+        // a loaded machine keeps; nginx logs to the millisecond.
+        let span = log[n - 1].0 - log[0].0;
+        assert!(
+            (span_s * 0.8..span_s * 1.5).contains(&span),
+            "{speed}: {span} s, recorded {span_s} s: {log:?}"
+        );
+        sent += n;
+    }
+    assert_eq!(sent, 2 * n);
+}
+
+#[test]
+fn a_looped_recording_runs_until_n() {
+    let (_serve, url) = ServeProcess::listening(&["--port", "0"]);
+    let file = recording(&format!("{url}/"), 5, "loop");
+    let path = file.display().to_string();
+    // 5 requests over 400 ms, a lap every 500 ms: 12 requests in three laps.
+    let v = run_json(&[
+        "--targets",
+        &path,
+        "--replay",
+        "--replay-loop",
+        "--replay-speed",
+        "4x",
+        "-n",
+        "12",
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(count(&v, &["requests", "completed"]), 12, "{v}");
+    // The nominal rate is the recording's mean: 5 requests a 500 ms lap, 4x.
+    assert_eq!(v["rate"], 40.0, "{v}");
+    // Sequential over the entries in time order: r0..r4, r0..r4, r0, r1.
+    let targets = v["targets"].as_array().unwrap();
+    let sent = |name: &str| {
+        targets
+            .iter()
+            .find(|t| t["name"] == format!("GET {name}"))
+            .map_or(0, |t| t["sent"].as_u64().unwrap())
+    };
+    assert_eq!(
+        (sent("/r0"), sent("/r1"), sent("/r3")),
+        (3, 3, 2),
+        "{targets:?}"
+    );
+}
