@@ -505,6 +505,26 @@ fn bad_replays() {
             &["--targets", "{file}", "--replay"],
             "line 1: \"t\" -5 is not a time in milliseconds",
         ),
+        (
+            "1.2.3.4 - - [27/Nov/2026:09:00:01 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"-\"\n",
+            &["--targets", "{file}", "--targets-format", "nginx"],
+            "give the URL of the server",
+        ),
+        (
+            "1.2.3.4 - - [27/Nov/2026:09:00:01 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"-\"\nnot a log line\n",
+            &["{url}", "--targets", "{file}", "--targets-format", "apache", "--replay"],
+            "line 2: the line does not match the log format",
+        ),
+        (
+            timed,
+            &["--targets", "{file}", "--log-format", "$msec \"$request\""],
+            "--targets-format nginx",
+        ),
+        (
+            "1 GET /\n",
+            &["{url}", "--targets", "{file}", "--targets-format", "nginx", "--log-format", "$msec $status"],
+            "needs $request",
+        ),
     ] {
         let line = rejected_with_file(contents, args);
         assert!(line.contains(says), "{args:?}: {line}");

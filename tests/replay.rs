@@ -7,16 +7,18 @@ mod util;
 use util::real::{find_server, nginx_command, RealServer};
 use util::*;
 
-/// nginx answering 200 to everything, logging each request's time (`$msec`) and URI.
+/// nginx answering 200 to everything, logging each request's time (`$msec`) and URI, and the
+/// same requests in the combined format to `combined.log`.
 fn nginx(bin: &std::path::Path) -> RealServer {
     let bin = bin.to_path_buf();
     RealServer::start("nginx-replay", 1, move |dir, ports| {
         let http = format!(
             "    log_format replay '$msec $request_method $request_uri';\n    \
-             access_log {}/access.log replay;\n    \
+             access_log {d}/access.log replay;\n    \
+             access_log {d}/combined.log combined;\n    \
              server {{ listen 127.0.0.1:{}; location / {{ return 200 \"ok\"; }} }}\n",
-            dir.display(),
-            ports[0]
+            ports[0],
+            d = dir.display(),
         );
         nginx_command(&bin, dir, &http)
     })
@@ -142,4 +144,78 @@ fn a_looped_recording_runs_until_n() {
         (3, 3, 2),
         "{targets:?}"
     );
+}
+
+/// The issue's round trip: nginx logs a run of known requests; pelt replays that log (nginx's
+/// own format, with `$msec`) against a second nginx at 1x and 2x, whose log then holds the
+/// same requests in the same order, spread as the first's over the speed.
+#[test]
+fn an_nginx_access_log_replays_against_a_second_nginx() {
+    let Some(bin) = find_server(
+        "nginx",
+        "nginx-light",
+        &["/usr/bin/nginx", "/usr/sbin/nginx"],
+    ) else {
+        return;
+    };
+    let n = 10;
+    let first = nginx(&bin);
+    let file = recording(&first.url("http", 0), n, "first");
+    let path = file.display().to_string();
+    run_json(&["--targets", &path, "--replay", "-c", "2"]);
+    let _ = std::fs::remove_file(&file);
+    let original = logged(&first, n);
+    assert_eq!(original.len(), n, "{original:?}");
+    let span = original[n - 1].0 - original[0].0;
+    let log = first.access_log.display().to_string();
+    for (speed, factor) in [("1x", 1.0), ("2x", 0.5)] {
+        let second = nginx(&bin);
+        let v = run_json(&[
+            &second.url("http", 0),
+            "--targets",
+            &log,
+            "--targets-format",
+            "nginx",
+            "--log-format",
+            "$msec $request_method $request_uri",
+            "--replay",
+            "--replay-speed",
+            speed,
+            "-c",
+            "2",
+        ]);
+        assert_eq!(count(&v, &["requests", "completed"]), n as u64, "{v}");
+        assert_eq!(v["replay"]["recorded"], n, "{v}");
+        let replayed = logged(&second, n);
+        assert_eq!(requests_of(&replayed), requests_of(&original));
+        let again = replayed[n - 1].0 - replayed[0].0;
+        assert!(
+            (span * factor * 0.8..span * factor * 1.5).contains(&again),
+            "{speed}: {again} s against {span} s recorded"
+        );
+    }
+    // The combined format, nginx's default (times to the second): the same requests, in order.
+    let combined = first.dir.join("combined.log").display().to_string();
+    let second = nginx(&bin);
+    let v = run_json(&[
+        &second.url("http", 0),
+        "--targets",
+        &combined,
+        "--targets-format",
+        "nginx",
+        "--replay",
+        "--replay-speed",
+        "1000x",
+        // Due together (the same second): one connection keeps them in order.
+        "-c",
+        "1",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), n as u64, "{v}");
+    assert_eq!(requests_of(&logged(&second, n)), requests_of(&original));
+}
+
+fn requests_of(l: &[(f64, String, String)]) -> Vec<(String, String)> {
+    l.iter().map(|(_, m, u)| (m.clone(), u.clone())).collect()
 }

@@ -79,7 +79,7 @@ export interface RunOptions {
   /**
    * --targets-format: The format of --targets. [default: auto]
    */
-  targetsFormat?: 'auto' | 'http' | 'json'
+  targetsFormat?: 'auto' | 'http' | 'json' | 'nginx' | 'apache'
   /**
    * --replay: Replay a recording: send each target at its recorded time ("t" in JSON-lines
    * targets: milliseconds from the start, or an RFC 3339 time), in time order, latency from that
@@ -96,6 +96,12 @@ export interface RunOptions {
    * -n or -d (10s unless told) ends the run.
    */
   replayLoop?: boolean
+  /**
+   * --log-format: With --targets-format nginx or apache: the log's line layout in nginx's
+   * log_format syntax ($msec, $time_iso8601 or $time_local for the time; $request, or
+   * $request_method and $request_uri); the combined format unless told.
+   */
+  logFormat?: string
   /**
    * --bodies: Send many bodies: one per line of FILE (- for standard input), each a request to
    * the URL with -m and -H, in turn.

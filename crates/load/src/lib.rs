@@ -30,6 +30,7 @@
 //! (`10s`, `20k`, `0.1%`), [`expect`] the thresholds, [`target`] the URL, [`tls`] the
 //! client's TLS settings, [`fmt`] the numbers as reports write them.
 
+pub mod access_log;
 pub mod expect;
 pub mod fleet;
 pub mod fmt;

@@ -3,7 +3,7 @@
 //! report's `RunInfo`. Every problem is a [`SpecError`] whose message is the one line the CLI
 //! prints, before any traffic.
 
-use crate::sources::{self, TargetEntry, TargetsSource};
+use crate::sources::{self, TargetEntry, TargetsFormat, TargetsSource};
 use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder};
 use crate::template::{LineFiles, Marked};
 use crate::{target, tls, values};
@@ -718,6 +718,15 @@ pub(crate) fn entries(
     spec: &LoadSpec,
     body: &[u8],
 ) -> Result<Option<(Vec<TargetEntry>, From)>, SpecError> {
+    let log = |f: &TargetsFormat| matches!(f, TargetsFormat::Nginx | TargetsFormat::Apache);
+    if spec.log_format.is_some()
+        && !matches!(&spec.requests_from, Requests::Targets { format, .. } if log(format))
+    {
+        return Err(bad(
+            "--log-format is the layout of an access log: give it with --targets FILE \
+             --targets-format nginx (or apache)",
+        ));
+    }
     match &spec.requests_from {
         Requests::One => {
             // A request with templates is a set of one: its bytes change per request.
@@ -741,7 +750,12 @@ pub(crate) fn entries(
                 TargetsSource::File(path) => {
                     let text = sources::read_input(path, "--targets").map_err(bad)?;
                     let name = path.display().to_string();
-                    let list = sources::parse_targets(&text, &name, *format).map_err(bad)?;
+                    let list = match format {
+                        TargetsFormat::Nginx | TargetsFormat::Apache => {
+                            access_log(spec, &text, &name)?
+                        }
+                        _ => sources::parse_targets(&text, &name, *format).map_err(bad)?,
+                    };
                     (list, Some(name))
                 }
             };
@@ -768,6 +782,29 @@ pub(crate) fn entries(
         // Compiled by `scenario_program`, made entries by `scenario_entries`.
         Requests::Scenario(_) => Ok(None),
     }
+}
+
+/// An access log's requests, on the URL argument's origin.
+fn access_log(spec: &LoadSpec, text: &[u8], file: &str) -> Result<Vec<TargetEntry>, SpecError> {
+    let format = crate::access_log::LogFormat::new(
+        spec.log_format
+            .as_deref()
+            .unwrap_or(crate::access_log::COMBINED),
+    )
+    .map_err(bad)?;
+    let origin = url::Url::parse(&spec.url)
+        .ok()
+        .filter(|u| u.has_host())
+        .map(|u| u.origin().ascii_serialization())
+        .ok_or_else(|| {
+            bad(format!(
+                "--targets {file} is an access log: give the URL of the server to send its \
+                 requests to (a log has no host)"
+            ))
+        })?;
+    let text = std::str::from_utf8(text)
+        .map_err(|e| bad(format!("--targets {file}: not UTF-8 text ({e})")))?;
+    crate::access_log::parse(text, file, &origin, &format).map_err(bad)
 }
 
 /// Encodes every entry once, checking each is on the run's origin: the HTTP/1.1 set, the

@@ -30,6 +30,11 @@ pub enum TargetsFormat {
     /// One JSON object per line: `url`, and optional `method`, `headers`, `body` or
     /// `body_base64`, `name`, and `t` (its recorded time, for `--replay`).
     Json,
+    /// An nginx access log (`access_log.rs`): a request per line, at its logged time, on the
+    /// URL argument's origin; the combined format unless `--log-format` says.
+    Nginx,
+    /// An Apache access log: read as nginx's (Apache's combined format is the same layout).
+    Apache,
 }
 
 /// One target, as read.
@@ -131,6 +136,11 @@ pub fn parse_targets(
     };
     let targets = match format {
         TargetsFormat::Json => parse_json_lines(text, file)?,
+        TargetsFormat::Nginx | TargetsFormat::Apache => {
+            return Err(format!(
+                "--targets {file}: an access log needs the URL's origin"
+            ))
+        }
         _ => parse_http(text, file)?,
     };
     if targets.is_empty() {

@@ -79,6 +79,8 @@ pub struct LoadSpec {
     pub websocket: WsSpec,
     /// `--replay`: the targets' recorded times are their due times.
     pub replay: ReplaySpec,
+    /// `--log-format`: an access log's line layout, in nginx's syntax (`None`: combined).
+    pub log_format: Option<String>,
     /// `--monitor-remote HOST:PORT`: a `pelt monitor` on the server's machine, reached over the
     /// fleet's channel with `fleet_token`.
     pub monitor_remote: Option<String>,
@@ -128,6 +130,7 @@ impl LoadSpec {
             event_streams: pelt_engine::Streams::default(),
             websocket: WsSpec::default(),
             replay: ReplaySpec::default(),
+            log_format: None,
             monitor_remote: None,
             fleet_token: None,
             expect: Vec::new(),

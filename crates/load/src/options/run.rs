@@ -151,7 +151,7 @@ fn targets_list(s: &LoadSpec) -> Write {
     Ok(Some(Value::Array(targets)))
 }
 
-const TARGETS_FORMATS: [&str; 3] = ["auto", "http", "json"];
+const TARGETS_FORMATS: [&str; 5] = ["auto", "http", "json", "nginx", "apache"];
 const ORDERS: [&str; 2] = ["sequential", "random"];
 const ARRIVALS: [&str; 2] = ["constant", "poisson"];
 const TLS_VERSIONS: [&str; 2] = ["1.2", "1.3"];
@@ -358,6 +358,12 @@ pub static RUN: &[Row] = &[
             ),
             ("http", "vegeta's http format"),
             ("json", "one JSON object per line"),
+            (
+                "nginx",
+                "an nginx access log: each line a request at its logged time, on the URL's \
+                 origin (the combined format unless --log-format says)",
+            ),
+            ("apache", "an Apache access log (its combined format)"),
         ],
         rules: &[Rule::Requires("targets")],
         read: |s, g| {
@@ -365,6 +371,8 @@ pub static RUN: &[Row] = &[
                 TargetsFormat::Auto,
                 TargetsFormat::Http,
                 TargetsFormat::Json,
+                TargetsFormat::Nginx,
+                TargetsFormat::Apache,
             ];
             let f = g.choice(&TARGETS_FORMATS, &all)?;
             if let Requests::Targets { format, .. } = &mut s.requests_from {
@@ -423,6 +431,20 @@ pub static RUN: &[Row] = &[
             Ok(())
         },
         write: |s| on(s.replay.laps),
+        ..BASE
+    },
+    Row {
+        name: "logFormat",
+        long: "log-format",
+        value: "FORMAT",
+        help: "With --targets-format nginx or apache: the log's line layout in nginx's \
+               log_format syntax ($msec, $time_iso8601 or $time_local for the time; $request, \
+               or $request_method and $request_uri); the combined format unless told.",
+        example: r#""$msec \"$request\" $status""#,
+        read: |s, g| {
+            s.log_format = Some(g.string()?);
+            Ok(())
+        },
         ..BASE
     },
     Row {
