@@ -525,6 +525,36 @@ fn bad_replays() {
             &["{url}", "--targets", "{file}", "--targets-format", "nginx", "--log-format", "$msec $status"],
             "needs $request",
         ),
+        // HAR files: not one, no request to replay, an entry that does not parse (by the
+        // line it starts on), and --skip-bad-lines where a line is not a target.
+        (
+            "{\"log\": {\"version\": \"1.2\"}}\n",
+            &["{url}", "--targets", "{file}", "--targets-format", "har"],
+            "is not a HAR file",
+        ),
+        (
+            "{\n\"log\": {\"entries\": [\n{\"startedDateTime\": \"2026-11-27T10:00:00Z\", \
+             \"request\": {\"method\": \"GET\", \"url\": \"data:,x\"}}\n]}}\n",
+            &["{url}", "--targets", "{file}", "--replay"],
+            "no http or https request in it",
+        ),
+        (
+            "{\n\"log\": {\"entries\": [\n{\"startedDateTime\": \"2026-11-27T10:00:00Z\", \
+             \"request\": {\"method\": \"GET\", \"url\": \"{url}a\"}},\n{\"startedDateTime\": \
+             \"noon\", \"request\": {\"method\": \"GET\", \"url\": \"{url}b\"}}\n]}}\n",
+            &["--targets", "{file}", "--replay"],
+            "line 4: startedDateTime \"noon\" is not an RFC 3339 time",
+        ),
+        (
+            "GET {url}a\n",
+            &["--targets", "{file}", "--skip-bad-lines"],
+            "--skip-bad-lines is for JSON lines",
+        ),
+        (
+            "not json\n{\"url\": 5}\n",
+            &["--targets", "{file}", "--targets-format", "json", "--skip-bad-lines"],
+            "no targets in it",
+        ),
     ] {
         let line = rejected_with_file(contents, args);
         assert!(line.contains(says), "{args:?}: {line}");

@@ -4,7 +4,7 @@
 
 mod util;
 
-use util::real::{find_server, nginx_command, RealServer};
+use util::real::{find_server, nginx_command, PythonApp, RealServer};
 use util::*;
 
 /// nginx answering 200 to everything, logging each request's time (`$msec`) and URI, and the
@@ -218,4 +218,136 @@ fn an_nginx_access_log_replays_against_a_second_nginx() {
 
 fn requests_of(l: &[(f64, String, String)]) -> Vec<(String, String)> {
     l.iter().map(|(_, m, u)| (m.clone(), u.clone())).collect()
+}
+
+/// A request as site_app.py logged it: (method, path with query, body).
+fn site_log(app: &PythonApp, host: &str) -> Vec<(String, String, String)> {
+    let v = app.get("/__log");
+    let mut list: Vec<(String, String, String)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["host"].as_str().unwrap().starts_with(host))
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("method"), s("path"), s("body"))
+        })
+        .collect();
+    // The browser fetches some in parallel: compared as sets.
+    list.sort();
+    list
+}
+
+/// The issue's browser test: headless Chromium loads a page of a local site (a JSON POST, a
+/// GET with a query, a form POST, an image from another origin) and records it as a HAR; pelt
+/// replays the HAR against a second server, which then gets the same requests, with their
+/// methods, paths and bodies; the other origin's entry is skipped and counted, and the HAR's
+/// own times are the recorded latencies beside the replayed ones.
+#[test]
+fn a_browsers_har_replays_with_its_methods_paths_and_bodies() {
+    let Some(site) = PythonApp::start("site_app.py") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("pelt-har-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let har = dir.join("page.har");
+    let page = format!("http://127.0.0.1:{}/", site.port);
+    if util::browser("record_har.mjs", &[page.as_ref(), har.as_os_str()]).is_none() {
+        return;
+    }
+    let recorded = site_log(&site, "127.0.0.1:");
+    let methods: Vec<&str> = recorded.iter().map(|r| r.0.as_str()).collect();
+    assert!(methods.contains(&"POST"), "{recorded:?}");
+    assert!(
+        recorded.contains(&(
+            "POST".into(),
+            "/api/save".into(),
+            r#"{"item":42,"note":"from the page"}"#.into()
+        )),
+        "{recorded:?}"
+    );
+
+    let Some(second) = PythonApp::start("site_app.py") else {
+        return;
+    };
+    let to = format!("http://127.0.0.1:{}/", second.port);
+    // The format is told by the file (auto); the URL is where the requests go.
+    let v = run_json(&[
+        &to,
+        "--targets",
+        har.to_str().unwrap(),
+        "--replay",
+        "-c",
+        "2",
+    ]);
+    assert_schema(&v);
+    let replayed = site_log(&second, "127.0.0.1:");
+    assert_eq!(replayed, recorded);
+    assert_eq!(
+        count(&v, &["requests", "completed"]),
+        recorded.len() as u64,
+        "{v}"
+    );
+    // The image on localhost: one entry on another origin, skipped and said.
+    let skipped = &v["request_set"]["skipped"];
+    assert_eq!(skipped["other_origins"], 1, "{v}");
+    assert_eq!(skipped["origin"], page.trim_end_matches('/'), "{v}");
+    assert_eq!(skipped["bad_lines"], 0, "{v}");
+    // The HAR's times: each target's recorded latencies beside its replayed ones.
+    let targets = v["targets"].as_array().unwrap();
+    let save = targets
+        .iter()
+        .find(|t| t["name"] == "POST /api/save")
+        .unwrap_or_else(|| panic!("{targets:?}"));
+    assert!(count(save, &["recorded_us", "max"]) > 0, "{save}");
+    assert_eq!(save["completed"], 1, "{save}");
+
+    // The text summary says what was skipped, and shows the recorded latencies.
+    let out = pelt()
+        .args([
+            &to,
+            "--targets",
+            har.to_str().unwrap(),
+            "--replay",
+            "-c",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "skipped: 1 on other origins than {}",
+            page.trim_end_matches('/')
+        )),
+        "{text}"
+    );
+    assert!(text.contains("recorded p50/p99"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--skip-bad-lines`: the lines that do not parse are counted and skipped, the first named;
+/// the rest run.
+#[test]
+fn bad_lines_are_skipped_and_counted_when_asked() {
+    let (_serve, url) = ServeProcess::listening(&["--port", "0"]);
+    let path = std::env::temp_dir().join(format!("pelt-skip-{}.jsonl", std::process::id()));
+    let text = format!(
+        "{{\"url\": \"{url}/a\", \"t\": 0}}\nnot json\n{{\"url\": \"{url}/b\", \"t\": 10}}\n\
+         {{\"url\": \"{url}/c\", \"t\": \"then\"}}\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    let file = path.display().to_string();
+    let v = run_json(&["--targets", &file, "--replay", "--skip-bad-lines"]);
+    let _ = std::fs::remove_file(&path);
+    assert_schema(&v);
+    assert_eq!(count(&v, &["requests", "completed"]), 2, "{v}");
+    let skipped = &v["request_set"]["skipped"];
+    assert_eq!(skipped["bad_lines"], 2, "{v}");
+    assert_eq!(skipped["other_origins"], 0, "{v}");
+    let first = skipped["first_bad"].as_str().unwrap();
+    assert!(
+        first.starts_with(&format!("--targets {file} line 2: ")),
+        "{first}"
+    );
 }

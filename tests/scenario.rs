@@ -53,7 +53,7 @@ fn each_user_logs_in_once_and_carries_its_own_token_and_cookie_on_both_backends(
         let mut rows = csv.lines();
         assert_eq!(
             rows.next(),
-            Some("name,sent,completed,errors,in_flight,rps,mean_us,p50_us,p90_us,p99_us,max_us,1xx,2xx,3xx,4xx,5xx,other,ttfb_p50_us,ttfb_p99_us")
+            Some("name,sent,completed,errors,in_flight,rps,mean_us,p50_us,p90_us,p99_us,max_us,1xx,2xx,3xx,4xx,5xx,other,ttfb_p50_us,ttfb_p99_us,recorded_p50_us,recorded_p99_us")
         );
         for (row, step) in rows.zip(["login", "items", "cart"]) {
             let t = target(&v, step);

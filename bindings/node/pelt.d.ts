@@ -71,15 +71,15 @@ export interface RunOptions {
   /**
    * --targets: Send many requests: targets from FILE (- for standard input), in vegeta's http
    * format (METHOD URL, header lines, @body-file; blank lines between) or JSON lines ({"method",
-   * "url", "headers", "body" or "body_base64", "name", "t" for --replay}). All on one origin;
-   * the URL argument is then optional. -H, -m and --body apply to every target. Node.js also
-   * takes the targets themselves, as a list.
+   * "url", "headers", "body" or "body_base64", "name", "t" for --replay}), or an access log or
+   * HAR file (--targets-format). All on one origin; the URL argument is then optional. -H, -m
+   * and --body apply to every target. Node.js also takes the targets themselves, as a list.
    */
   targets?: string | Target[]
   /**
    * --targets-format: The format of --targets. [default: auto]
    */
-  targetsFormat?: 'auto' | 'http' | 'json' | 'nginx' | 'apache'
+  targetsFormat?: 'auto' | 'http' | 'json' | 'nginx' | 'apache' | 'har'
   /**
    * --replay: Replay a recording: send each target at its recorded time ("t" in JSON-lines
    * targets: milliseconds from the start, or an RFC 3339 time), in time order, latency from that
@@ -96,6 +96,12 @@ export interface RunOptions {
    * -n or -d (10s unless told) ends the run.
    */
   replayLoop?: boolean
+  /**
+   * --skip-bad-lines: With --targets (JSON lines, an access log or a HAR file): count and skip
+   * the lines (HAR entries) that do not parse, instead of refusing the run; the result says how
+   * many, and the first one.
+   */
+  skipBadLines?: boolean
   /**
    * --log-format: With --targets-format nginx or apache: the log's line layout in nginx's
    * log_format syntax ($msec, $time_iso8601 or $time_local for the time; $request, or
@@ -522,6 +528,9 @@ export interface TargetResult {
   /** Time to first byte of this target's responses (null in results from before pelt had it). */
   ttfb_us: Latency | null
   ttfb_histogram: string | null
+  /** A replayed recording's own latencies for this name ($request_time, a HAR's time); absent without. */
+  recorded_us?: Latency
+  recorded_histogram?: string
 }
 
 /** The result: the CLI's --json document (docs/result-schema.json). */
@@ -548,7 +557,16 @@ export interface Result {
   duration_limit_s: number | null
   requests_limit: number | null
   timeout_s: number
-  request_set: { from: string; file: string | null; entries: number; order: string; seed: number | null; encoded_bytes: number } | null
+  request_set: {
+    from: string
+    file: string | null
+    entries: number
+    order: string
+    seed: number | null
+    encoded_bytes: number
+    /** What the targets file held that the run left out; absent when none were. */
+    skipped?: { bad_lines: number; first_bad: string | null; other_origins: number; origin: string | null }
+  } | null
   unix_socket: string | null
   stages: { of: 'rate' | 'connections'; start: number; stages: { duration_s: number; target: number }[] } | null
   /** `replay`: the recording the due times came from (requests, span in recorded seconds). */

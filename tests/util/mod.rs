@@ -398,10 +398,19 @@ pub fn answer_each(response: &'static [u8]) -> impl Fn(TcpStream) + Send + Sync 
     }
 }
 
-/// The browser check (tests/browser/check_report.mjs): Node.js with playwright-core driving
-/// Debian's chromium. `.ci/run` installs both; elsewhere the test says what is missing and
-/// passes only outside CI.
+/// The browser check (tests/browser/check_report.mjs): what a reader of `html` sees.
 pub fn browser_check(html: &Path, screenshot: &Path) -> Option<serde_json::Value> {
+    let out = browser(
+        "check_report.mjs",
+        &[html.as_os_str(), screenshot.as_os_str()],
+    )?;
+    Some(serde_json::from_slice(&out).unwrap())
+}
+
+/// Runs `script` of tests/browser with `args`: Node.js with playwright-core driving Debian's
+/// chromium, for a minute at most; its standard output. `.ci/run` installs both; elsewhere
+/// the test says what is missing and passes (`None`) only outside CI.
+pub fn browser(script: &str, args: &[&std::ffi::OsStr]) -> Option<Vec<u8>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
     let chromium = std::env::var("PELT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let missing = if !dir.join("node_modules/playwright-core").is_dir() {
@@ -416,13 +425,12 @@ pub fn browser_check(html: &Path, screenshot: &Path) -> Option<serde_json::Value
             std::env::var_os("CI").is_none(),
             "the browser test needs {what}; .ci/run installs it"
         );
-        eprintln!("SKIPPED: the browser check needs {what}");
+        eprintln!("SKIPPED: the browser test needs {what}");
         return None;
     }
     let mut child = Command::new("node")
-        .arg(dir.join("check_report.mjs"))
-        .arg(html)
-        .arg(screenshot)
+        .arg(dir.join(script))
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -432,17 +440,17 @@ pub fn browser_check(html: &Path, screenshot: &Path) -> Option<serde_json::Value
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(60) {
             let _ = child.kill();
-            panic!("the browser check ran past 60s");
+            panic!("{script} ran past 60s");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "browser check failed: {}",
+        "{script} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(serde_json::from_slice(&out.stdout).unwrap())
+    Some(out.stdout)
 }
 
 /// A test CA and a server certificate for 127.0.0.1 signed by it: (CA, CA key, server

@@ -204,10 +204,18 @@ impl PythonApp {
 
     /// Its own counts (`GET /count`).
     pub fn counts(&self) -> serde_json::Value {
+        self.get("/count")
+    }
+
+    /// What it answers to `GET path`, read as JSON.
+    pub fn get(&self, path: &str) -> serde_json::Value {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.write_all(b"GET /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         let body = &text[text.find("\r\n\r\n").unwrap() + 4..];

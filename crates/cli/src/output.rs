@@ -198,16 +198,22 @@ fn targets_table(s: &mut String, r: &Report) {
         .max()
         .unwrap_or(0)
         .clamp(6, 40);
-    let header = format!(
-        "  {:<width$}  {:>10} {:>10} {:>8}  {:<8} {:<8} {:<8} {}",
+    // A replayed recording with its own latencies: they go beside the replayed ones.
+    let recorded = rows.iter().any(|t| t.recorded_us.is_some());
+    let mut header = format!(
+        "  {:<width$}  {:>10} {:>10} {:>8}  {:<8} {:<8} {:<8} {:<8}",
         "Target", "sent", "completed", "errors", "p50", "p99", "max", "TTFB p99"
     );
+    if recorded {
+        header.push_str(" recorded p50/p99");
+    }
     let _ = writeln!(s, "\n{}", header.trim_end());
     let row = |s: &mut String,
                name: &str,
                counts: [u64; 3],
                l: Option<&LatencySummary>,
-               ttfb: Option<&LatencySummary>| {
+               ttfb: Option<&LatencySummary>,
+               then: Option<&LatencySummary>| {
         let name: String = name.chars().take(width).collect();
         let lat = l.map_or_else(
             || format!("{:<8} {:<8} {:<8}", "-", "-", "-"),
@@ -221,7 +227,16 @@ fn targets_table(s: &mut String, r: &Report) {
             },
         );
         let ttfb = ttfb.map_or_else(|| "-".to_string(), |t| latency(t.p99_us as f64));
-        let lat = format!("{lat} {ttfb}");
+        let mut lat = format!("{lat} {ttfb:<8}");
+        if let Some(r) = then {
+            let _ = write!(
+                lat,
+                " {} / {}",
+                latency(r.p50_us as f64),
+                latency(r.p99_us as f64)
+            );
+        }
+        let lat = lat.trim_end();
         let [sent, done, errors] = counts.map(thousands);
         let _ = writeln!(
             s,
@@ -230,7 +245,15 @@ fn targets_table(s: &mut String, r: &Report) {
     };
     for t in &rows {
         let counts = [t.sent, t.completed, t.errors];
-        row(s, &t.name, counts, Some(&t.latency_us), t.ttfb_us.as_ref());
+        let ttfb = t.ttfb_us.as_ref();
+        row(
+            s,
+            &t.name,
+            counts,
+            Some(&t.latency_us),
+            ttfb,
+            t.recorded_us.as_ref(),
+        );
     }
     if let Some(rest) = rest {
         let label = format!("({} more)", rest.names);
@@ -238,6 +261,7 @@ fn targets_table(s: &mut String, r: &Report) {
             s,
             &label,
             [rest.sent, rest.completed, rest.errors],
+            None,
             None,
             None,
         );
@@ -500,6 +524,9 @@ pub fn summary(r: &Report) -> String {
                 set.order,
                 bytes(set.encoded_bytes as f64),
             );
+        }
+        if let Some(k) = &set.skipped {
+            let _ = writeln!(s, "skipped: {}", skipped(k));
         }
     }
     if let Some(r) = &i.replay {
@@ -878,6 +905,8 @@ pub fn targets_csv(r: &Report) -> Result<Vec<u8>> {
     ];
     head.extend(CLASSES);
     head.extend(["ttfb_p50_us", "ttfb_p99_us"]);
+    // A replayed recording's own latencies (empty without).
+    head.extend(["recorded_p50_us", "recorded_p99_us"]);
     w.write_record(&head)?;
     for t in &r.targets {
         let l = &t.latency_us;
@@ -908,12 +937,12 @@ pub fn targets_csv(r: &Report) -> Result<Vec<u8>> {
             classes[k] += n;
         }
         row.extend(classes.iter().map(u64::to_string));
-        let ttfb = |f: fn(&LatencySummary) -> u64| {
-            t.ttfb_us
-                .as_ref()
-                .map_or(String::new(), |s| f(s).to_string())
+        let of = |l: Option<&LatencySummary>, f: fn(&LatencySummary) -> u64| {
+            l.map_or(String::new(), |s| f(s).to_string())
         };
-        row.extend([ttfb(|s| s.p50_us), ttfb(|s| s.p99_us)]);
+        let (ttfb, then) = (t.ttfb_us.as_ref(), t.recorded_us.as_ref());
+        row.extend([of(ttfb, |s| s.p50_us), of(ttfb, |s| s.p99_us)]);
+        row.extend([of(then, |s| s.p50_us), of(then, |s| s.p99_us)]);
         w.write_record(&row)?;
     }
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
@@ -1010,6 +1039,26 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
         }
         Err(e) => Err(format!("directory {} is not writable ({e})", dir.display())),
     }
+}
+
+/// What a targets file held that the run left out, in words.
+fn skipped(k: &pelt_stats::SkippedInfo) -> String {
+    let mut parts = Vec::new();
+    if k.other_origins > 0 {
+        parts.push(format!(
+            "{} on other origins than {}",
+            thousands(k.other_origins),
+            k.origin.as_deref().unwrap_or("the one replayed")
+        ));
+    }
+    if k.bad_lines > 0 {
+        parts.push(format!(
+            "{} that did not parse (the first: {})",
+            thousands(k.bad_lines),
+            k.first_bad.as_deref().unwrap_or("?")
+        ));
+    }
+    parts.join("; ")
 }
 
 #[cfg(test)]

@@ -6,12 +6,13 @@
 //! `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent
 //! "$http_referer" "$http_user_agent"`. A variable matches up to the text that follows it in
 //! the format (as log analysers read these lines); the ones pelt uses are `$request` (or
-//! `$request_method` with `$request_uri`), and for the time `$msec` (seconds with
-//! milliseconds), `$time_iso8601` or `$time_local` (to the second). The rest are skipped.
+//! `$request_method` with `$request_uri`), for the time `$msec` (seconds with milliseconds),
+//! `$time_iso8601` or `$time_local` (to the second), and `$request_time` (how long the server
+//! took, shown beside the replayed latencies). The rest are skipped.
 //!
 //! Written here: no crate reads nginx's format syntax; the times go through the `time` crate.
 
-use crate::sources::{Recorded, TargetEntry};
+use crate::sources::{BadLines, Recorded, TargetEntry};
 
 /// nginx's (and Apache's) combined format.
 pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status \
@@ -102,12 +103,13 @@ impl LogFormat {
 }
 
 /// The requests of an access log `text` (`file` names it), on `origin`
-/// (`http://host:port`).
+/// (`http://host:port`); lines that do not parse go to `bad`.
 pub fn parse(
     text: &str,
     file: &str,
     origin: &str,
     format: &LogFormat,
+    bad: &mut BadLines,
 ) -> Result<Vec<TargetEntry>, String> {
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
@@ -115,9 +117,10 @@ pub fn parse(
         if line.trim().is_empty() {
             continue;
         }
-        let at = format!("--targets {file} line {}", n + 1);
-        out.push(entry(line, format, origin).map_err(|e| format!("{at}: {e}"))?);
-        out.last_mut().expect("pushed").line = n + 1;
+        match entry(line, format, origin) {
+            Ok(e) => out.push(TargetEntry { line: n + 1, ..e }),
+            Err(e) => bad.found(format!("--targets {file} line {}: {e}", n + 1))?,
+        }
     }
     if out.is_empty() {
         return Err(format!("--targets {file}: no requests in it"));
@@ -150,10 +153,22 @@ fn entry(line: &str, format: &LogFormat, origin: &str) -> Result<TargetEntry, St
     if method.is_empty() || !uri.starts_with('/') {
         return Err(format!("no request in the line ({method:?} {uri:?})"));
     }
+    let recorded_us = match get("request_time") {
+        // nginx's `0.003`: seconds with milliseconds; `-` when it had none.
+        Some(t) if t != "-" => Some(
+            t.parse::<f64>()
+                .ok()
+                .filter(|s| (0.0..1e9).contains(s))
+                .map(|s| (s * 1e6).round() as u64)
+                .ok_or_else(|| format!("$request_time {t:?} is not seconds"))?,
+        ),
+        _ => None,
+    };
     Ok(TargetEntry {
         method: Some(method.to_string()),
         url: format!("{origin}{uri}"),
         time: time(&get)?,
+        recorded_us,
         ..TargetEntry::default()
     })
 }
@@ -202,7 +217,7 @@ mod tests {
         let text = "127.0.0.1 - - [27/Nov/2026:09:00:01 +0100] \"GET /a?b=1 HTTP/1.1\" 200 \
                     12 \"-\" \"curl/8\"\n\n\
                     ::1 - ann [27/Nov/2026:08:00:02 +0000] \"POST /c HTTP/1.1\" 201 0 \"-\" \"x y\"\n";
-        let list = parse(text, "access.log", ORIGIN, &f).unwrap();
+        let list = parse(text, "access.log", ORIGIN, &f, &mut BadLines::default()).unwrap();
         assert_eq!(list.len(), 2);
         assert_eq!(list[0].url, "http://127.0.0.1:8080/a?b=1");
         assert_eq!(list[1].method.as_deref(), Some("POST"));
@@ -222,6 +237,7 @@ mod tests {
             "l",
             ORIGIN,
             &f,
+            &mut BadLines::default(),
         )
         .unwrap();
         let times: Vec<_> = list.iter().map(|e| e.time).collect();
@@ -232,6 +248,31 @@ mod tests {
                 Some(Recorded::At(1_795_770_000_500_000_000))
             ]
         );
+        let took: Vec<_> = list.iter().map(|e| e.recorded_us).collect();
+        assert_eq!(took, [Some(3000), Some(1000)]);
+    }
+
+    #[test]
+    fn skipping_bad_lines_counts_them_and_keeps_the_first() {
+        let f = LogFormat::new(COMBINED).unwrap();
+        let good = "1.2.3.4 - - [27/Nov/2026:09:00:01 +0000] \"GET /a HTTP/1.1\" 200 1 \"-\" \"-\"";
+        let text = format!("{good}\ngarbage\n{good}\n\"half a line\n");
+        let mut bad = BadLines {
+            skip: true,
+            ..BadLines::default()
+        };
+        let list = parse(&text, "a.log", ORIGIN, &f, &mut bad).unwrap();
+        assert_eq!(list.iter().map(|e| e.line).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(bad.count, 2);
+        assert_eq!(
+            bad.first.as_deref(),
+            Some(
+                "--targets a.log line 2: the line does not match the log format (see --log-format)"
+            )
+        );
+        // Every line bad: still no requests, which is an error.
+        let e = parse("garbage\n", "a.log", ORIGIN, &f, &mut bad).unwrap_err();
+        assert!(e.contains("no requests in it"), "{e}");
     }
 
     #[test]
@@ -246,7 +287,7 @@ mod tests {
             .unwrap_err()
             .contains("without }"));
         let f = LogFormat::new(COMBINED).unwrap();
-        let e = parse("garbage\n", "a.log", ORIGIN, &f).unwrap_err();
+        let e = parse("garbage\n", "a.log", ORIGIN, &f, &mut BadLines::default()).unwrap_err();
         assert_eq!(
             e,
             "--targets a.log line 1: the line does not match the log format (see --log-format)"
@@ -256,6 +297,7 @@ mod tests {
             "a.log",
             ORIGIN,
             &f,
+            &mut BadLines::default(),
         )
         .unwrap_err();
         assert!(e.contains("is not a request line"), "{e}");

@@ -38,6 +38,8 @@ pub struct Prepared {
     /// it watches, as the report says it.
     pub remote_monitor: std::sync::Mutex<Option<crate::fleet::monitor::RemoteMonitor>>,
     pub remote_watching: Option<String>,
+    /// A replayed recording's own latencies, by target name number (`None`: none recorded).
+    pub recorded: Vec<Option<pelt_stats::LatencyHistogram>>,
 }
 
 /// Validates `spec` and does the I/O a run needs first: resolves the host, reads the body
@@ -70,11 +72,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     };
     let mut entries = match &program {
         Some(p) => Some(scenario_entries(spec, p)?),
-        None => entries(spec, &body)?.map(|(list, from)| Entries {
-            list,
-            from,
-            vars: Vec::new(),
-        }),
+        None => entries(spec, &body)?,
     };
     let replay = match entries.as_mut() {
         Some(e) => crate::replay::replay(spec, &mut e.list, e.from.1.as_deref())?,
@@ -109,6 +107,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         shape.rate.is_some(),
     )?;
     let (method, set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
+    let recorded = std::mem::take(&mut encoded.recorded);
     let tls = tls_client(spec, &target)?;
     let io = io_backend(spec.io)?;
     let requests = shape.requests;
@@ -178,6 +177,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         monitor,
         remote_watching: remote_monitor.as_ref().map(|r| r.describe()),
         remote_monitor: std::sync::Mutex::new(remote_monitor),
+        recorded,
     })
 }
 
@@ -335,6 +335,8 @@ struct Encoded {
     set_info: Option<RequestSetInfo>,
     /// The report's method: the one all entries use, or each used, in order.
     method: String,
+    /// The recording's latencies by target name number.
+    recorded: Vec<Option<pelt_stats::LatencyHistogram>>,
 }
 
 impl Encoded {
@@ -385,6 +387,7 @@ impl Encoded {
             set: None,
             set_info: None,
             method: spec.method.clone(),
+            recorded: Vec::new(),
         };
         if let Some(entries) = entries {
             let (list, from) = (&entries.list, &entries.from);
@@ -396,14 +399,16 @@ impl Encoded {
                 }
             }
             e.method = methods.join(",");
-            let (set, h2_requests, info) =
+            let (set, h2_requests, info, recorded) =
                 build_set(spec, entries, url, headers, &body, http2.is_some())?;
+            e.recorded = recorded;
             if let Some(h) = http2.as_mut() {
                 h.targets = h2_requests;
             }
             e.set_info = Some(RequestSetInfo {
                 from: from.0.to_string(),
                 file: from.1.clone(),
+                skipped: entries.skipped.clone(),
                 ..info
             });
             e.set = Some(set);
@@ -711,13 +716,23 @@ pub(crate) struct Entries {
     pub list: Vec<TargetEntry>,
     pub from: From,
     pub vars: Vec<String>,
+    /// What the file held that is left out.
+    pub skipped: Option<pelt_stats::SkippedInfo>,
+}
+
+impl Entries {
+    fn of(list: Vec<TargetEntry>, from: From) -> Entries {
+        Entries {
+            list,
+            from,
+            vars: Vec::new(),
+            skipped: None,
+        }
+    }
 }
 
 /// The entries of `--targets` or `--bodies`, read completely (`None`: one request).
-pub(crate) fn entries(
-    spec: &LoadSpec,
-    body: &[u8],
-) -> Result<Option<(Vec<TargetEntry>, From)>, SpecError> {
+pub(crate) fn entries(spec: &LoadSpec, body: &[u8]) -> Result<Option<Entries>, SpecError> {
     let log = |f: &TargetsFormat| matches!(f, TargetsFormat::Nginx | TargetsFormat::Apache);
     if spec.log_format.is_some()
         && !matches!(&spec.requests_from, Requests::Targets { format, .. } if log(format))
@@ -738,29 +753,20 @@ pub(crate) fn entries(
                     url: spec.url.clone(),
                     ..TargetEntry::default()
                 };
-                (vec![one], ("url", None))
+                Entries::of(vec![one], ("url", None))
             }))
         }
-        Requests::Targets { source, format } => {
-            let (list, file) = match source {
-                TargetsSource::List(list) if list.is_empty() => {
-                    return Err(bad("no targets given (the list is empty)"))
-                }
-                TargetsSource::List(list) => (list.clone(), None),
-                TargetsSource::File(path) => {
-                    let text = sources::read_input(path, "--targets").map_err(bad)?;
-                    let name = path.display().to_string();
-                    let list = match format {
-                        TargetsFormat::Nginx | TargetsFormat::Apache => {
-                            access_log(spec, &text, &name)?
-                        }
-                        _ => sources::parse_targets(&text, &name, *format).map_err(bad)?,
-                    };
-                    (list, Some(name))
-                }
-            };
-            Ok(Some((list, ("targets", file))))
-        }
+        Requests::Targets { source, format } => match source {
+            TargetsSource::List(list) if list.is_empty() => {
+                Err(bad("no targets given (the list is empty)"))
+            }
+            TargetsSource::List(list) => Ok(Some(Entries::of(list.clone(), ("targets", None)))),
+            TargetsSource::File(path) => {
+                let text = sources::read_input(path, "--targets").map_err(bad)?;
+                let name = path.display().to_string();
+                targets_file(spec, &text, name, format.of(&text)).map(Some)
+            }
+        },
         Requests::Bodies(path) => {
             if spec.url.is_empty() {
                 return Err(bad("--bodies needs a URL to send them to"));
@@ -777,15 +783,59 @@ pub(crate) fn entries(
                     ..TargetEntry::default()
                 })
                 .collect();
-            Ok(Some((list, ("bodies", Some(name)))))
+            Ok(Some(Entries::of(list, ("bodies", Some(name)))))
         }
         // Compiled by `scenario_program`, made entries by `scenario_entries`.
         Requests::Scenario(_) => Ok(None),
     }
 }
 
+/// The entries of targets file `name` in `format`, with what was skipped.
+fn targets_file(
+    spec: &LoadSpec,
+    text: &[u8],
+    name: String,
+    format: TargetsFormat,
+) -> Result<Entries, SpecError> {
+    let mut bad_lines = sources::BadLines {
+        skip: spec.skip_bad_lines,
+        ..Default::default()
+    };
+    let (list, other) = match format {
+        TargetsFormat::Nginx | TargetsFormat::Apache => {
+            (access_log(spec, text, &name, &mut bad_lines)?, None)
+        }
+        TargetsFormat::Har => {
+            let text = std::str::from_utf8(text)
+                .map_err(|e| bad(format!("--targets {name}: not UTF-8 text ({e})")))?;
+            let har = crate::har::parse(text, &name, &spec.url, &mut bad_lines).map_err(bad)?;
+            let other = (har.other_origins > 0).then_some((har.other_origins, har.origin));
+            (har.entries, other)
+        }
+        _ => (
+            sources::parse_targets(text, &name, format, &mut bad_lines).map_err(bad)?,
+            None,
+        ),
+    };
+    let skipped = (bad_lines.count > 0 || other.is_some()).then(|| pelt_stats::SkippedInfo {
+        bad_lines: bad_lines.count,
+        first_bad: bad_lines.first,
+        other_origins: other.as_ref().map_or(0, |o| o.0),
+        origin: other.map(|o| o.1),
+    });
+    Ok(Entries {
+        skipped,
+        ..Entries::of(list, ("targets", Some(name)))
+    })
+}
+
 /// An access log's requests, on the URL argument's origin.
-fn access_log(spec: &LoadSpec, text: &[u8], file: &str) -> Result<Vec<TargetEntry>, SpecError> {
+fn access_log(
+    spec: &LoadSpec,
+    text: &[u8],
+    file: &str,
+    bad_lines: &mut sources::BadLines,
+) -> Result<Vec<TargetEntry>, SpecError> {
     let format = crate::access_log::LogFormat::new(
         spec.log_format
             .as_deref()
@@ -804,8 +854,17 @@ fn access_log(spec: &LoadSpec, text: &[u8], file: &str) -> Result<Vec<TargetEntr
         })?;
     let text = std::str::from_utf8(text)
         .map_err(|e| bad(format!("--targets {file}: not UTF-8 text ({e})")))?;
-    crate::access_log::parse(text, file, &origin, &format).map_err(bad)
+    crate::access_log::parse(text, file, &origin, &format, bad_lines).map_err(bad)
 }
+
+/// What [`build_set`] makes: the HTTP/1.1 set, the HTTP/2 requests, what the report says of
+/// them, and the recording's latencies by target name number.
+type BuiltSet = (
+    engine::RequestSet,
+    Vec<engine::H2Request>,
+    RequestSetInfo,
+    Vec<Option<pelt_stats::LatencyHistogram>>,
+);
 
 /// Encodes every entry once, checking each is on the run's origin: the HTTP/1.1 set, the
 /// HTTP/2 requests (when `h2`), and what the report says of them.
@@ -816,7 +875,7 @@ fn build_set(
     headers: &[(String, String)],
     body: &[u8],
     h2: bool,
-) -> Result<(engine::RequestSet, Vec<engine::H2Request>, RequestSetInfo), SpecError> {
+) -> Result<BuiltSet, SpecError> {
     let (list, from, vars) = (&entries.list, &entries.from, &entries.vars[..]);
     let chosen = spec.seed.unwrap_or_else(clock_seed);
     let order = match spec.order {
@@ -848,9 +907,11 @@ fn build_set(
         ..
     } = b;
     set.set_lines(files.files);
+    let mut recorded = Vec::new();
     if matches!(from.0, "targets" | "scenario") {
-        let (names, name_of) = names.into_parts();
+        let (names, name_of, by_name) = names.into_parts();
         set.set_names(names, name_of);
+        recorded = by_name;
     }
     let random = matches!(order, engine::Order::Random { .. });
     let info = RequestSetInfo {
@@ -860,13 +921,14 @@ fn build_set(
         order: if random { "random" } else { "sequential" }.to_string(),
         // What random draws (the order, {{rand}}, {{uuid}}) came from.
         seed: (random || set.has_templates()).then_some(chosen),
+        skipped: None,
         encoded_bytes: set.bytes().len()
             + h2_requests
                 .iter()
                 .map(|r| r.header_block.len() + r.body.len())
                 .sum::<usize>(),
     };
-    Ok((set, h2_requests, info))
+    Ok((set, h2_requests, info, recorded))
 }
 
 /// The request set as its entries are encoded into it.
@@ -1038,6 +1100,7 @@ fn scenario_entries(
                 url
             };
             steps[step.id as usize] = Some(TargetEntry {
+                recorded_us: None,
                 method: Some(step.method.clone()),
                 url,
                 headers: step
@@ -1065,6 +1128,7 @@ fn scenario_entries(
         list,
         from: ("scenario", Some(spec_path(spec))),
         vars: program.variables.clone(),
+        skipped: None,
     })
 }
 
@@ -1160,6 +1224,8 @@ struct Names {
     index: std::collections::HashMap<String, u32>,
     name_of: Vec<u32>,
     other: Option<u32>,
+    /// The recording's latencies (`recorded_us`), by name number.
+    recorded: Vec<Option<pelt_stats::LatencyHistogram>>,
 }
 
 impl Names {
@@ -1182,10 +1248,25 @@ impl Names {
             None => *self.other.get_or_insert(next),
         };
         self.name_of.push(n);
+        if let Some(us) = e.recorded_us {
+            if self.recorded.len() <= n as usize {
+                self.recorded.resize(n as usize + 1, None);
+            }
+            self.recorded[n as usize]
+                .get_or_insert_with(pelt_stats::LatencyHistogram::coarse)
+                .record(us);
+        }
     }
 
-    /// The names in order of their numbers, and each entry's number.
-    fn into_parts(self) -> (Vec<String>, Vec<u32>) {
+    /// The names in order of their numbers, each entry's number, and the recording's
+    /// latencies by number.
+    fn into_parts(
+        mut self,
+    ) -> (
+        Vec<String>,
+        Vec<u32>,
+        Vec<Option<pelt_stats::LatencyHistogram>>,
+    ) {
         let count = self.index.len() + usize::from(self.other.is_some());
         let mut names = vec![String::new(); count];
         for (name, n) in self.index {
@@ -1194,7 +1275,8 @@ impl Names {
         if let Some(n) = self.other {
             names[n as usize] = pelt_stats::OTHER.to_string();
         }
-        (names, self.name_of)
+        self.recorded.resize(count, None);
+        (names, self.name_of, self.recorded)
     }
 }
 

@@ -2,7 +2,7 @@
 //! (the same properties as the cargo-fuzz targets in fuzz/, without nightly): no input panics,
 //! and whatever is accepted is in range and safe to put on the wire or in a report.
 
-use crate::sources::{parse_bodies, parse_targets};
+use crate::sources::{parse_bodies, parse_targets, BadLines};
 use crate::{options, target, values, TargetsFormat};
 use proptest::prelude::*;
 
@@ -86,7 +86,7 @@ proptest! {
         ]
     ) {
         for format in [TargetsFormat::Auto, TargetsFormat::Http, TargetsFormat::Json] {
-            match parse_targets(text.as_bytes(), "t.txt", format) {
+            match parse_targets(text.as_bytes(), "t.txt", format, &mut BadLines::default()) {
                 Ok(targets) => prop_assert!(targets.iter().all(|t| !t.url.is_empty() && t.line > 0)),
                 Err(e) => prop_assert!(!e.contains('\n'), "{}", e),
             }

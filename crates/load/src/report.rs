@@ -38,7 +38,13 @@ impl Prepared {
                 .targets
                 .iter()
                 .zip(set.names())
-                .map(|(t, name)| t.report(name))
+                .zip(p.recorded.iter().chain(std::iter::repeat(&None)))
+                .map(|((t, name), recorded)| {
+                    let mut r = t.report(name);
+                    r.recorded_us = recorded.as_ref().map(|h| h.summary());
+                    r.recorded_histogram.clone_from(recorded);
+                    r
+                })
                 .collect();
             if set.names().len() > pelt_stats::MAX_TARGET_NAMES {
                 report.notes.push(format!(

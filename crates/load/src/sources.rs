@@ -28,13 +28,68 @@ pub enum TargetsFormat {
     /// `@path` body line; blank lines between targets; `#` starts a comment line.
     Http,
     /// One JSON object per line: `url`, and optional `method`, `headers`, `body` or
-    /// `body_base64`, `name`, and `t` (its recorded time, for `--replay`).
+    /// `body_base64`, `name`, `t` (its recorded time, for `--replay`) and `recorded_ms` (how
+    /// long it took then).
     Json,
     /// An nginx access log (`access_log.rs`): a request per line, at its logged time, on the
     /// URL argument's origin; the combined format unless `--log-format` says.
     Nginx,
     /// An Apache access log: read as nginx's (Apache's combined format is the same layout).
     Apache,
+    /// A HAR 1.2 file (`har.rs`): each entry's request at its `startedDateTime`, the entries
+    /// of one origin.
+    Har,
+}
+
+impl TargetsFormat {
+    /// The format of `text` when `self` is `Auto`: a HAR when it is one JSON object with a
+    /// `"log"` (its first line is not a whole object, or is one with a `"log"`), JSON lines
+    /// when the first line that is not blank or a comment starts with `{`, else `http`.
+    pub fn of(self, text: &[u8]) -> TargetsFormat {
+        if self != TargetsFormat::Auto {
+            return self;
+        }
+        let text = String::from_utf8_lossy(&text[..text.len().min(1 << 16)]);
+        let Some(first) = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+        else {
+            return TargetsFormat::Http;
+        };
+        if !first.starts_with('{') {
+            return TargetsFormat::Http;
+        }
+        match serde_json::from_str::<serde_json::Value>(first) {
+            Ok(v) if v.get("log").is_some() => TargetsFormat::Har,
+            Ok(_) => TargetsFormat::Json,
+            // A pretty-printed HAR, or a whole one on a line longer than the 64 KiB looked at.
+            Err(_) if first == "{" || first.starts_with("{\"log\"") => TargetsFormat::Har,
+            // A JSON line that does not parse: read as JSON lines, it says where.
+            Err(_) => TargetsFormat::Json,
+        }
+    }
+}
+
+/// What to do with a line (a HAR's entry) that does not parse: fail with its message, or with
+/// `--skip-bad-lines` count it, keep the first message, and go on.
+#[derive(Debug, Clone, Default)]
+pub struct BadLines {
+    pub skip: bool,
+    pub count: u64,
+    pub first: Option<String>,
+}
+
+impl BadLines {
+    /// `problem`, at its place: an error, or (skipping) counted.
+    pub fn found(&mut self, problem: String) -> Result<(), String> {
+        if !self.skip {
+            return Err(problem);
+        }
+        self.count += 1;
+        self.first.get_or_insert(problem);
+        Ok(())
+    }
 }
 
 /// One target, as read.
@@ -52,6 +107,9 @@ pub struct TargetEntry {
     pub line: usize,
     /// When it was recorded (`"t"`; `--replay` sends it then).
     pub time: Option<Recorded>,
+    /// How long the recorded request took, µs (nginx's `$request_time`, a HAR's `time`): the
+    /// per-target table shows these beside the replayed latencies.
+    pub recorded_us: Option<u64>,
 }
 
 /// A request's recorded time.
@@ -112,36 +170,32 @@ pub fn read_input(path: &Path, flag: &str) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read {flag} {}: {e}", path.display()))
 }
 
-/// Reads the targets of `text` (the contents of `file`).
+/// Reads the targets of `text` (the contents of `file`); lines that do not parse go to `bad`
+/// (JSON lines; vegeta's format has no line-by-line skip).
 pub fn parse_targets(
     text: &[u8],
     file: &str,
     format: TargetsFormat,
+    bad: &mut BadLines,
 ) -> Result<Vec<TargetEntry>, String> {
+    let format = format.of(text);
     let text =
         std::str::from_utf8(text).map_err(|e| format!("--targets {file}: not UTF-8 text ({e})"))?;
-    let format = match format {
-        TargetsFormat::Auto => {
-            let first = text
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.starts_with('#'));
-            if first.is_some_and(|l| l.starts_with('{')) {
-                TargetsFormat::Json
-            } else {
-                TargetsFormat::Http
-            }
-        }
-        f => f,
-    };
     let targets = match format {
-        TargetsFormat::Json => parse_json_lines(text, file)?,
-        TargetsFormat::Nginx | TargetsFormat::Apache => {
+        TargetsFormat::Json => parse_json_lines(text, file, bad)?,
+        TargetsFormat::Http if bad.skip => {
             return Err(format!(
-                "--targets {file}: an access log needs the URL's origin"
+                "--targets {file}: --skip-bad-lines is for JSON lines, access logs and HAR \
+                 files (a target in vegeta's format spans lines)"
             ))
         }
-        _ => parse_http(text, file)?,
+        TargetsFormat::Http | TargetsFormat::Auto => parse_http(text, file)?,
+        TargetsFormat::Nginx | TargetsFormat::Apache | TargetsFormat::Har => {
+            return Err(format!(
+                "--targets {file}: an access log or HAR file needs the run's URL (read in \
+                 prepare)"
+            ))
+        }
     };
     if targets.is_empty() {
         return Err(format!("--targets {file}: no targets in it"));
@@ -216,7 +270,7 @@ fn request_line(line: &str, at: &str, number: usize) -> Result<TargetEntry, Stri
     })
 }
 
-fn check_header(line: &str, at: &str) -> Result<(), String> {
+pub(crate) fn check_header(line: &str, at: &str) -> Result<(), String> {
     pelt_codec::request::parse_header(line)
         .map(|_| ())
         .map_err(|e| {
@@ -236,6 +290,8 @@ struct JsonTarget {
     body_base64: Option<String>,
     name: Option<String>,
     t: Option<serde_json::Value>,
+    /// How long the recorded request took, ms.
+    recorded_ms: Option<f64>,
 }
 
 /// `{"Name": "value"}` (a list of values repeats the header) or `["Name: value", ...]`.
@@ -248,7 +304,11 @@ enum JsonHeaders {
     Lines(Vec<String>),
 }
 
-fn parse_json_lines(text: &str, file: &str) -> Result<Vec<TargetEntry>, String> {
+fn parse_json_lines(
+    text: &str,
+    file: &str,
+    bad: &mut BadLines,
+) -> Result<Vec<TargetEntry>, String> {
     let mut targets = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let at = format!("--targets {file} line {}", n + 1);
@@ -256,8 +316,13 @@ fn parse_json_lines(text: &str, file: &str) -> Result<Vec<TargetEntry>, String> 
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let t: JsonTarget = serde_json::from_str(line).map_err(|e| format!("{at}: {e}"))?;
-        targets.push(entry(t, &at, n + 1)?);
+        let read = serde_json::from_str::<JsonTarget>(line)
+            .map_err(|e| format!("{at}: {e}"))
+            .and_then(|t| entry(t, &at, n + 1));
+        match read {
+            Ok(e) => targets.push(e),
+            Err(problem) => bad.found(problem)?,
+        }
     }
     Ok(targets)
 }
@@ -319,6 +384,15 @@ fn entry(t: JsonTarget, at: &str, line: usize) -> Result<TargetEntry, String> {
         name: t.name,
         line,
         time,
+        recorded_us: match t.recorded_ms {
+            Some(ms) if (0.0..1e12).contains(&ms) => Some((ms * 1e3).round() as u64),
+            Some(ms) => {
+                return Err(format!(
+                    "{at}: \"recorded_ms\" {ms} is not a duration in milliseconds"
+                ))
+            }
+            None => None,
+        },
     })
 }
 
@@ -347,7 +421,13 @@ mod tests {
         let text = "{\"url\": \"http://h/a\", \"t\": 1500.25}\n\
                     {\"url\": \"http://h/b\", \"t\": \"2026-11-27T10:00:00.5+01:00\"}\n\
                     {\"url\": \"http://h/c\"}\n";
-        let list = parse_targets(text.as_bytes(), "r.jsonl", TargetsFormat::Auto).unwrap();
+        let list = parse_targets(
+            text.as_bytes(),
+            "r.jsonl",
+            TargetsFormat::Auto,
+            &mut BadLines::default(),
+        )
+        .unwrap();
         assert_eq!(list[0].time, Some(Recorded::Offset(1_500_250_000)));
         // 09:00:00.5 UTC on 2026-11-27.
         let at = 1_795_770_000_500_000_000;
@@ -358,12 +438,18 @@ mod tests {
             b"{\"url\": \"http://h/\", \"t\": true}",
             "r",
             TargetsFormat::Json,
+            &mut BadLines::default(),
         );
         assert!(bad.unwrap_err().contains("line 1: \"t\" is milliseconds"));
     }
 
     fn http(text: &str) -> Result<Vec<TargetEntry>, String> {
-        parse_targets(text.as_bytes(), "t.txt", TargetsFormat::Auto)
+        parse_targets(
+            text.as_bytes(),
+            "t.txt",
+            TargetsFormat::Auto,
+            &mut BadLines::default(),
+        )
     }
 
     #[test]

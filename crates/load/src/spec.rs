@@ -81,6 +81,9 @@ pub struct LoadSpec {
     pub replay: ReplaySpec,
     /// `--log-format`: an access log's line layout, in nginx's syntax (`None`: combined).
     pub log_format: Option<String>,
+    /// `--skip-bad-lines`: a targets line (a HAR's entry) that does not parse is counted and
+    /// skipped instead of refusing the run.
+    pub skip_bad_lines: bool,
     /// `--monitor-remote HOST:PORT`: a `pelt monitor` on the server's machine, reached over the
     /// fleet's channel with `fleet_token`.
     pub monitor_remote: Option<String>,
@@ -131,6 +134,7 @@ impl LoadSpec {
             websocket: WsSpec::default(),
             replay: ReplaySpec::default(),
             log_format: None,
+            skip_bad_lines: false,
             monitor_remote: None,
             fleet_token: None,
             expect: Vec::new(),

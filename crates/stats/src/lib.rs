@@ -41,7 +41,7 @@ pub use merge::{check_mergeable, merge, merge_figures, merge_points};
 pub use report::{
     BytesReport, CaptureReport, CheckReport, HandshakesReport, Histograms, IterationsReport,
     OpenLoopReport, ReplayInfo, Report, RequestSetInfo, RequestsReport, RunInfo, ScenarioReport,
-    StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
+    SkippedInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use resources::{
     Bottleneck, HostSample, HostSummary, ProcessSample, ProcessSummary, ResourceSample,

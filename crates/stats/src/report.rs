@@ -111,6 +111,23 @@ pub struct RequestSetInfo {
     pub seed: Option<u64>,
     /// The encoded requests' size in memory, bytes.
     pub encoded_bytes: usize,
+    /// Entries of the file left out (`--skip-bad-lines`, a HAR file's other origins); absent
+    /// when none were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<SkippedInfo>,
+}
+
+/// What a targets file held that the run left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkippedInfo {
+    /// Lines (a HAR's entries) that did not parse, skipped with `--skip-bad-lines`.
+    pub bad_lines: u64,
+    /// The first of them: where, and what was wrong.
+    pub first_bad: Option<String>,
+    /// A HAR file's entries on other origins than `origin` (or not http/https).
+    pub other_origins: u64,
+    /// The recorded origin replayed (a HAR file), when it had entries on others.
+    pub origin: Option<String>,
 }
 
 /// HTTPS settings of a run.

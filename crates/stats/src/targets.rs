@@ -101,6 +101,8 @@ impl TargetStats {
             histogram: self.latency.clone(),
             ttfb_us: Some(self.ttfb.summary()),
             ttfb_histogram: Some(self.ttfb.clone()),
+            recorded_us: None,
+            recorded_histogram: None,
         }
     }
 }
@@ -126,6 +128,14 @@ pub struct TargetReport {
     /// The histogram behind `ttfb_us`.
     #[serde(default)]
     pub ttfb_histogram: Option<LatencyHistogram>,
+    /// A replayed recording's own latencies for this name (nginx's `$request_time`, a HAR's
+    /// `time`, JSON lines' `recorded_ms`): what the server took then, beside `latency_us` now.
+    /// Absent when the recording has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_us: Option<LatencySummary>,
+    /// The histogram behind `recorded_us` (two significant digits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_histogram: Option<LatencyHistogram>,
 }
 
 impl TargetReport {
@@ -152,6 +162,13 @@ impl TargetReport {
                 self.ttfb_us = Some(a.summary());
             }
             _ => (self.ttfb_histogram, self.ttfb_us) = (None, None),
+        }
+        // The recording's figures are the recording's, whichever part replayed them: a fleet's
+        // agents each read the whole recording, so they are kept once, not added.
+        if self.recorded_histogram.is_none() {
+            self.recorded_histogram
+                .clone_from(&other.recorded_histogram);
+            self.recorded_us.clone_from(&other.recorded_us);
         }
     }
 }

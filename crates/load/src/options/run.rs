@@ -116,8 +116,9 @@ fn targets_list(s: &LoadSpec) -> Write {
     use base64::Engine as _;
     let b64 = |b: &[u8]| Value::String(base64::engine::general_purpose::STANDARD.encode(b));
     let body = body_bytes(s)?;
-    let (list, _) = crate::prepare::entries(s, &body)
+    let list = crate::prepare::entries(s, &body)
         .map_err(|e| e.0)?
+        .map(|e| e.list)
         .unwrap_or_default();
     let targets = list
         .iter()
@@ -145,13 +146,16 @@ fn targets_list(s: &LoadSpec) -> Write {
                 }
                 None => {}
             }
+            if let Some(us) = t.recorded_us {
+                e.insert("recorded_ms".into(), json!(us as f64 / 1e3));
+            }
             Value::Object(e)
         })
         .collect();
     Ok(Some(Value::Array(targets)))
 }
 
-const TARGETS_FORMATS: [&str; 5] = ["auto", "http", "json", "nginx", "apache"];
+const TARGETS_FORMATS: [&str; 6] = ["auto", "http", "json", "nginx", "apache", "har"];
 const ORDERS: [&str; 2] = ["sequential", "random"];
 const ARRIVALS: [&str; 2] = ["constant", "poisson"];
 const TLS_VERSIONS: [&str; 2] = ["1.2", "1.3"];
@@ -328,7 +332,7 @@ pub static RUN: &[Row] = &[
         help: "Send many requests: targets from FILE (- for standard input), in vegeta's http \
                format (METHOD URL, header lines, @body-file; blank lines between) or JSON lines \
                ({\"method\", \"url\", \"headers\", \"body\" or \"body_base64\", \"name\", \
-               \"t\" for --replay}). All on \
+               \"t\" for --replay}), or an access log or HAR file (--targets-format). All on \
                one origin; the URL argument is then optional. -H, -m and --body apply to every \
                target. Node.js also takes the targets themselves, as a list.",
         ts: "string | Target[]",
@@ -364,6 +368,12 @@ pub static RUN: &[Row] = &[
                  origin (the combined format unless --log-format says)",
             ),
             ("apache", "an Apache access log (its combined format)"),
+            (
+                "har",
+                "a HAR 1.2 file (a browser's recording): each entry at its startedDateTime, \
+                 those of one origin (the URL's, else the most frequent; the others skipped \
+                 and counted), sent to the URL's origin when given",
+            ),
         ],
         rules: &[Rule::Requires("targets")],
         read: |s, g| {
@@ -373,6 +383,7 @@ pub static RUN: &[Row] = &[
                 TargetsFormat::Json,
                 TargetsFormat::Nginx,
                 TargetsFormat::Apache,
+                TargetsFormat::Har,
             ];
             let f = g.choice(&TARGETS_FORMATS, &all)?;
             if let Requests::Targets { format, .. } = &mut s.requests_from {
@@ -431,6 +442,22 @@ pub static RUN: &[Row] = &[
             Ok(())
         },
         write: |s| on(s.replay.laps),
+        ..BASE
+    },
+    Row {
+        name: "skipBadLines",
+        long: "skip-bad-lines",
+        form: Form::Switch,
+        help: "With --targets (JSON lines, an access log or a HAR file): count and skip the \
+               lines (HAR entries) that do not parse, instead of refusing the run; the result \
+               says how many, and the first one.",
+        example: "true",
+        rules: &[Rule::Requires("targets")],
+        read: |s, g| {
+            s.skip_bad_lines = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.skip_bad_lines),
         ..BASE
     },
     Row {
