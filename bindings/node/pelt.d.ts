@@ -22,6 +22,10 @@ export interface Target {
   body?: string
   body_base64?: string
   name?: string
+  /** With `replay`: when it was recorded (milliseconds from the start, or an RFC 3339 time). */
+  t?: number | string
+  /** How long the recorded request took, ms: shown beside the replayed latency. */
+  recorded_ms?: number
 }
 
 /** run()'s options: the CLI's long flags in camelCase (see `pelt --help`). */
