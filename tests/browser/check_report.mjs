@@ -3,7 +3,7 @@
 // console error, page error or network request (a report must need no network), and the text.
 //
 // Usage: node check_report.mjs REPORT.html SCREENSHOT.png
-import { chromium } from "playwright-core";
+import { launch } from "./chromium.mjs";
 import path from "node:path";
 
 const [file, shot] = process.argv.slice(2);
@@ -11,12 +11,7 @@ if (!file || !shot) {
   console.error("usage: node check_report.mjs REPORT.html SCREENSHOT.png");
   process.exit(2);
 }
-const browser = await chromium.launch({
-  executablePath: process.env.PELT_CHROMIUM || "/usr/bin/chromium",
-  // As root in CI: no sandbox; the rest keeps chromium off the (closed) network.
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
   const problems = [];

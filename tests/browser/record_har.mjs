@@ -2,19 +2,14 @@
 // (playwright's recorder): the browser's own recording, for tests/replay.rs to replay.
 //
 // Usage: node record_har.mjs URL OUT.har   (waits until the page's title is "done")
-import { chromium } from "playwright-core";
+import { launch } from "./chromium.mjs";
 
 const [url, out] = process.argv.slice(2);
 if (!url || !out) {
   console.error("usage: node record_har.mjs URL OUT.har");
   process.exit(2);
 }
-const browser = await chromium.launch({
-  executablePath: process.env.PELT_CHROMIUM || "/usr/bin/chromium",
-  // As root in CI: no sandbox; the rest keeps chromium off the (closed) network.
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 try {
   const context = await browser.newContext({ recordHar: { path: out, content: "embed" } });
   const page = await context.newPage();
