@@ -485,6 +485,9 @@ fn bad_replays() {
         (timed, &["--targets", "{file}", "--replay", "--warmup", "1s"], "--warmup"),
         (timed, &["--targets", "{file}", "--replay", "--order", "random"], "in its order"),
         (timed, &["--targets", "{file}", "--replay", "--arrival", "poisson"], "--rate"),
+        // The open loop's options want --rate or --replay.
+        (timed, &["{url}", "--max-connections", "8"], "is for the open loop"),
+        (timed, &["{url}", "--batch-window", "1ms"], "is for the open loop"),
         (
             "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\"}\n",
             &["--targets", "{file}", "--replay"],

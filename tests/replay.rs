@@ -81,9 +81,13 @@ fn a_recording_is_replayed_in_order_at_its_pace() {
             speed,
             "-c",
             "2",
+            "--max-connections",
+            "4",
         ]);
         let _ = std::fs::remove_file(&file);
         assert_schema(&v);
+        // A replay is an open loop: it takes the open loop's options.
+        assert_eq!(v["max_connections"], 4, "{v}");
         // Exactly the recording: each request once, answered, and no more.
         assert_eq!(count(&v, &["requests", "completed"]), n as u64, "{v}");
         assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
@@ -302,7 +306,9 @@ fn a_browsers_har_replays_with_its_methods_paths_and_bodies() {
     assert!(count(save, &["recorded_us", "max"]) > 0, "{save}");
     assert_eq!(save["completed"], 1, "{save}");
 
-    // The text summary says what was skipped, and shows the recorded latencies.
+    // The text summary says what was skipped, and shows the recorded latencies; so does the
+    // HTML report's targets table.
+    let html = dir.join("report.html");
     let out = pelt()
         .args([
             &to,
@@ -311,6 +317,8 @@ fn a_browsers_har_replays_with_its_methods_paths_and_bodies() {
             "--replay",
             "-c",
             "2",
+            "--html",
+            html.to_str().unwrap(),
         ])
         .output()
         .unwrap();
@@ -323,6 +331,23 @@ fn a_browsers_har_replays_with_its_methods_paths_and_bodies() {
         "{text}"
     );
     assert!(text.contains("recorded p50/p99"), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let table = &page[page.find("<h2>Targets</h2>").expect("a targets table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(
+        table.contains("<th class=\"n\">recorded p99</th>"),
+        "{table}"
+    );
+    let save_row = table
+        .lines()
+        .find(|l| l.contains("<td>POST /api/save</td>"))
+        .unwrap_or_else(|| panic!("{table}"));
+    // Ten cells, the last two the recorded p50 and p99 (a latency, not empty).
+    assert_eq!(save_row.matches("<td").count(), 10, "{save_row}");
+    assert!(
+        !save_row.ends_with("<td class=\"n\"></td></tr>"),
+        "{save_row}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

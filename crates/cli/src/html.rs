@@ -225,39 +225,63 @@ fn targets_section(b: &mut String, r: &Report) {
     let (rows, rest) = pelt_stats::busiest(&r.targets, TARGET_ROWS);
     b.push_str("<div class=\"grid\">\n");
     chart_boxes(b, &[("chart-targets", "Latency by target (p50, p99)")]);
-    b.push_str("<section class=\"box\"><h2>Targets</h2><table>\n<tr><th>target</th><th class=\"n\">sent</th><th class=\"n\">completed</th><th class=\"n\">errors</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">max</th><th class=\"n\">TTFB p99</th></tr>\n");
+    // A replayed recording with its own latencies: they go beside the replayed ones.
+    let recorded = rows.iter().any(|t| t.recorded_us.is_some());
+    b.push_str("<section class=\"box\"><h2>Targets</h2><table>\n<tr><th>target</th>");
+    let heads = [
+        "sent",
+        "completed",
+        "errors",
+        "p50",
+        "p99",
+        "max",
+        "TTFB p99",
+    ];
+    let then = ["recorded p50", "recorded p99"];
+    for h in heads.iter().chain(then.iter().filter(|_| recorded)) {
+        let _ = write!(b, "<th class=\"n\">{h}</th>");
+    }
+    b.push_str("</tr>\n");
     let us = |v: u64| latency(v as f64);
     for t in rows {
         let l = &t.latency_us;
         let ttfb = t.ttfb_us.as_ref().map_or(String::new(), |s| us(s.p99_us));
+        let (then_p50, then_p99) = t
+            .recorded_us
+            .as_ref()
+            .map_or((String::new(), String::new()), |r| {
+                (us(r.p50_us), us(r.p99_us))
+            });
+        let cells = [
+            t.name.clone(),
+            thousands(t.sent),
+            thousands(t.completed),
+            thousands(t.errors),
+            us(l.p50_us),
+            us(l.p99_us),
+            us(l.max_us),
+            ttfb,
+            then_p50,
+            then_p99,
+        ];
+        let shown = if recorded { 10 } else { 8 };
         row(
             b,
-            &[
-                &t.name,
-                &thousands(t.sent),
-                &thousands(t.completed),
-                &thousands(t.errors),
-                &us(l.p50_us),
-                &us(l.p99_us),
-                &us(l.max_us),
-                &ttfb,
-            ],
+            &cells[..shown]
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
         );
     }
     if let Some(rest) = rest {
-        row(
-            b,
-            &[
-                &format!("({} more)", rest.names),
-                &thousands(rest.sent),
-                &thousands(rest.completed),
-                &thousands(rest.errors),
-                "",
-                "",
-                "",
-                "",
-            ],
-        );
+        let mut cells = vec![
+            format!("({} more)", rest.names),
+            thousands(rest.sent),
+            thousands(rest.completed),
+            thousands(rest.errors),
+        ];
+        cells.resize(if recorded { 10 } else { 8 }, String::new());
+        row(b, &cells.iter().map(String::as_str).collect::<Vec<_>>());
     }
     b.push_str("</table></section>\n</div>\n");
 }

@@ -242,6 +242,20 @@ impl Shape {
             Some(s) if s.of() == engine::Ramped::Connections => s.peak() as usize,
             _ => spec.connections,
         };
+        if spec.rate.is_none() && !spec.replay.on {
+            let open_only = [
+                ("--max-connections", spec.max_connections.is_some()),
+                (
+                    "--batch-window",
+                    spec.batch_window != engine::DEFAULT_BATCH_WINDOW,
+                ),
+            ];
+            if let Some((flag, _)) = open_only.iter().find(|(_, given)| *given) {
+                return Err(bad(format!(
+                    "{flag} is for the open loop: give it with --rate or --replay"
+                )));
+            }
+        }
         let max_connections = spec.max_connections.unwrap_or(connections);
         if max_connections < connections {
             return Err(bad(format!(

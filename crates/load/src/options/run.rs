@@ -845,12 +845,15 @@ pub static RUN: &[Row] = &[
                finds no idle user makes one, up to N.",
         ts: "Count",
         example: "64",
-        rules: &[Rule::Requires("rate")],
+        // With --rate or --replay: `Shape::of` checks (a rule names one option).
         read: |s, g| {
             s.max_connections = Some(g.parse(values::connections)?);
             Ok(())
         },
-        write: |s| Ok(s.rate.and(s.max_connections).map(Value::from)),
+        write: |s| {
+            let open = s.rate.is_some() || s.replay.on;
+            Ok(s.max_connections.filter(|_| open).map(Value::from))
+        },
         ..BASE
     },
     Row {
@@ -864,7 +867,7 @@ pub static RUN: &[Row] = &[
                own due time; at most 10ms.",
         ts: "Duration",
         example: r#""250us""#,
-        rules: &[Rule::Requires("rate")],
+        // With --rate or --replay: `Shape::of` checks (a rule names one option).
         read: |s, g| {
             s.batch_window = g.parse(values::batch_window)?;
             Ok(())
