@@ -291,6 +291,7 @@ mod tests {
             end: config.duration.map(|d| start + d),
             connect_rate: None,
             tx,
+            clock: std::sync::Arc::new(crate::Clock::new(1)),
         };
         let batch = config.request.repeat(config.pipeline.max(1));
         let connects = io.connects.clone();

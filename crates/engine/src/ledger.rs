@@ -201,6 +201,14 @@ impl Ledger {
         }
     }
 
+    /// The run's time starts at `start` instead (see `Clock`): nothing was booked yet.
+    pub fn restart(&mut self, start: Instant) {
+        let warmup = self.warmup_end.saturating_duration_since(self.start);
+        self.start = start;
+        self.warmup_end = start + warmup;
+        self.next_tick = start + Duration::from_secs(1);
+    }
+
     /// Keeps every `n`th measured request that ends (with its index, status or error, and
     /// latency) in the second it ended in; 0: none.
     pub fn sample_every(&mut self, n: u64) {

@@ -175,6 +175,9 @@ pub(crate) fn run<I: Io>(
     let io = match io {
         Ok(io) => io,
         Err(e) => {
+            let mut plan = plan;
+            let start = plan.begin(Instant::now);
+            ledger.restart(start);
             // Without its I/O set up nothing can be sent: every request of the budget (or
             // none, for a duration run) is an error of this kind, so the accounting holds.
             let n = plan.budget.unwrap_or(0);
@@ -241,7 +244,7 @@ impl<I: Io> Setup<'_, I> {
         let Setup {
             config,
             batch,
-            plan,
+            mut plan,
             stop,
             io,
             ledger,
@@ -309,14 +312,19 @@ impl<I: Io> Setup<'_, I> {
             proto,
             transport,
         };
+        let now = w.io.now();
+        for _ in 0..plan.connections {
+            w.add_conn(now);
+        }
+        // Set up: the run's time starts when every worker is.
+        let start = plan.begin(|| w.io.now());
+        w.ledger.restart(start);
+        w.scan_at = start;
         if let Some(end) = plan.end {
             let end_ns = w.ledger.elapsed_ns(end);
             w.model.end_at(end_ns);
         }
         let now = w.io.now();
-        for _ in 0..plan.connections {
-            w.add_conn(now);
-        }
         if let Some(active) = w.ramp_target(now) {
             w.active = active;
         }
