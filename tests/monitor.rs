@@ -525,7 +525,7 @@ fn compare_shows_the_servers_cpu_per_request_and_memory() {
         "{table}"
     );
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let mut per_target: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let mut per_target: std::collections::BTreeMap<String, Vec<(String, f64)>> = Default::default();
     for row in doc["rows"].as_array().unwrap() {
         let m = &row["median"];
         let cpu = m["server_cpu_us_per_request"].as_f64().unwrap();
@@ -535,13 +535,20 @@ fn compare_shows_the_servers_cpu_per_request_and_memory() {
             assert!(run["server_cpu_us_per_request"].as_f64().is_some(), "{run}");
         }
         let target = row["target"].as_str().unwrap().to_string();
-        per_target.entry(target).or_default().push(cpu);
+        let connections = row["settings"]["connections"].to_string();
+        per_target
+            .entry(connections)
+            .or_default()
+            .push((target, cpu));
     }
-    let (small, big_cpu) = (&per_target["small"], &per_target["big"]);
-    assert!(
-        big_cpu.iter().all(|b| small.iter().all(|s| b > s)),
-        "{per_target:?}"
-    );
+    // Like with like: at each number of connections (a server's CPU per request falls as
+    // concurrency rises, as it wakes less often a request).
+    assert_eq!(per_target.len(), 2, "{per_target:?}");
+    for rows in per_target.values() {
+        let of = |name: &str| rows.iter().find(|(t, _)| t == name).map(|r| r.1);
+        let (small, big_cpu) = (of("small").unwrap(), of("big").unwrap());
+        assert!(big_cpu > small, "{per_target:?}");
+    }
     big.stop();
     std::fs::remove_dir_all(&dir).unwrap();
     serve.stop();
