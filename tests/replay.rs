@@ -275,15 +275,26 @@ fn a_browsers_har_replays_with_its_methods_paths_and_bodies() {
         return;
     };
     let to = format!("http://127.0.0.1:{}/", second.port);
-    // The format is told by the file (auto); the URL is where the requests go.
-    let v = run_json(&[
-        &to,
-        "--targets",
-        har.to_str().unwrap(),
-        "--replay",
-        "-c",
-        "2",
-    ]);
+    // The format is told by the file (auto); the URL is where the requests go. One run
+    // writes the JSON, the HTML report and the text summary.
+    let (json, html) = (dir.join("result.json"), dir.join("report.html"));
+    let out = pelt()
+        .args([
+            &to,
+            "--targets",
+            har.to_str().unwrap(),
+            "--replay",
+            "-c",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_schema(&v);
     let replayed = site_log(&second, "127.0.0.1:");
     assert_eq!(replayed, recorded);
@@ -308,20 +319,6 @@ fn a_browsers_har_replays_with_its_methods_paths_and_bodies() {
 
     // The text summary says what was skipped, and shows the recorded latencies; so does the
     // HTML report's targets table.
-    let html = dir.join("report.html");
-    let out = pelt()
-        .args([
-            &to,
-            "--targets",
-            har.to_str().unwrap(),
-            "--replay",
-            "-c",
-            "2",
-            "--html",
-            html.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(&format!(

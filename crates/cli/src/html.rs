@@ -228,7 +228,7 @@ fn targets_section(b: &mut String, r: &Report) {
     // A replayed recording with its own latencies: they go beside the replayed ones.
     let recorded = rows.iter().any(|t| t.recorded_us.is_some());
     b.push_str("<section class=\"box\"><h2>Targets</h2><table>\n<tr><th>target</th>");
-    let heads = [
+    let mut heads = vec![
         "sent",
         "completed",
         "errors",
@@ -237,22 +237,17 @@ fn targets_section(b: &mut String, r: &Report) {
         "max",
         "TTFB p99",
     ];
-    let then = ["recorded p50", "recorded p99"];
-    for h in heads.iter().chain(then.iter().filter(|_| recorded)) {
+    if recorded {
+        heads.extend(["recorded p50", "recorded p99"]);
+    }
+    for h in &heads {
         let _ = write!(b, "<th class=\"n\">{h}</th>");
     }
     b.push_str("</tr>\n");
     let us = |v: u64| latency(v as f64);
     for t in rows {
         let l = &t.latency_us;
-        let ttfb = t.ttfb_us.as_ref().map_or(String::new(), |s| us(s.p99_us));
-        let (then_p50, then_p99) = t
-            .recorded_us
-            .as_ref()
-            .map_or((String::new(), String::new()), |r| {
-                (us(r.p50_us), us(r.p99_us))
-            });
-        let cells = [
+        let mut cells = vec![
             t.name.clone(),
             thousands(t.sent),
             thousands(t.completed),
@@ -260,18 +255,14 @@ fn targets_section(b: &mut String, r: &Report) {
             us(l.p50_us),
             us(l.p99_us),
             us(l.max_us),
-            ttfb,
-            then_p50,
-            then_p99,
+            t.ttfb_us.as_ref().map_or(String::new(), |s| us(s.p99_us)),
         ];
-        let shown = if recorded { 10 } else { 8 };
-        row(
-            b,
-            &cells[..shown]
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-        );
+        if recorded {
+            let then = t.recorded_us.as_ref();
+            cells.push(then.map_or(String::new(), |r| us(r.p50_us)));
+            cells.push(then.map_or(String::new(), |r| us(r.p99_us)));
+        }
+        row(b, &cells.iter().map(String::as_str).collect::<Vec<_>>());
     }
     if let Some(rest) = rest {
         let mut cells = vec![
@@ -280,7 +271,7 @@ fn targets_section(b: &mut String, r: &Report) {
             thousands(rest.completed),
             thousands(rest.errors),
         ];
-        cells.resize(if recorded { 10 } else { 8 }, String::new());
+        cells.resize(heads.len() + 1, String::new());
         row(b, &cells.iter().map(String::as_str).collect::<Vec<_>>());
     }
     b.push_str("</table></section>\n</div>\n");
