@@ -7,6 +7,7 @@ goreplay file (`1 id timestamp-ns 0`, the raw request, the separator). Then, for
 (`--speeds 1,4`) and each tool in turn, with nginx pinned to one CPU and the tool to the other:
 
   pelt      URL --targets rec.jsonl --replay --replay-speed Kx -t 1 -c 64
+  pelt-stream  the same, --replay-read stream: the recording read as the run goes
   pelt-rate URL --targets rec.jsonl --rate R --arrival poisson -n N -t 1 -c 64: the same
             requests at the recording's mean rate (pelt's other schedule; its own lag only)
   goreplay  --input-file 'rec.gor|K00%' --output-http URL   (its dynamic worker pool),
@@ -21,7 +22,7 @@ the recording), and CPU microseconds per request (the tool's own rusage). pelt's
 (`open_loop.lag_us`, due time to write) is printed beside the wire's.
 
 Usage: bench/replay.py [--pelt target/release/pelt] [--goreplay goreplay] [--rate 5000]
-                       [--span 20] [--speeds 1,4] [--runs 3] [--tools pelt,pelt-rate,goreplay]
+                       [--span 20] [--speeds 1,4] [--runs 3] [--tools pelt,pelt-stream,pelt-rate,goreplay]
 Needs: nginx, tcpdump and taskset on PATH (tcpdump as root), goreplay built from the Go
 module proxy (GOPATH=/tmp/gopath go install github.com/buger/goreplay@v1.3.2, with
 libpcap-dev); python3 stdlib only. Traffic stays on 127.0.0.1.
@@ -141,11 +142,11 @@ def captured(args, port, pcap, cmd, env=None):
     return out, cpu
 
 
-def run_pelt(args, d, port, jsonl, speed, times):
+def run_pelt(args, d, port, jsonl, speed, times, read="whole"):
     pcap = os.path.join(d, "pelt.pcap")
     cmd = [args.pelt, f"http://127.0.0.1:{port}", "--targets", jsonl, "--replay",
-           "--replay-speed", f"{speed}x", "-t", "1", "-c", "64", "--max-connections", "1024",
-           "--json", "-", "-q"]
+           "--replay-speed", f"{speed}x", "--replay-read", read, "-t", "1", "-c", "64",
+           "--max-connections", "1024", "--json", "-", "-q"]
     out, cpu = captured(args, port, pcap, cmd)
     r = json.loads(out)
     s = spread(times, speed, arrivals(pcap))
@@ -154,6 +155,11 @@ def run_pelt(args, d, port, jsonl, speed, times):
     s["errors"] = r["requests"]["errors"]
     s["cpu_us"] = cpu * 1e6 / max(r["requests"]["completed"], 1)
     return s
+
+
+def run_pelt_stream(args, d, port, jsonl, speed, times):
+    """pelt reading the recording as the run goes (its reader thread on the same CPU)."""
+    return run_pelt(args, d, port, jsonl, speed, times, read="stream")
 
 
 def run_pelt_rate(args, d, port, jsonl, speed, times):
@@ -221,9 +227,10 @@ def main():
             jsonl, gor = write_recording(d, port, times)
             cols = ("speed", "tool", "rate/s", "lag p50", "p99", "p99.9", "max", "seen",
                     "own p50/p99", "CPU us/req")
-            print("%-6s %-9s %8s %9s %9s %9s %9s %8s %12s %10s" % cols)
+            print("%-6s %-11s %8s %9s %9s %9s %9s %8s %12s %10s" % cols)
             for speed in [float(s) for s in args.speeds.split(",")]:
                 for name, fn, path in (("pelt", run_pelt, jsonl),
+                                       ("pelt-stream", run_pelt_stream, jsonl),
                                        ("pelt-rate", run_pelt_rate, jsonl),
                                        ("goreplay", run_goreplay, gor)):
                     if name not in args.tools.split(","):
@@ -234,7 +241,7 @@ def main():
                     wire = ["%9.0f" % med[k] for k in ("p50", "p99", "p999", "max")]
                     if rs[0].get("wire") is False:
                         wire = ["%9s" % "-"] * 4
-                    print("%-6s %-9s %8.0f %s %8d %12s %10.1f" % (
+                    print("%-6s %-11s %8.0f %s %8d %12s %10.1f" % (
                         f"{speed:g}x", name, args.rate * speed, " ".join(wire), med["seen"],
                         rs[len(rs) // 2]["own"], med["cpu_us"]), flush=True)
         finally:

@@ -563,3 +563,53 @@ fn bad_replays() {
         assert!(line.contains(says), "{args:?}: {line}");
     }
 }
+
+/// A recording read as the run goes is checked whole by a first pass, before any traffic:
+/// the same lines as a recording read whole; and where it cannot be streamed, one line says
+/// why.
+#[test]
+fn bad_streamed_replays() {
+    let timed = "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\", \"t\": 100}\n";
+    let stream = ["--replay", "--replay-read", "stream"];
+    for (contents, args, says) in [
+        (
+            "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\"}\n",
+            &["--targets", "{file}"][..],
+            "line 2: no \"t\"",
+        ),
+        (
+            "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\", \"t\": \"2026-11-27T10:00:00Z\"}\n",
+            &["--targets", "{file}"],
+            "mixes offsets",
+        ),
+        (
+            "{\"url\": \"{url}a\", \"t\": 0}\n\n{\"url\": \"{url}a\", \"t\": \"yesterday\"}\n",
+            &["--targets", "{file}"],
+            "line 3: \"t\" \"yesterday\" is not an RFC 3339 time",
+        ),
+        (
+            "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"http://127.0.0.2:1/b\", \"t\": 5}\n",
+            &["--targets", "{file}"],
+            "line 2: 'http://127.0.0.2:1/b' is not on",
+        ),
+        ("\n# nothing\n", &["--targets", "{file}", "--targets-format", "json"], "no targets in it"),
+        (
+            "1.2.3.4 - - [27/Nov/2026:09:00:01 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"-\"\nnot a log line\n",
+            &["{url}", "--targets", "{file}", "--targets-format", "apache"],
+            "line 2: the line does not match the log format",
+        ),
+        (timed, &["--targets", "{file}", "--http2"], "drop --http2"),
+        (
+            "{\n\"log\": {\"entries\": []}}\n",
+            &["{url}", "--targets", "{file}", "--targets-format", "har"],
+            "a HAR file, or vegeta's format, is read whole",
+        ),
+        (timed, &["--targets", "{file}", "-H", "X-Id: {{seq}}"], "templates"),
+    ] {
+        let all: Vec<&str> = args.iter().copied().chain(stream).collect();
+        let line = rejected_with_file(contents, &all);
+        assert!(line.contains(says), "{all:?}: {line}");
+    }
+    let line = rejected_with_file(timed, &["--targets", "{file}", "--replay-read", "stream"]);
+    assert!(line.contains("--replay"), "{line}");
+}

@@ -69,9 +69,15 @@ fn a_recording_is_replayed_in_order_at_its_pace() {
     };
     let n = 12;
     let mut sent = 0;
-    for (speed, span_s) in [("1x", 1.1), ("2x", 0.55)] {
+    // Read whole, and as the run goes (`feed.rs`).
+    for (speed, span_s, read) in [
+        ("1x", 1.1, "whole"),
+        ("2x", 0.55, "whole"),
+        ("1x", 1.1, "stream"),
+        ("2x", 0.55, "stream"),
+    ] {
         let server = nginx(&bin);
-        let file = recording(&server.url("http", 0), n, speed);
+        let file = recording(&server.url("http", 0), n, &format!("{speed}-{read}"));
         let path = file.display().to_string();
         let v = run_json(&[
             "--targets",
@@ -79,6 +85,8 @@ fn a_recording_is_replayed_in_order_at_its_pace() {
             "--replay",
             "--replay-speed",
             speed,
+            "--replay-read",
+            read,
             "-c",
             "2",
             "--max-connections",
@@ -97,6 +105,11 @@ fn a_recording_is_replayed_in_order_at_its_pace() {
             notes.contains(&format!("replay of {n} recorded requests")),
             "{notes}"
         );
+        assert_eq!(
+            notes.contains("read as the run went"),
+            read == "stream",
+            "{notes}"
+        );
         // The server saw them in the recording's time order, with their methods.
         let log = logged(&server, n);
         let uris: Vec<String> = log.iter().map(|(_, _, u)| u.clone()).collect();
@@ -112,7 +125,7 @@ fn a_recording_is_replayed_in_order_at_its_pace() {
         );
         sent += n;
     }
-    assert_eq!(sent, 2 * n);
+    assert_eq!(sent, 4 * n);
 }
 
 #[test]
@@ -120,34 +133,100 @@ fn a_looped_recording_runs_until_n() {
     let (_serve, url) = ServeProcess::listening(&["--port", "0"]);
     let file = recording(&format!("{url}/"), 5, "loop");
     let path = file.display().to_string();
-    // 5 requests over 400 ms, a lap every 500 ms: 12 requests in three laps.
+    for read in ["whole", "stream"] {
+        // 5 requests over 400 ms, a lap every 500 ms: 12 requests in three laps.
+        let v = run_json(&[
+            "--targets",
+            &path,
+            "--replay",
+            "--replay-loop",
+            "--replay-speed",
+            "4x",
+            "--replay-read",
+            read,
+            "-n",
+            "12",
+        ]);
+        assert_eq!(count(&v, &["requests", "completed"]), 12, "{read}: {v}");
+        // The nominal rate is the recording's mean: 5 requests a 500 ms lap, 4x.
+        assert_eq!(v["rate"], 40.0, "{v}");
+        // Sequential over the entries in time order: r0..r4, r0..r4, r0, r1.
+        let targets = v["targets"].as_array().unwrap();
+        let sent = |name: &str| {
+            targets
+                .iter()
+                .find(|t| t["name"] == name)
+                .map_or(0, |t| t["sent"].as_u64().unwrap())
+        };
+        assert_eq!(
+            (
+                sent("GET /r0"),
+                sent("GET /r1"),
+                sent("GET /r3"),
+                sent("POST /r4")
+            ),
+            (3, 3, 2, 2),
+            "{read}: {targets:?}"
+        );
+    }
+    let _ = std::fs::remove_file(&file);
+}
+
+/// A streamed recording goes through the engine's look-ahead (262,144 requests) and back, its
+/// blocks reused: 1,000 entries in 300 laps send each entry exactly 300 times, the HEAD ones
+/// answered without a body.
+#[test]
+fn a_streamed_recording_longer_than_the_look_ahead_is_sent_exactly() {
+    let (_serve, url) = ServeProcess::listening(&["--port", "0"]);
+    let path = std::env::temp_dir().join(format!("pelt-replay-{}-long.jsonl", std::process::id()));
+    let text: String = (0..1000)
+        .map(|k| {
+            let method = if k % 4 == 0 { "HEAD" } else { "GET" };
+            format!(
+                "{{\"method\": \"{method}\", \"url\": \"{url}/r{}?k={k}\", \"t\": {}}}\n",
+                k % 5,
+                k
+            )
+        })
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let file = path.display().to_string();
+    // Laps of 1 s at 1000x: as fast as pelt goes.
     let v = run_json(&[
         "--targets",
-        &path,
+        &file,
         "--replay",
+        "--replay-read",
+        "stream",
         "--replay-loop",
         "--replay-speed",
-        "4x",
+        "1000x",
         "-n",
-        "12",
+        "300000",
+        "-c",
+        "16",
+        "-t",
+        "2",
     ]);
-    let _ = std::fs::remove_file(&file);
-    assert_eq!(count(&v, &["requests", "completed"]), 12, "{v}");
-    // The nominal rate is the recording's mean: 5 requests a 500 ms lap, 4x.
-    assert_eq!(v["rate"], 40.0, "{v}");
-    // Sequential over the entries in time order: r0..r4, r0..r4, r0, r1.
+    let _ = std::fs::remove_file(&path);
+    assert_schema(&v);
+    assert_eq!(count(&v, &["requests", "completed"]), 300_000, "{v}");
+    assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
     let targets = v["targets"].as_array().unwrap();
-    let sent = |name: &str| {
-        targets
-            .iter()
-            .find(|t| t["name"] == format!("GET {name}"))
-            .map_or(0, |t| t["sent"].as_u64().unwrap())
-    };
-    assert_eq!(
-        (sent("/r0"), sent("/r1"), sent("/r3")),
-        (3, 3, 2),
-        "{targets:?}"
-    );
+    let sent: std::collections::BTreeMap<String, u64> = targets
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["sent"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // k % 5 names the path, k % 4 == 0 makes it HEAD: per lap, 50 HEAD and 150 GET of each.
+    for r in 0..5 {
+        assert_eq!(sent[&format!("HEAD /r{r}")], 50 * 300, "{sent:?}");
+        assert_eq!(sent[&format!("GET /r{r}")], 150 * 300, "{sent:?}");
+    }
 }
 
 /// The round trip: nginx logs a run of known requests; pelt replays that log (nginx's
@@ -345,6 +424,9 @@ fn a_browsers_har_replays_with_its_methods_paths_and_bodies() {
         !save_row.ends_with("<td class=\"n\"></td></tr>"),
         "{save_row}"
     );
+    // The chart draws them beside the replayed ones.
+    assert!(page.contains("recorded beside replayed"), "{page}");
+    assert!(page.contains("\"recorded_p99\":"), "{page}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -360,16 +442,25 @@ fn bad_lines_are_skipped_and_counted_when_asked() {
     );
     std::fs::write(&path, text).unwrap();
     let file = path.display().to_string();
-    let v = run_json(&["--targets", &file, "--replay", "--skip-bad-lines"]);
+    for read in ["whole", "stream"] {
+        let v = run_json(&[
+            "--targets",
+            &file,
+            "--replay",
+            "--skip-bad-lines",
+            "--replay-read",
+            read,
+        ]);
+        assert_schema(&v);
+        assert_eq!(count(&v, &["requests", "completed"]), 2, "{read}: {v}");
+        let skipped = &v["request_set"]["skipped"];
+        assert_eq!(skipped["bad_lines"], 2, "{read}: {v}");
+        assert_eq!(skipped["other_origins"], 0, "{v}");
+        let first = skipped["first_bad"].as_str().unwrap();
+        assert!(
+            first.starts_with(&format!("--targets {file} line 2: ")),
+            "{first}"
+        );
+    }
     let _ = std::fs::remove_file(&path);
-    assert_schema(&v);
-    assert_eq!(count(&v, &["requests", "completed"]), 2, "{v}");
-    let skipped = &v["request_set"]["skipped"];
-    assert_eq!(skipped["bad_lines"], 2, "{v}");
-    assert_eq!(skipped["other_origins"], 0, "{v}");
-    let first = skipped["first_bad"].as_str().unwrap();
-    assert!(
-        first.starts_with(&format!("--targets {file} line 2: ")),
-        "{first}"
-    );
 }

@@ -101,6 +101,12 @@ export interface RunOptions {
    */
   replayLoop?: boolean
   /**
+   * --replay-read: With --replay: read the recording as the run goes (stream: memory bounded by
+   * a look-ahead of 262,144 requests, whatever its length; after a first pass that checks every
+   * line), or whole before it.
+   */
+  replayRead?: 'auto' | 'stream' | 'whole'
+  /**
    * --skip-bad-lines: With --targets (JSON lines, an access log or a HAR file): count and skip
    * the lines (HAR entries) that do not parse, instead of refusing the run; the result says how
    * many, and the first one.

@@ -22,23 +22,42 @@ pub fn pelt() -> Command {
 }
 
 /// Waits for `child` at most `limit`; kills it (by its PID, through the handle) past that.
+/// Its stdout and stderr are read as it runs, so output beyond a pipe's buffer (64 KiB) does
+/// not stall it.
 pub fn wait_bounded(mut child: Child, limit: Duration) -> (Output, Duration) {
     let start = Instant::now();
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            let out = child.wait_with_output().expect("wait_with_output");
-            return (out, start.elapsed());
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
         }
         if start.elapsed() > limit {
             let _ = child.kill();
-            let out = child.wait_with_output().expect("wait after kill");
+            let _ = child.wait();
+            let stderr = stderr.join().unwrap_or_default();
             panic!(
                 "pelt ran past {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&stderr)
             );
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
+    };
+    let out = Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
+    (out, start.elapsed())
 }
 
 /// Starts pelt with `args`, stdout and stderr piped; end it with [`wait_bounded`].

@@ -59,7 +59,11 @@ if (DATA.targets.length) {
   new Chart(document.getElementById("chart-targets"), {
     type: "bar",
     data: { labels: TG.map(t => t.name), datasets: ["p50", "p99"].map((k, i) => ({
-      label: k, backgroundColor: COLORS[i], data: TG.map(t => t[k] / 1000) })) },
+      label: k, backgroundColor: COLORS[i], data: TG.map(t => t[k] / 1000) }))
+      // A replayed recording's own latencies (nginx's $request_time, a HAR's time), beside.
+      .concat(TG.some(t => t.recorded_p50 != null) ? ["recorded_p50", "recorded_p99"].map((k, i) => ({
+        label: k.replace("_", " "), backgroundColor: COLORS[i] + "66", borderColor: COLORS[i], borderWidth: 1,
+        data: TG.map(t => t[k] == null ? null : t[k] / 1000) })) : []) },
     options: { indexAxis: "y", scales: { x: axis("latency (ms)", { beginAtZero: true }), y: axis("target", { ticks: { autoSkip: false } }) },
                plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmtUs(c.parsed.x * 1000) } } } }
   });

@@ -203,7 +203,12 @@ fn report_data(r: &Report) -> Value {
     let targets: Vec<Value> = pelt_stats::busiest(&r.targets, TARGET_ROWS)
         .0
         .iter()
-        .map(|t| json!({ "name": t.name, "p50": t.latency_us.p50_us, "p99": t.latency_us.p99_us }))
+        .map(|t| {
+            // A replayed recording's own latencies, drawn beside the replayed ones.
+            let then = t.recorded_us.as_ref();
+            json!({ "name": t.name, "p50": t.latency_us.p50_us, "p99": t.latency_us.p99_us,
+                    "recorded_p50": then.map(|r| r.p50_us), "recorded_p99": then.map(|r| r.p99_us) })
+        })
         .collect();
     let stages = r
         .info
@@ -224,7 +229,11 @@ fn targets_section(b: &mut String, r: &Report) {
     }
     let (rows, rest) = pelt_stats::busiest(&r.targets, TARGET_ROWS);
     b.push_str("<div class=\"grid\">\n");
-    chart_boxes(b, &[("chart-targets", "Latency by target (p50, p99)")]);
+    let title = match r.targets.iter().any(|t| t.recorded_us.is_some()) {
+        true => "Latency by target (p50, p99; recorded beside replayed)",
+        false => "Latency by target (p50, p99)",
+    };
+    chart_boxes(b, &[("chart-targets", title)]);
     // A replayed recording with its own latencies: they go beside the replayed ones.
     let recorded = rows.iter().any(|t| t.recorded_us.is_some());
     b.push_str("<section class=\"box\"><h2>Targets</h2><table>\n<tr><th>target</th>");

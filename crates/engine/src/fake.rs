@@ -292,6 +292,7 @@ mod tests {
             connect_rate: None,
             tx,
             clock: std::sync::Arc::new(crate::Clock::new(1)),
+            feed: None,
         };
         let batch = config.request.repeat(config.pipeline.max(1));
         let connects = io.connects.clone();

@@ -35,6 +35,8 @@ pub(crate) struct Ledger {
     tx: Sender<Published>,
     /// Per-target figures: each entry's name (index into `main.targets`); empty: none kept.
     name_of: Vec<u32>,
+    /// A streamed replay: a request's target is its name number (see [`Ledger::by_name`]).
+    by_name: bool,
     /// Connections open (or opening) now: set by the worker before each tick, stamped on the
     /// intervals it hands over.
     pub connections: u64,
@@ -187,6 +189,7 @@ impl Ledger {
             response: Vec::new(),
             sample_in: 0,
             name_of,
+            by_name: false,
             main,
             warm: WorkerStats::new(),
             open,
@@ -252,13 +255,25 @@ impl Ledger {
         self.stats(warm)
     }
 
+    /// A streamed replay's requests carry their name number as their target, of `names`
+    /// names (0: none kept).
+    pub fn by_name(&mut self, names: usize) {
+        if names > 0 {
+            self.main.targets = vec![TargetStats::default(); names];
+            self.by_name = true;
+        }
+    }
+
     /// The figures of `target`'s name, for a measured request (`None`: not kept).
     #[inline]
     fn target(&mut self, warm: bool, target: u32) -> Option<&mut TargetStats> {
-        if warm || self.name_of.is_empty() {
+        if warm || (self.name_of.is_empty() && !self.by_name) {
             return None;
         }
-        let name = self.name_of[target as usize] as usize;
+        let name = match self.by_name {
+            true => target as usize,
+            false => self.name_of[target as usize] as usize,
+        };
         self.main.targets.get_mut(name)
     }
 

@@ -31,6 +31,7 @@ mod conn;
 mod epoll;
 #[cfg(test)]
 mod fake;
+mod feed;
 mod ledger;
 mod model;
 mod replay;
@@ -53,6 +54,7 @@ use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use backend::IoBackend;
+pub use feed::{Block, Feed, Source as FeedSource, BLOCK as FEED_BLOCK, BLOCKS as FEED_BLOCKS};
 pub use pelt_stats::{Arrival, StopReason};
 pub use replay::{Replay, SPEED_RANGE as REPLAY_SPEEDS};
 pub use requests::{Order, RequestSet};
@@ -137,6 +139,12 @@ pub struct Config {
     /// `--replay`: the due times come from a recording (`rate` is then its mean rate, and
     /// `targets` its entries, in time order).
     pub replay: Option<std::sync::Arc<Replay>>,
+    /// `--replay` of a recording read as the run goes (`feed.rs`): its entries, encoded, come
+    /// from here (`targets` is then `None`, `replay` has the recording's length and span but
+    /// no times, and `names` the per-target names). HTTP/1.1 only.
+    pub feed: Option<std::sync::Arc<Feed>>,
+    /// With `feed`: the per-target names its entries' name numbers index.
+    pub names: Vec<String>,
     /// Open loop: how due times are spaced.
     pub arrival: Arrival,
     /// Open loop: connections pelt may open when a request is due and none is free (at least
@@ -309,6 +317,8 @@ impl Config {
             rate: None,
             stages: None,
             replay: None,
+            feed: None,
+            names: Vec::new(),
             arrival: Arrival::Constant,
             max_connections: DEFAULT_CONNECTIONS,
             warmup: Duration::ZERO,
@@ -362,7 +372,7 @@ pub struct RunResult {
 }
 
 /// One worker's share of the run.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct WorkerPlan {
     pub worker: usize,
     pub workers: usize,
@@ -378,6 +388,8 @@ pub(crate) struct WorkerPlan {
     pub tx: Sender<Published>,
     /// The run's clock: `start` and `end` are moved to when every worker is ready.
     pub clock: Arc<Clock>,
+    /// A streamed replay: the blocks of the recording, from its reader.
+    pub feed: Option<mpsc::Receiver<Arc<feed::Block>>>,
 }
 
 impl WorkerPlan {
@@ -465,10 +477,34 @@ pub fn run(
             &repeated[..]
         }
     };
+    // A streamed replay: the reader, and each worker's channel of blocks from it.
+    let (reader, mut feeds, primed) = match &config.feed {
+        Some(f) => {
+            let (reader, blocks, primed) = feed::start(f, threads);
+            (
+                Some(reader),
+                blocks.into_iter().map(Some).collect(),
+                Some(primed),
+            )
+        }
+        None => (None, (0..threads).map(|_| None).collect::<Vec<_>>(), None),
+    };
+    let quit_reading = AtomicBool::new(false);
     let mut timeline = TimelineBuilder::new(threads, first, config.warmup, config.stages.clone());
     // A slice's points carry its part of what the stages ask for, so a fleet's parts add up.
     timeline.part = config.slice.map_or(1.0, |s| s.fraction(threads));
     let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
+        if let (Some(reader), Some(f)) = (reader, &config.feed) {
+            let quit = &quit_reading;
+            std::thread::Builder::new()
+                .name("pelt-reader".into())
+                .spawn_scoped(s, move || reader.run(f, quit))
+                .expect("spawning the reader thread");
+        }
+        // The workers start with the look-ahead full (or the recording read).
+        if let Some(primed) = &primed {
+            let _ = primed.recv();
+        }
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let w = first + i;
@@ -483,6 +519,7 @@ pub fn run(
                     connect_rate: config.connect_rate.map(|r| r / workers as f64),
                     tx: tx.clone(),
                     clock: clock.clone(),
+                    feed: feeds[i].take(),
                 };
                 std::thread::Builder::new()
                     .name(format!("pelt-worker-{i}"))
@@ -498,10 +535,12 @@ pub fn run(
         for published in rx {
             timeline.add(published, on_second);
         }
-        handles
+        let outcomes = handles
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
-            .collect()
+            .collect();
+        quit_reading.store(true, std::sync::atomic::Ordering::Relaxed);
+        outcomes
     });
     let elapsed = start.elapsed();
     timeline.finish(elapsed, on_second);

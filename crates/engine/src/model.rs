@@ -6,7 +6,7 @@
 
 use crate::schedule::Schedule;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Model {
     /// `None`: closed loop.
     schedule: Option<Schedule>,
@@ -60,7 +60,19 @@ impl Model {
                 *n -= 1;
             }
         }
+        if self.next_due_ns().is_none() {
+            // Nothing more starts: a streamed recording's blocks go back to its reader.
+            if let Some(s) = &mut self.schedule {
+                s.close();
+            }
+        }
         Some(due)
+    }
+
+    /// A streamed replay: the entry [`Model::take`] took last.
+    #[inline]
+    pub fn fed(&self) -> Option<&crate::feed::Cursor> {
+        self.schedule.as_ref().and_then(Schedule::fed)
     }
 
     /// Scenarios, open loop: takes the next iteration's arrival if one is due at `elapsed_ns`
@@ -125,6 +137,9 @@ impl Model {
     /// Starts nothing more (the run is stopping).
     pub fn stop(&mut self) {
         self.stopped = true;
+        if let Some(s) = &mut self.schedule {
+            s.close();
+        }
     }
 }
 
@@ -164,9 +179,9 @@ mod tests {
         // 10 ms later, 10 are due but only 4 remain in the budget.
         assert_eq!(m.backlog(10_000_000), 4);
         // Past the end (a run that stopped late), requests due after it are not a backlog.
-        let mut ended = m.clone();
-        ended.end_at(3_000_000);
-        assert_eq!(ended.backlog(10_000_000), 2);
+        m.end_at(3_000_000);
+        assert_eq!(m.backlog(10_000_000), 2);
+        m.end_at(u64::MAX);
         assert_eq!(m.take(10_000_000, false), Some(1_000_000), "oldest first");
         m.stop();
         assert_eq!(m.take(10_000_000, false), None);

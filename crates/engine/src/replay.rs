@@ -10,8 +10,13 @@
 /// A recording's due times.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Replay {
-    /// Each entry's offset from the first, ns, in time order (the first is 0).
+    /// Each entry's offset from the first, ns, in time order (the first is 0); empty when the
+    /// recording is read as the run goes (`feed.rs`: its blocks carry the times).
     times_ns: Vec<u64>,
+    /// Entries in the recording.
+    len: u64,
+    /// From its first entry to its last, ns (recorded time).
+    span_ns: u64,
     /// How far apart laps start, ns (recorded time): the recording's span and one mean gap,
     /// so a lap's first request does not land on the last one's (1 s for a single entry).
     period_ns: u64,
@@ -19,6 +24,15 @@ pub struct Replay {
     speed: f64,
     /// The recording repeats until `-n` or `-d` ends the run.
     laps: bool,
+}
+
+/// How far apart laps start, ns: the span and one mean gap (1 s for a single entry or none).
+fn period(len: u64, span_ns: u64) -> u64 {
+    if len > 1 && span_ns > 0 {
+        span_ns + span_ns / (len - 1)
+    } else {
+        1_000_000_000
+    }
 }
 
 /// The fastest and slowest speeds taken.
@@ -31,6 +45,23 @@ impl Replay {
         if times_ns.is_empty() {
             return Err("the recording has no request".into());
         }
+        if let Some(k) = times_ns.windows(2).position(|w| w[1] < w[0]) {
+            return Err(format!(
+                "request {} is recorded before the one ahead of it",
+                k + 2
+            ));
+        }
+        let span = times_ns[times_ns.len() - 1] - times_ns[0];
+        let mut replay = Replay::streamed(times_ns.len() as u64, span, speed, laps)?;
+        let first = times_ns[0];
+        replay.times_ns = times_ns.into_iter().map(|t| t - first).collect();
+        Ok(replay)
+    }
+
+    /// A recording of `len` entries over `span_ns` (ns from its first to its last) whose
+    /// times come with its entries, as it is read (`feed.rs`): played at `speed`, once or in
+    /// laps.
+    pub fn streamed(len: u64, span_ns: u64, speed: f64, laps: bool) -> Result<Replay, String> {
         if !SPEED_RANGE.contains(&speed) {
             return Err(format!(
                 "a replay speed of {speed} is outside {}..={}",
@@ -38,23 +69,11 @@ impl Replay {
                 SPEED_RANGE.end()
             ));
         }
-        if let Some(k) = times_ns.windows(2).position(|w| w[1] < w[0]) {
-            return Err(format!(
-                "request {} is recorded before the one ahead of it",
-                k + 2
-            ));
-        }
-        let n = times_ns.len() as u64;
-        let span = times_ns[times_ns.len() - 1] - times_ns[0];
-        let period_ns = if n > 1 && span > 0 {
-            span + span / (n - 1)
-        } else {
-            1_000_000_000
-        };
-        let first = times_ns[0];
         Ok(Replay {
-            times_ns: times_ns.into_iter().map(|t| t - first).collect(),
-            period_ns,
+            times_ns: Vec::new(),
+            len,
+            span_ns,
+            period_ns: period(len, span_ns),
             speed,
             laps,
         })
@@ -62,11 +81,16 @@ impl Replay {
 
     /// Entries in the recording.
     pub fn len(&self) -> usize {
-        self.times_ns.len()
+        self.len as usize
     }
 
     /// Never true: a replay has at least one entry.
     pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Its times come with its entries, as it is read (`feed.rs`).
+    pub fn is_streamed(&self) -> bool {
         self.times_ns.is_empty()
     }
 
@@ -86,19 +110,26 @@ impl Replay {
 
     /// How long one pass of the recording takes at this speed, ns (to its last request).
     pub fn span_ns(&self) -> u64 {
-        self.due_ns(self.len() as u64 - 1)
+        (self.span_ns as f64 / self.speed).round() as u64
     }
 
     /// When global request `index` is due, ns after the start (`u64::MAX`: never, past the
-    /// recording's end without laps).
+    /// recording's end without laps). Not for a streamed recording (see [`Replay::due_of`]).
     #[inline]
     pub fn due_ns(&self, index: u64) -> u64 {
-        let n = self.len() as u64;
-        let (lap, k) = (index / n, (index % n) as usize);
+        let k = (index % self.len.max(1)) as usize;
+        self.due_of(index, self.times_ns[k])
+    }
+
+    /// When global request `index` is due, ns after the start, its entry recorded
+    /// `recorded_ns` after the recording's first (`u64::MAX`: never).
+    #[inline]
+    pub fn due_of(&self, index: u64, recorded_ns: u64) -> u64 {
+        let lap = index / self.len.max(1);
         if lap > 0 && !self.laps {
             return u64::MAX;
         }
-        let recorded = lap as f64 * self.period_ns as f64 + self.times_ns[k] as f64;
+        let recorded = lap as f64 * self.period_ns as f64 + recorded_ns as f64;
         // `as` saturates: past u64::MAX ns is never.
         (recorded / self.speed).round() as u64
     }

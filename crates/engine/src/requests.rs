@@ -65,6 +65,21 @@ impl RequestSet {
         self.templates.push(Some(template));
     }
 
+    /// Empties it, keeping its buffers (an encoder that hands each entry on reuses it).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+        self.head.clear();
+        self.any_head = false;
+        self.templates.clear();
+        self.name_of.clear();
+    }
+
+    /// Whether entry `t` is a HEAD request.
+    pub fn is_head(&self, t: usize) -> bool {
+        self.head[t]
+    }
+
     /// Adds the lines of a `{{line:FILE}}` file; returns its number for `Value::Line`.
     pub fn set_lines(&mut self, lines: Vec<Lines>) {
         self.lines = lines;

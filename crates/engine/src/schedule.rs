@@ -57,12 +57,15 @@ impl Rate {
 }
 
 /// How the global rate moves: constant (`--rate`), or along stages (`--stages`).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Pace {
     Constant(Rate),
     Staged(Stages),
     /// `--replay`: the recording's times.
     Replay(std::sync::Arc<crate::Replay>),
+    /// `--replay` of a recording read as the run goes: its times come with its entries, to
+    /// this worker (the cursor also holds the entry taken last).
+    Fed(Box<crate::feed::Cursor>),
 }
 
 impl Pace {
@@ -73,14 +76,18 @@ impl Pace {
             Pace::Constant(rate) => rate.due_ns(index),
             Pace::Staged(s) => seconds_to_ns(s.time_of(index as f64)),
             Pace::Replay(r) => r.due_ns(index),
+            // Read from the cursor as it moves (`Schedule::take`), never from here.
+            Pace::Fed(_) => u64::MAX,
         }
     }
 
-    /// How many global requests are due at `elapsed_ns`.
+    /// How many global requests are due at `elapsed_ns` (a streamed recording: unknown, 0;
+    /// its backlog is counted as Poisson arrivals' is).
     pub fn due_count(&self, elapsed_ns: u64) -> u64 {
         match self {
             Pace::Constant(rate) => rate.due_count(elapsed_ns),
             Pace::Replay(r) => r.due_count(elapsed_ns),
+            Pace::Fed(_) => 0,
             Pace::Staged(s) => {
                 // The count's floor is right but for rounding; settle it on due_ns itself, so
                 // the two agree exactly.
@@ -104,6 +111,7 @@ impl Pace {
             Pace::Staged(s) => seconds_to_ns(s.time_of(n)),
             // A replay's arrivals are the recording's (prepare refuses Poisson with it).
             Pace::Replay(r) => r.due_ns(n as u64),
+            Pace::Fed(_) => u64::MAX,
         }
     }
 }
@@ -118,7 +126,7 @@ fn seconds_to_ns(s: Option<f64>) -> u64 {
 }
 
 /// One worker's part of a global schedule.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Schedule {
     pace: Pace,
     worker: u64,
@@ -150,10 +158,36 @@ impl Schedule {
             rng: fastrand::Rng::with_seed(0x5045_4c54_u64 ^ worker.wrapping_mul(0x9e37_79b9)),
         };
         s.next_due_ns = match arrival {
-            Arrival::Constant => s.pace.due_ns(worker),
+            Arrival::Constant => s.due_of(worker),
             Arrival::Poisson => s.poisson_next(),
         };
         s
+    }
+
+    /// When global request `index` is due (constant arrivals; a streamed recording moves its
+    /// cursor there).
+    #[inline]
+    fn due_of(&mut self, index: u64) -> u64 {
+        match &mut self.pace {
+            Pace::Fed(cursor) => cursor.due_ns(index),
+            pace => pace.due_ns(index),
+        }
+    }
+
+    /// A streamed recording: the entry taken last (`None`: the times are not streamed).
+    #[inline]
+    pub fn fed(&self) -> Option<&crate::feed::Cursor> {
+        match &self.pace {
+            Pace::Fed(cursor) => Some(cursor),
+            _ => None,
+        }
+    }
+
+    /// Takes nothing more: a streamed recording's blocks go back to its reader.
+    pub fn close(&mut self) {
+        if let Pace::Fed(cursor) = &mut self.pace {
+            cursor.close();
+        }
     }
 
     /// How many of this worker's requests are due at `elapsed_ns` (constant arrivals); a pure
@@ -181,9 +215,9 @@ impl Schedule {
 
     /// Due requests waiting to start at `elapsed_ns`: the FIFO's length.
     pub fn backlog(&self, elapsed_ns: u64) -> u64 {
-        match self.arrival {
-            Arrival::Constant => self.due_by(elapsed_ns).saturating_sub(self.started),
-            Arrival::Poisson => u64::from(self.next_due_ns <= elapsed_ns),
+        match (&self.pace, self.arrival) {
+            (Pace::Fed(_), _) | (_, Arrival::Poisson) => u64::from(self.next_due_ns <= elapsed_ns),
+            (_, Arrival::Constant) => self.due_by(elapsed_ns).saturating_sub(self.started),
         }
     }
 
@@ -191,9 +225,12 @@ impl Schedule {
     #[inline]
     pub fn take(&mut self) -> u64 {
         let due = self.next_due_ns;
+        if let Pace::Fed(cursor) = &mut self.pace {
+            cursor.take(self.worker + self.started * self.workers);
+        }
         self.started += 1;
         self.next_due_ns = match self.arrival {
-            Arrival::Constant => self.pace.due_ns(self.worker + self.started * self.workers),
+            Arrival::Constant => self.due_of(self.worker + self.started * self.workers),
             Arrival::Poisson => self.poisson_next(),
         };
         due

@@ -113,19 +113,33 @@ pub fn parse(
 ) -> Result<Vec<TargetEntry>, String> {
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
-        let line = raw.trim_end_matches('\r');
-        if line.trim().is_empty() {
-            continue;
-        }
-        match entry(line, format, origin) {
-            Ok(e) => out.push(TargetEntry { line: n + 1, ..e }),
-            Err(e) => bad.found(format!("--targets {file} line {}: {e}", n + 1))?,
+        match line(raw, file, n + 1, origin, format) {
+            Ok(e) => out.extend(e),
+            Err(e) => bad.found(e)?,
         }
     }
     if out.is_empty() {
         return Err(format!("--targets {file}: no requests in it"));
     }
     Ok(out)
+}
+
+/// Line `number` of access log `file`: its request on `origin` (`None`: a blank line).
+pub(crate) fn line(
+    raw: &str,
+    file: &str,
+    number: usize,
+    origin: &str,
+    format: &LogFormat,
+) -> Result<Option<TargetEntry>, String> {
+    let line = raw.trim_end_matches('\r');
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    match entry(line, format, origin) {
+        Ok(e) => Ok(Some(TargetEntry { line: number, ..e })),
+        Err(e) => Err(format!("--targets {file} line {number}: {e}")),
+    }
 }
 
 fn entry(line: &str, format: &LogFormat, origin: &str) -> Result<TargetEntry, String> {

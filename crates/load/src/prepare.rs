@@ -70,20 +70,33 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         Requests::Scenario(source) => Some(scenario_program(spec, source)?),
         _ => None,
     };
-    let mut entries = match &program {
-        Some(p) => Some(scenario_entries(spec, p)?),
-        None => entries(spec, &body)?,
+    // A recording read as the run goes: its first pass, instead of the entries read whole.
+    let streamed = match crate::streamed::chosen(spec)? {
+        Some((path, format)) if crate::replay::checked(spec)? => {
+            crate::streamed::prepare(spec, &path, format, &headers, &body)?
+        }
+        _ => None,
     };
-    let replay = match entries.as_mut() {
-        Some(e) => crate::replay::replay(spec, &mut e.list, e.from.1.as_deref())?,
-        None => crate::replay::replay(spec, &mut Vec::new(), None)?,
+    let mut entries = match (&program, &streamed) {
+        (Some(p), _) => Some(scenario_entries(spec, p)?),
+        (None, Some(_)) => None,
+        (None, None) => entries(spec, &body)?,
+    };
+    let replay = match (entries.as_mut(), &streamed) {
+        (_, Some((scan, _))) => Some(
+            engine::Replay::streamed(scan.len, scan.span_ns, spec.replay.speed, spec.replay.laps)
+                .map_err(|e| bad(format!("--replay: {e}")))?,
+        ),
+        (Some(e), None) => crate::replay::replay(spec, &mut e.list, e.from.1.as_deref())?,
+        (None, None) => crate::replay::replay(spec, &mut Vec::new(), None)?,
     };
     if let Some(r) = &replay {
         shape.replay(spec, r);
     }
     // With targets and no URL, the first target's origin is the run's.
-    let url = match (&entries, spec.url.is_empty()) {
-        (Some(e), true) => e.list[0].url.as_str(),
+    let url = match (&entries, &streamed, spec.url.is_empty()) {
+        (Some(e), _, true) => e.list[0].url.as_str(),
+        (_, Some((scan, _)), true) => scan.first_url.as_str(),
         _ => spec.url.as_str(),
     };
     let target = target_of(spec, url, here)?;
@@ -106,14 +119,33 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         url,
         shape.rate.is_some(),
     )?;
-    let (method, set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
-    let recorded = std::mem::take(&mut encoded.recorded);
+    let (mut method, mut set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
+    let mut recorded = std::mem::take(&mut encoded.recorded);
+    let mut feed = None;
+    if let Some((scan, f)) = streamed {
+        method = scan.methods;
+        set_info = Some(RequestSetInfo {
+            from: "targets".to_string(),
+            file: spec_file(spec),
+            entries: scan.len as usize,
+            order: "sequential".to_string(),
+            seed: None,
+            skipped: scan.skipped,
+            encoded_bytes: scan.encoded_bytes as usize,
+        });
+        recorded = scan.recorded;
+        feed = Some((std::sync::Arc::new(f), scan.names));
+    }
     let tls = tls_client(spec, &target)?;
     let io = io_backend(spec.io)?;
     let requests = shape.requests;
     let mut config = config(spec, &target, shape, threads, io, tls, encoded);
     config.requests = requests;
     config.replay = replay.map(std::sync::Arc::new);
+    if let Some((f, names)) = feed {
+        config.feed = Some(f);
+        config.names = names;
+    }
     config.websocket = websocket;
     if let (Some(program), Some(e)) = (program, &entries) {
         config.scenario = Some(std::sync::Arc::new(scenario_run(program, &e.list)?));
@@ -850,6 +882,18 @@ fn access_log(
     file: &str,
     bad_lines: &mut sources::BadLines,
 ) -> Result<Vec<TargetEntry>, SpecError> {
+    let (format, origin) = log_layout(spec, file)?;
+    let text = std::str::from_utf8(text)
+        .map_err(|e| bad(format!("--targets {file}: not UTF-8 text ({e})")))?;
+    crate::access_log::parse(text, file, &origin, &format, bad_lines).map_err(bad)
+}
+
+/// An access log's layout (`--log-format`, else the combined format) and the origin its
+/// requests go to (the URL argument's).
+pub(crate) fn log_layout(
+    spec: &LoadSpec,
+    file: &str,
+) -> Result<(crate::access_log::LogFormat, String), SpecError> {
     let format = crate::access_log::LogFormat::new(
         spec.log_format
             .as_deref()
@@ -866,9 +910,7 @@ fn access_log(
                  requests to (a log has no host)"
             ))
         })?;
-    let text = std::str::from_utf8(text)
-        .map_err(|e| bad(format!("--targets {file}: not UTF-8 text ({e})")))?;
-    crate::access_log::parse(text, file, &origin, &format, bad_lines).map_err(bad)
+    Ok((format, origin))
 }
 
 /// What [`build_set`] makes: the HTTP/1.1 set, the HTTP/2 requests, what the report says of
@@ -896,13 +938,14 @@ fn build_set(
         TargetOrder::Sequential => engine::Order::Sequential,
         TargetOrder::Random => engine::Order::Random { seed: chosen },
     };
+    let first = target::parse(origin).map_err(bad)?;
     let mut b = SetBuilder {
         spec,
         from,
         headers,
         body,
         h2,
-        first: target::parse(origin).map_err(bad)?,
+        first: &first,
         set: engine::RequestSet::new(order),
         files: LineFiles::default(),
         h2_requests: Vec::new(),
@@ -946,7 +989,7 @@ fn build_set(
 }
 
 /// The request set as its entries are encoded into it.
-struct SetBuilder<'a> {
+pub(crate) struct SetBuilder<'a> {
     spec: &'a LoadSpec,
     from: &'a From,
     /// The command line's headers and body (an entry's own come after, or instead).
@@ -954,7 +997,7 @@ struct SetBuilder<'a> {
     body: &'a [u8],
     h2: bool,
     /// The run's origin.
-    first: target::Parsed,
+    first: &'a target::Parsed,
     set: engine::RequestSet,
     files: LineFiles,
     h2_requests: Vec<engine::H2Request>,
@@ -963,9 +1006,80 @@ struct SetBuilder<'a> {
     vars: &'a [String],
 }
 
+/// An entry handed on: its bytes, whether it is a HEAD request, its name number.
+pub(crate) type OneEntry<'a> = (&'a [u8], bool, u32);
+
+/// What a [`SetBuilder`] that hands each entry on keeps between entries: its set (one entry
+/// at a time) and the names it has numbered.
+#[derive(Default)]
+pub(crate) struct EncoderState {
+    set: engine::RequestSet,
+    names: Names,
+}
+
+impl<'a> SetBuilder<'a> {
+    /// A builder that encodes one entry at a time and hands it on (a streamed recording:
+    /// HTTP/1.1, no scenario), from `state`.
+    pub(crate) fn one_by_one(
+        spec: &'a LoadSpec,
+        from: &'a From,
+        headers: &'a [(String, String)],
+        body: &'a [u8],
+        first: &'a target::Parsed,
+        state: EncoderState,
+    ) -> SetBuilder<'a> {
+        SetBuilder {
+            spec,
+            from,
+            headers,
+            body,
+            h2: false,
+            first,
+            set: state.set,
+            files: LineFiles::default(),
+            h2_requests: Vec::new(),
+            names: state.names,
+            vars: &[],
+        }
+    }
+
+    /// Encodes entry `k` and hands it on: its bytes, whether it is a HEAD request, and its
+    /// name number; `None` when it has templates (its bytes change per request).
+    pub(crate) fn encode(
+        &mut self,
+        k: usize,
+        e: &TargetEntry,
+    ) -> Result<Option<OneEntry<'_>>, SpecError> {
+        self.set.clear();
+        self.names.name_of.clear();
+        self.add(k, e)?;
+        if self.set.has_templates() || !self.files.files.is_empty() {
+            return Ok(None);
+        }
+        let name = self.names.name_of.first().copied().unwrap_or(0);
+        Ok(Some((self.set.bytes(), self.set.is_head(0), name)))
+    }
+
+    /// What it keeps between entries.
+    pub(crate) fn into_state(self) -> EncoderState {
+        EncoderState {
+            set: self.set,
+            names: self.names,
+        }
+    }
+}
+
+impl EncoderState {
+    /// The names numbered, in order of their numbers, and the recording's latencies by name.
+    pub(crate) fn into_names(self) -> (Vec<String>, Vec<Option<pelt_stats::LatencyHistogram>>) {
+        let (names, _, recorded) = self.names.into_parts();
+        (names, recorded)
+    }
+}
+
 impl SetBuilder<'_> {
     /// Encodes entry `k`.
-    fn add(&mut self, k: usize, e: &TargetEntry) -> Result<(), SpecError> {
+    pub(crate) fn add(&mut self, k: usize, e: &TargetEntry) -> Result<(), SpecError> {
         let spec = self.spec;
         // Where an entry came from, for a message (built only for one).
         let at = Where(self.from, e.line, k);
@@ -987,7 +1101,7 @@ impl SetBuilder<'_> {
         };
         let url = marked_url.as_deref().unwrap_or(&e.url);
         let p = target::parse(url).map_err(|err| bad(format!("{}{err}", at.prefix())))?;
-        let first = &self.first;
+        let first = self.first;
         if (p.https, &p.host, p.port) != (first.https, &first.host, first.port) {
             return Err(bad(format!(
                 "{at}: {} is not on {}://{}:{} like the run's URL; all targets share one \
@@ -1197,6 +1311,17 @@ fn clock_seed() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// The `--targets` file, as the report names it.
+fn spec_file(spec: &LoadSpec) -> Option<String> {
+    match &spec.requests_from {
+        Requests::Targets {
+            source: TargetsSource::File(path),
+            ..
+        } => Some(path.display().to_string()),
+        _ => None,
+    }
+}
+
 /// Names an entry in a message: `--targets FILE line N`, `target N` of a program's list, or
 /// nothing for the command line's own request.
 struct Where<'a>(&'a From, usize, usize);
@@ -1233,7 +1358,7 @@ impl std::fmt::Display for Where<'_> {
 /// template as typed). The first [`pelt_stats::MAX_TARGET_NAMES`] distinct names get figures
 /// of their own; the rest share [`pelt_stats::OTHER`].
 #[derive(Default)]
-struct Names {
+pub(crate) struct Names {
     /// Each distinct name and its number (kept once: a name may be as long as its URL).
     index: std::collections::HashMap<String, u32>,
     name_of: Vec<u32>,

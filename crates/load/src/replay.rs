@@ -23,11 +23,25 @@ pub(crate) fn replay(
     list: &mut Vec<TargetEntry>,
     file: Option<&str>,
 ) -> Result<Option<pelt_engine::Replay>, SpecError> {
+    if !checked(spec)? {
+        return Ok(None);
+    }
+    let at = file.map_or("--targets".to_string(), |f| format!("--targets {f}"));
+    let times = in_time_order(list, &at).map_err(bad)?;
+    pelt_engine::Replay::new(times, spec.replay.speed, spec.replay.laps)
+        .map(Some)
+        .map_err(|e| bad(format!("--replay: {e}")))
+}
+
+/// Checks what `--replay` goes with; whether it is on.
+pub(crate) fn checked(spec: &LoadSpec) -> Result<bool, SpecError> {
     if !spec.replay.on {
         if spec.replay != Default::default() {
-            return Err(bad("--replay-speed and --replay-loop go with --replay"));
+            return Err(bad(
+                "--replay-speed, --replay-loop and --replay-read go with --replay",
+            ));
         }
-        return Ok(None);
+        return Ok(false);
     }
     if !matches!(spec.requests_from, Requests::Targets { .. }) {
         return Err(bad(
@@ -50,72 +64,128 @@ pub(crate) fn replay(
     if spec.order != crate::spec::TargetOrder::Sequential {
         return refuse("--order random", "a recording is replayed in its order");
     }
-    let at = file.map_or("--targets".to_string(), |f| format!("--targets {f}"));
-    let times = in_time_order(list, &at).map_err(bad)?;
-    pelt_engine::Replay::new(times, spec.replay.speed, spec.replay.laps)
-        .map(Some)
-        .map_err(|e| bad(format!("--replay: {e}")))
+    Ok(true)
 }
 
 /// Sorts `list` by recorded time with a look-ahead of [`LOOKAHEAD`] entries (stable: equal
 /// times keep their order) and returns each entry's time, ns from the first.
 fn in_time_order(list: &mut Vec<TargetEntry>, at: &str) -> Result<Vec<u64>, String> {
-    let where_ = |e: &TargetEntry, k: usize| match e.line {
-        0 => format!("{at} entry {}", k + 1),
-        n => format!("{at} line {n}"),
-    };
-    let mut keys = Vec::with_capacity(list.len());
-    let mut kind = None;
-    for (k, e) in list.iter().enumerate() {
+    let mut order = TimeOrder::new(at);
+    let mut sorted = Vec::with_capacity(list.len());
+    for (k, e) in std::mem::take(list).into_iter().enumerate() {
+        sorted.extend(order.push(k, e)?);
+    }
+    sorted.extend(std::iter::from_fn(|| order.pop()));
+    let first = sorted.first().map_or(0, |(t, _)| *t);
+    let times = sorted.iter().map(|(t, _)| (t - first) as u64).collect();
+    *list = sorted.into_iter().map(|(_, e)| e).collect();
+    Ok(times)
+}
+
+/// Puts a recording's entries in time order as they are read, looking [`LOOKAHEAD`] entries
+/// ahead (stable: equal times keep their order): an entry leaves when one more than the
+/// look-ahead came after it. One recorded before an entry that has left is an error, as is one
+/// without a time, or with a time of the other kind (offsets and RFC 3339 times mixed).
+pub(crate) struct TimeOrder {
+    /// Where the entries come from, for messages (`--targets FILE`).
+    at: String,
+    heap: BinaryHeap<Reverse<Keyed>>,
+    /// The entries' times are RFC 3339 moments (else offsets); `None`: none read yet.
+    absolute: Option<bool>,
+    /// The latest entry that has left: its time, line and number.
+    left: Option<(i128, usize, usize)>,
+}
+
+/// An entry with its time (ns) and its place in the file, ordered by those two.
+struct Keyed(i128, usize, TargetEntry);
+
+impl PartialEq for Keyed {
+    fn eq(&self, other: &Keyed) -> bool {
+        (self.0, self.1) == (other.0, other.1)
+    }
+}
+impl Eq for Keyed {}
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, other: &Keyed) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Keyed {
+    fn cmp(&self, other: &Keyed) -> std::cmp::Ordering {
+        (self.0, self.1).cmp(&(other.0, other.1))
+    }
+}
+
+impl TimeOrder {
+    pub fn new(at: &str) -> TimeOrder {
+        TimeOrder {
+            at: at.to_string(),
+            heap: BinaryHeap::with_capacity(LOOKAHEAD + 1),
+            absolute: None,
+            left: None,
+        }
+    }
+
+    /// Where the `k`th entry (from 0), on `line` (0: none), is, for a message.
+    fn place(&self, line: usize, k: usize) -> String {
+        match line {
+            0 => format!("{} entry {}", self.at, k + 1),
+            n => format!("{} line {n}", self.at),
+        }
+    }
+
+    /// Takes the `k`th entry read; returns the entry that leaves, with its time (ns: from the
+    /// epoch, or the recording's own offset).
+    pub fn push(
+        &mut self,
+        k: usize,
+        e: TargetEntry,
+    ) -> Result<Option<(i128, TargetEntry)>, String> {
         let Some(t) = e.time else {
             return Err(format!(
                 "{}: no \"t\": --replay needs every request's recorded time",
-                where_(e, k)
+                self.place(e.line, k)
             ));
         };
         let (key, absolute) = match t {
             Recorded::Offset(ns) => (ns as i128, false),
             Recorded::At(ns) => (ns, true),
         };
-        if *kind.get_or_insert(absolute) != absolute {
+        if *self.absolute.get_or_insert(absolute) != absolute {
             return Err(format!(
                 "{}: \"t\" mixes offsets (milliseconds) and RFC 3339 times; use one kind",
-                where_(e, k)
+                self.place(e.line, k)
             ));
         }
-        keys.push(key);
-    }
-    // A min-heap of the next LOOKAHEAD entries: the earliest leaves when the next one comes.
-    let mut heap = BinaryHeap::with_capacity(LOOKAHEAD + 1);
-    let mut order = Vec::with_capacity(list.len());
-    for (k, &t) in keys.iter().enumerate() {
-        // The latest entry sent so far: none may come before it.
-        if let Some(&j) = order.last().filter(|&&j| t < keys[j]) {
+        if let Some(&(latest, line, j)) = self.left.as_ref().filter(|(t, ..)| key < *t) {
             return Err(format!(
                 "{}: recorded {} ms before {}, over {LOOKAHEAD} requests ahead of it; pelt \
                  replays in time order, looking {LOOKAHEAD} requests ahead: sort the recording \
                  by time",
-                where_(&list[k], k),
-                (keys[j] - t) / 1_000_000,
-                where_(&list[j], j),
+                self.place(e.line, k),
+                (latest - key) / 1_000_000,
+                self.place(line, j),
             ));
         }
-        heap.push(Reverse((t, k)));
-        if heap.len() > LOOKAHEAD {
-            order.extend(heap.pop().map(|Reverse((_, k))| k));
+        self.heap.push(Reverse(Keyed(key, k, e)));
+        if self.heap.len() <= LOOKAHEAD {
+            return Ok(None);
         }
+        Ok(self.pop_keeping())
     }
-    while let Some(Reverse((_, k))) = heap.pop() {
-        order.push(k);
+
+    /// The earliest entry left, once every entry has been pushed.
+    pub fn pop(&mut self) -> Option<(i128, TargetEntry)> {
+        self.heap.pop().map(|Reverse(Keyed(t, _, e))| (t, e))
     }
-    let first = keys[order[0]];
-    let times = order.iter().map(|&k| (keys[k] - first) as u64).collect();
-    let mut taken: Vec<Option<TargetEntry>> = std::mem::take(list).into_iter().map(Some).collect();
-    *list = order
-        .iter()
-        .map(|&k| taken[k].take().expect("each entry once"))
-        .collect();
-    Ok(times)
+
+    fn pop_keeping(&mut self) -> Option<(i128, TargetEntry)> {
+        let Reverse(Keyed(t, k, e)) = self.heap.pop()?;
+        if self.left.is_none_or(|(l, ..)| t > l) {
+            self.left = Some((t, e.line, k));
+        }
+        Some((t, e))
+    }
 }
 
 fn bad(message: impl Into<String>) -> SpecError {

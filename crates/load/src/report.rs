@@ -32,12 +32,28 @@ impl Prepared {
             }
             h.warmup_latency_us = result.warmup.as_ref().map(|w| w.latency.clone());
         }
-        if let Some(set) = &p.config.targets {
+        let names = match (&p.config.targets, &p.config.feed) {
+            (Some(set), _) => Some(set.names()),
+            (None, Some(_)) => Some(&p.config.names[..]),
+            (None, None) => None,
+        };
+        if let Some(feed) = &p.config.feed {
+            report.notes.push(format!(
+                "the recording was read as the run went, {} requests ahead at most",
+                pelt_engine::FEED_BLOCK * pelt_engine::FEED_BLOCKS
+            ));
+            if let Some(e) = feed.error() {
+                report
+                    .notes
+                    .push(format!("reading the recording stopped early: {e}"));
+            }
+        }
+        if let Some(names) = names {
             report.targets = result
                 .stats
                 .targets
                 .iter()
-                .zip(set.names())
+                .zip(names)
                 .zip(p.recorded.iter().chain(std::iter::repeat(&None)))
                 .map(|((t, name), recorded)| {
                     let mut r = t.report(name);
@@ -46,7 +62,7 @@ impl Prepared {
                     r
                 })
                 .collect();
-            if set.names().len() > pelt_stats::MAX_TARGET_NAMES {
+            if names.len() > pelt_stats::MAX_TARGET_NAMES {
                 report.notes.push(format!(
                     "more than {} target names: the first {} have their own figures, the rest \
                      are counted together as \"{}\"",

@@ -311,20 +311,29 @@ fn parse_json_lines(
 ) -> Result<Vec<TargetEntry>, String> {
     let mut targets = Vec::new();
     for (n, raw) in text.lines().enumerate() {
-        let at = format!("--targets {file} line {}", n + 1);
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let read = serde_json::from_str::<JsonTarget>(line)
-            .map_err(|e| format!("{at}: {e}"))
-            .and_then(|t| entry(t, &at, n + 1));
-        match read {
-            Ok(e) => targets.push(e),
+        match json_line(raw, file, n + 1) {
+            Ok(e) => targets.extend(e),
             Err(problem) => bad.found(problem)?,
         }
     }
     Ok(targets)
+}
+
+/// Line `number` of JSON-lines file `file`: its target (`None`: a blank or comment line).
+pub(crate) fn json_line(
+    raw: &str,
+    file: &str,
+    number: usize,
+) -> Result<Option<TargetEntry>, String> {
+    let line = raw.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let at = format!("--targets {file} line {number}");
+    serde_json::from_str::<JsonTarget>(line)
+        .map_err(|e| format!("{at}: {e}"))
+        .and_then(|t| entry(t, &at, number))
+        .map(Some)
 }
 
 /// One target given as a JSON object (a JSON-lines line's object, or a program's): `at` says

@@ -242,6 +242,8 @@ pub struct ReplaySpec {
     pub speed: f64,
     /// Start the recording again at its end, until `-n` or `-d`.
     pub laps: bool,
+    /// Read the recording as the run goes, or whole before it (`--replay-read`).
+    pub read: ReplayRead,
 }
 
 impl Default for ReplaySpec {
@@ -250,8 +252,22 @@ impl Default for ReplaySpec {
             on: false,
             speed: 1.0,
             laps: false,
+            read: ReplayRead::Auto,
         }
     }
+}
+
+/// How a replay reads its recording (`--replay-read`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplayRead {
+    /// As the run goes when the file is [`crate::streamed::STREAM_FROM`] bytes or more and
+    /// can be streamed, else whole.
+    #[default]
+    Auto,
+    /// As the run goes, in bounded memory (refused where it cannot be).
+    Stream,
+    /// Whole, before the run.
+    Whole,
 }
 
 /// https:// settings. Any of them on an http:// URL is bad input.

@@ -862,6 +862,13 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(ws.read().unwrap(), Message::text("OK"));
         }
+        // The server counts a push after its write returns, which may be after the client
+        // read it: wait (bounded) for the counts to catch up.
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        let behind = |c: WsCounts| c.sent < 3 || c.received < 1;
+        while behind(server.ws_counts()) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert_eq!(server.ws_counts().received, 1);
         assert!(server.ws_counts().sent >= 3);
     }

@@ -145,6 +145,9 @@ impl Protocol for Http1 {
                 if let Some(head) = set.head(front.target as usize) {
                     conn.proto.parser.set_head_request(head);
                 }
+            } else if config.feed.is_some() {
+                let front = conn.slots.front().expect("a request is in flight");
+                conn.proto.parser.set_head_request(front.head);
             }
             let keep = config.sample_responses || config.scenario.is_some();
             // The oldest request's response starts with these bytes, if it had not already.
@@ -348,6 +351,12 @@ fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, n
     conn.slots.mark_sent(n, now);
     conn.unwritten = 0;
     let (start, end) = match &w.config.targets {
+        // A streamed replay: the requests' bytes, copied as they were taken.
+        None if w.config.feed.is_some() => {
+            conn.proto.scratch.extend_from_slice(&conn.fed);
+            conn.fed.clear();
+            (0, 0)
+        }
         None => (0, n * w.config.request.len()),
         Some(set) if set.has_templates() => {
             for k in conn.slots.len - n..conn.slots.len {

@@ -42,6 +42,7 @@ use ws::Ws;
 
 use crate::backend::{Connect, Endpoint, Event, EventKind, Io, Read, StampClock, Wait};
 use crate::conn::{errno_kind, needs_backoff, parse_error_kind, read_eof};
+use crate::feed::Cursor;
 use crate::ledger::{Ledger, Times};
 use crate::model::Model;
 use crate::requests::Picker;
@@ -172,6 +173,9 @@ pub(crate) fn run<I: Io>(
         config.targets.as_ref(),
     );
     ledger.sample_every(config.sample_every.unwrap_or(0));
+    if config.feed.is_some() {
+        ledger.by_name(config.names.len());
+    }
     let io = match io {
         Ok(io) => io,
         Err(e) => {
@@ -253,9 +257,12 @@ impl<I: Io> Setup<'_, I> {
         let staged = |of| config.stages.as_ref().filter(|s| s.of() == of).cloned();
         let model = match config.rate {
             Some(rate) => {
-                let pace = match &config.replay {
-                    Some(replay) => Pace::Replay(replay.clone()),
-                    None => staged(Ramped::Rate).map_or(Pace::Constant(rate), Pace::Staged),
+                let pace = match (&config.replay, plan.feed.take()) {
+                    (Some(replay), Some(blocks)) => {
+                        Pace::Fed(Box::new(Cursor::new(replay.clone(), blocks)))
+                    }
+                    (Some(replay), None) => Pace::Replay(replay.clone()),
+                    (None, _) => staged(Ramped::Rate).map_or(Pace::Constant(rate), Pace::Staged),
                 };
                 let schedule = Schedule::new(pace, config.arrival, plan.worker, plan.workers);
                 Model::open(schedule, plan.budget)
@@ -694,12 +701,21 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 let (target, seq) = self.picker.pick(warm);
                 (target, seq, due)
             };
-            self.ledger.started(warm, target, due, now);
             let conn = &mut self.conns[i];
+            // A streamed replay: the entry the schedule took, its bytes copied now.
+            let (target, head) = match self.model.fed() {
+                Some(fed) => {
+                    conn.fed.extend_from_slice(&fed.taken);
+                    (fed.taken_name, fed.taken_head)
+                }
+                None => (target, false),
+            };
+            self.ledger.started(warm, target, due, now);
             conn.slots.push(Slot {
                 target,
                 seq,
                 user,
+                head,
                 ..Slot::new(due, now, warm)
             });
             conn.unwritten += 1;
@@ -861,6 +877,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             self.lost(&slot, kind, now, &message);
         }
         self.conns[i].unwritten = 0;
+        self.conns[i].fed.clear();
     }
 
     /// A request ended in an error of `kind` (its user, in a scenario, is told).

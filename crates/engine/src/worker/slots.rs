@@ -30,8 +30,11 @@ pub(super) struct Slot<S> {
     pub(super) first: Option<Instant>,
     /// It started during the warm-up.
     pub(super) warm: bool,
-    /// Which entry of `Config::targets` it sends (0 with a single request).
+    /// Which entry of `Config::targets` it sends (0 with a single request); a streamed
+    /// replay's: its name number.
     pub(super) target: u32,
+    /// A streamed replay's: it is a HEAD request.
+    pub(super) head: bool,
     /// Its index in the run (`{{seq}}`).
     pub(super) seq: u64,
     /// Scenarios: the seat of the user that sends it (see `users.rs`).
@@ -55,6 +58,7 @@ impl<S: Default> Slot<S> {
             first: None,
             warm,
             target: 0,
+            head: false,
             seq: 0,
             user: 0,
             stream: S::default(),
@@ -148,6 +152,9 @@ pub(super) struct Conn<P: Protocol> {
     pub(super) unwritten: usize,
     /// Open loop: in the free queue.
     pub(super) queued: bool,
+    /// A streamed replay (`feed.rs`): the unwritten requests' bytes, copied when they were
+    /// taken (their blocks may be gone by the write).
+    pub(super) fed: Vec<u8>,
     /// The protocol's state on the current socket.
     pub(super) proto: P::Conn,
 }
@@ -161,6 +168,7 @@ impl<P: Protocol> Conn<P> {
             slots: Slots::new(depth, now),
             unwritten: 0,
             queued: false,
+            fed: Vec::new(),
             proto,
         }
     }
