@@ -424,9 +424,28 @@ fn a_browsers_har_replays_with_its_methods_paths_and_bodies() {
         !save_row.ends_with("<td class=\"n\"></td></tr>"),
         "{save_row}"
     );
-    // The chart draws them beside the replayed ones.
+    // The chart draws them beside the replayed ones, as a reader sees it in a browser.
     assert!(page.contains("recorded beside replayed"), "{page}");
-    assert!(page.contains("\"recorded_p99\":"), "{page}");
+    if let Some(seen) = browser_check(&html, &dir.join("report.png")) {
+        assert_eq!(seen["problems"], serde_json::json!([]), "{seen}");
+        let charts = seen["charts"].as_array().unwrap();
+        let chart = charts
+            .iter()
+            .find(|c| c["id"] == "chart-targets")
+            .unwrap_or_else(|| panic!("{seen}"));
+        let labels: Vec<&str> = chart["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["label"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            labels,
+            ["p50", "p99", "recorded p50", "recorded p99"],
+            "{chart}"
+        );
+        assert!(count(chart, &["painted"]) > 0, "{chart}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
