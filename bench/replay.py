@@ -7,7 +7,7 @@ goreplay file (`1 id timestamp-ns 0`, the raw request, the separator). Then, for
 (`--speeds 1,4`) and each tool in turn, with nginx pinned to one CPU and the tool to the other:
 
   pelt      URL --targets rec.jsonl --replay --replay-speed Kx -t 1 -c 64
-  pelt-stream  the same, --replay-read stream: the recording read as the run goes
+  pelt-stream  the same, --targets-read stream: the recording read as the run goes
   pelt-rate URL --targets rec.jsonl --rate R --arrival poisson -n N -t 1 -c 64: the same
             requests at the recording's mean rate (pelt's other schedule; its own lag only)
   goreplay  --input-file 'rec.gor|K00%' --output-http URL   (its dynamic worker pool),
@@ -145,7 +145,7 @@ def captured(args, port, pcap, cmd, env=None):
 def run_pelt(args, d, port, jsonl, speed, times, read="whole"):
     pcap = os.path.join(d, "pelt.pcap")
     cmd = [args.pelt, f"http://127.0.0.1:{port}", "--targets", jsonl, "--replay",
-           "--replay-speed", f"{speed}x", "--replay-read", read, "-t", "1", "-c", "64",
+           "--replay-speed", f"{speed}x", "--targets-read", read, "-t", "1", "-c", "64",
            "--max-connections", "1024", "--json", "-", "-q"]
     out, cpu = captured(args, port, pcap, cmd)
     r = json.loads(out)

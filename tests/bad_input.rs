@@ -564,13 +564,13 @@ fn bad_replays() {
     }
 }
 
-/// A recording read as the run goes is checked whole by a first pass, before any traffic:
-/// the same lines as a recording read whole; and where it cannot be streamed, one line says
-/// why.
+/// A targets file read as the run goes (replayed or not) is checked whole by a first pass,
+/// before any traffic: the same lines as a file read whole; and where it cannot be streamed,
+/// one line says why.
 #[test]
-fn bad_streamed_replays() {
+fn bad_streamed_targets() {
     let timed = "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\", \"t\": 100}\n";
-    let stream = ["--replay", "--replay-read", "stream"];
+    let stream = ["--replay", "--targets-read", "stream"];
     for (contents, args, says) in [
         (
             "{\"url\": \"{url}a\", \"t\": 0}\n{\"url\": \"{url}b\"}\n",
@@ -610,6 +610,31 @@ fn bad_streamed_replays() {
         let line = rejected_with_file(contents, &all);
         assert!(line.contains(says), "{all:?}: {line}");
     }
-    let line = rejected_with_file(timed, &["--targets", "{file}", "--replay-read", "stream"]);
-    assert!(line.contains("--replay"), "{line}");
+    // Plain targets (no --replay) read as the run goes: the same first pass, and what needs
+    // the whole file says so.
+    let plain = ["--targets-read", "stream", "-n", "5"];
+    for (contents, args, says) in [
+        (
+            "{\"url\": \"{url}a\"}\n{\"url\": \"{url}b\", \"method\": 7}\n",
+            &["--targets", "{file}"][..],
+            "line 2",
+        ),
+        (
+            "{\"url\": \"{url}a\"}\n{\"url\": \"http://127.0.0.2:1/b\"}\n",
+            &["--targets", "{file}"],
+            "line 2: 'http://127.0.0.2:1/b' is not on",
+        ),
+        (timed, &["--targets", "{file}", "--warmup", "1s"], "warm-up"),
+        (
+            timed,
+            &["--targets", "{file}", "--order", "random"],
+            "--order random",
+        ),
+        ("GET {url}a\n", &["--targets", "{file}"], "vegeta's format"),
+    ] {
+        let all: Vec<&str> = args.iter().copied().chain(plain).collect();
+        let line = rejected_with_file(contents, &all);
+        assert!(line.contains(says), "{all:?}: {line}");
+        assert!(line.contains("--targets"), "{all:?}: {line}");
+    }
 }

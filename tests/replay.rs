@@ -85,7 +85,7 @@ fn a_recording_is_replayed_in_order_at_its_pace() {
             "--replay",
             "--replay-speed",
             speed,
-            "--replay-read",
+            "--targets-read",
             read,
             "-c",
             "2",
@@ -142,7 +142,7 @@ fn a_looped_recording_runs_until_n() {
             "--replay-loop",
             "--replay-speed",
             "4x",
-            "--replay-read",
+            "--targets-read",
             read,
             "-n",
             "12",
@@ -196,7 +196,7 @@ fn a_streamed_recording_longer_than_the_look_ahead_is_sent_exactly() {
         "--targets",
         &file,
         "--replay",
-        "--replay-read",
+        "--targets-read",
         "stream",
         "--replay-loop",
         "--replay-speed",
@@ -467,7 +467,7 @@ fn bad_lines_are_skipped_and_counted_when_asked() {
             &file,
             "--replay",
             "--skip-bad-lines",
-            "--replay-read",
+            "--targets-read",
             read,
         ]);
         assert_schema(&v);
@@ -482,4 +482,102 @@ fn bad_lines_are_skipped_and_counted_when_asked() {
         );
     }
     let _ = std::fs::remove_file(&path);
+}
+
+/// Plain `--targets` (no `--replay`) read as the run goes, closed loop and open: `-n` sends
+/// the file's first n requests over laps, each exactly once, as the whole read does, by the
+/// server's own log (nginx's). 10,000 requests over a 3,000-line file are three blocks of the
+/// reader's, dealt to two workers (closed loop) or shared by them (open loop).
+#[test]
+fn a_targets_file_read_as_the_run_goes_sends_its_first_n_requests() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let (lines, n) = (3000usize, 10_000usize);
+    let method = |k: usize| if k % 9 == 4 { "HEAD" } else { "GET" };
+    let mut want: Vec<(String, String)> = (0..n)
+        .map(|i| (method(i % lines).to_string(), format!("/t{}", i % lines)))
+        .collect();
+    want.sort();
+    for (load, read) in [
+        ("closed", "stream"),
+        ("closed", "whole"),
+        ("open", "stream"),
+    ] {
+        let server = nginx(&bin);
+        let url = server.url("http", 0);
+        let path = std::env::temp_dir().join(format!(
+            "pelt-targets-stream-{}-{load}-{read}.jsonl",
+            std::process::id()
+        ));
+        let text: String = (0..lines)
+            .map(|k| {
+                format!(
+                    "{{\"method\": \"{}\", \"url\": \"{url}t{k}\", \"name\": \"n{}\"}}\n",
+                    method(k),
+                    k % 4
+                )
+            })
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let file = path.display().to_string();
+        let n_text = n.to_string();
+        let mut args = vec![
+            "--targets",
+            &file,
+            "--targets-read",
+            read,
+            "-n",
+            &n_text,
+            "-c",
+            "8",
+            "-t",
+            "2",
+        ];
+        if load == "open" {
+            args.extend(["--rate", "20000"]);
+        }
+        let v = run_json(&args);
+        assert_schema(&v);
+        assert_eq!(
+            count(&v, &["requests", "completed"]),
+            n as u64,
+            "{load} {read}: {v}"
+        );
+        assert_eq!(count(&v, &["requests", "errors"]), 0, "{load} {read}: {v}");
+        // By name: n0 is lines 0, 4, 8, ... of each lap.
+        let by_name: Vec<(String, u64)> = v["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    count(t, &["completed"]),
+                )
+            })
+            .collect();
+        for (name, got) in &by_name {
+            let r: usize = name[1..].parse().unwrap();
+            let expect = (0..n).filter(|i| (i % lines) % 4 == r).count() as u64;
+            assert_eq!(*got, expect, "{load} {read}: {name} in {by_name:?}");
+        }
+        let notes = v["notes"].to_string();
+        assert_eq!(
+            notes.contains("the targets file was read as the run went"),
+            read == "stream",
+            "{load} {read}: {notes}"
+        );
+        let mut got: Vec<(String, String)> = logged(&server, n)
+            .into_iter()
+            .map(|(_, m, uri)| (m, uri))
+            .collect();
+        got.sort();
+        assert_eq!(got.len(), n, "{load} {read}");
+        assert!(
+            got == want,
+            "{load} {read}: the server's log is not the file's first {n}"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
 }

@@ -81,6 +81,13 @@ export interface RunOptions {
    */
   targets?: string | Target[]
   /**
+   * --targets-read: Read the --targets file as the run goes (stream: memory bounded by a
+   * look-ahead of 262,144 requests, whatever its length; after a first pass that checks every
+   * line), or whole before it. Replayed or not; plain targets loop, and -n sends the file's
+   * first n.
+   */
+  targetsRead?: 'auto' | 'stream' | 'whole'
+  /**
    * --targets-format: The format of --targets. [default: auto]
    */
   targetsFormat?: 'auto' | 'http' | 'json' | 'nginx' | 'apache' | 'har'
@@ -100,12 +107,6 @@ export interface RunOptions {
    * -n or -d (10s unless told) ends the run.
    */
   replayLoop?: boolean
-  /**
-   * --replay-read: With --replay: read the recording as the run goes (stream: memory bounded by
-   * a look-ahead of 262,144 requests, whatever its length; after a first pass that checks every
-   * line), or whole before it.
-   */
-  replayRead?: 'auto' | 'stream' | 'whole'
   /**
    * --skip-bad-lines: With --targets (JSON lines, an access log or a HAR file): count and skip
    * the lines (HAR entries) that do not parse, instead of refusing the run; the result says how

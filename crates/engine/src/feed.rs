@@ -1,22 +1,32 @@
-//! A recording read as the run goes (`--replay` of a big file): bounded memory whatever its
-//! length.
+//! A request file read as the run goes (a big `--targets` file, replayed or not): bounded
+//! memory whatever its length.
 //!
 //! One reader thread takes the entries from a [`Source`] (pelt-load parses the file line by
-//! line, in time order) and puts them, encoded, in blocks of [`BLOCK`] consecutive entries.
-//! Every block goes to every worker of this process over a bounded channel; worker `w` of `W`
-//! sends the entries `w, w + W, ...` of each (the split of [`crate::Replay`] and the open
-//! loop, so a fleet splits a streamed recording exactly as a read one). At most [`BLOCKS`]
-//! blocks exist: the reader reuses a block once every worker has dropped it, and waits for one
-//! otherwise. That is the look-ahead, and the memory: about `BLOCKS * BLOCK` encoded requests.
+//! line; a recording in time order) and puts them, encoded, in blocks of [`BLOCK`] consecutive
+//! entries. At most [`BLOCKS`] blocks exist: the reader reuses a block once every worker has
+//! dropped it, and waits for one otherwise. That is the look-ahead, and the memory: about
+//! `BLOCKS * BLOCK` encoded requests. The blocks reach the workers of this process over
+//! bounded channels, one way or the other ([`Share`]):
 //!
-//! A worker takes a block from its channel once per [`BLOCK`] entries of the recording: no
-//! lock, allocation or channel per request. A request's bytes are copied to its connection
-//! when it is taken (see `Conn::fed`), so a block is dropped as soon as the worker's schedule
-//! has passed it, however long its requests stay in flight.
+//! - **Every block to every worker** (a replay): worker `w` of `W` sends the entries
+//!   `w, w + W, ...` of each, at their recorded times (the split of [`crate::Replay`] and the
+//!   open loop, so a fleet splits a streamed recording exactly as a read one). The workers go
+//!   at the recording's pace together, so none runs far ahead of another.
+//! - **Each block to one worker** (plain targets): the next block goes to the next worker with
+//!   room in its channel, and the worker sends its entries in order. A closed loop's workers go
+//!   at their own speeds: a fast worker takes more blocks, and never waits for a slow one (a
+//!   shared look-ahead would hold it back once they drift `BLOCKS * BLOCK` requests apart). The
+//!   source ends the stream after the run's request count (`-n`), so the count is exact and its
+//!   requests are the file's first ones, in order over laps.
+//!
+//! A worker takes a block from its channel once per [`BLOCK`] entries it passes: no lock,
+//! allocation or channel per request. A request's bytes are copied to its connection when it
+//! is taken (see `Conn::fed`), so a block is dropped as soon as the worker has passed it,
+//! however long its requests stay in flight.
 
 use crate::replay::Replay;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -129,22 +139,42 @@ impl Feed {
     }
 }
 
-/// Channels to `workers` workers, and the reader that feeds them until the recording ends,
-/// every worker has dropped its channel, or `quit`.
+/// How the reader's blocks reach the workers (see the module's text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Share {
+    /// Every block to every worker, each sending its entries `w, w + W, ...` (a replay).
+    Every,
+    /// Each block to one worker: the next with room (plain targets).
+    Dealt,
+}
+
+/// Channels to `workers` workers, and the reader that feeds them until the source ends, every
+/// worker has dropped its channel, or `quit`. `paced`: the workers send at a schedule's times
+/// (the reader then yields the CPU to them; see [`Reader::run`]).
 /// `primed` ends (its sender dropped) once the look-ahead is full or the recording read: the
 /// run starts then, so that the reader's first fill does not share a CPU with requests due.
 pub(crate) fn start(
     feed: &Feed,
     workers: usize,
+    share: Share,
+    paced: bool,
 ) -> (Reader, Vec<Receiver<Arc<Block>>>, Receiver<()>) {
+    // Dealt, a worker holds at most its part of the look-ahead, so the others always find
+    // blocks to take.
+    let depth = match share {
+        Share::Every => BLOCKS,
+        Share::Dealt => (BLOCKS / workers.max(1)).max(2),
+    };
     let (senders, receivers) = (0..workers)
-        .map(|_| std::sync::mpsc::sync_channel(BLOCKS))
+        .map(|_| std::sync::mpsc::sync_channel(depth))
         .unzip();
     let (primed, primed_rx) = std::sync::mpsc::channel();
     let source = (feed.open)();
     let reader = Reader {
         source,
         senders,
+        share,
+        paced,
         primed: Some(primed),
     };
     (reader, receivers, primed_rx)
@@ -154,18 +184,25 @@ pub(crate) fn start(
 pub(crate) struct Reader {
     source: Result<Box<dyn Source>, String>,
     senders: Vec<SyncSender<Arc<Block>>>,
+    share: Share,
+    paced: bool,
     primed: Option<std::sync::mpsc::Sender<()>>,
 }
 
 impl Reader {
     pub fn run(mut self, feed: &Feed, quit: &AtomicBool) {
-        // The lowest priority (nice 19, this thread only): where the reader shares a CPU with
-        // a worker, the worker's wake-ups go first and the reader parses in what is left (it
-        // is a look-ahead of 262,144 requests ahead). Without it, a block's parse (about 10 ms)
-        // delayed the requests due meanwhile: lag p99 1.6 ms against 0.5 ms at 20,000/s on
-        // one CPU (bench/replay.py). Best effort: a refusal leaves it as it was.
-        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
-        let mut source = match self.source {
+        // Paced, the lowest priority (nice 19, this thread only): where the reader shares a
+        // CPU with a worker, the worker's wake-ups go first and the reader parses in what is
+        // left (it is a look-ahead of 262,144 requests ahead). Without it, a block's parse
+        // (about 10 ms) delayed the requests due meanwhile: lag p99 1.6 ms against 0.5 ms at
+        // 20,000/s on one CPU (bench/replay.py). Best effort: a refusal leaves it as it was.
+        // A closed loop's workers take every cycle they get, so there the reader keeps its
+        // share: at nice 19 it would starve until a worker waited for it.
+        if self.paced {
+            let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
+        }
+        let source = std::mem::replace(&mut self.source, Err(String::new()));
+        let mut source = match source {
             Ok(s) => s,
             Err(e) => return feed.failed(e),
         };
@@ -195,13 +232,11 @@ impl Reader {
                 return;
             }
             next = b.next_index();
-            // Never blocks: a channel holds at most the BLOCKS blocks that exist.
-            let sent = self
-                .senders
-                .iter()
-                .filter(|s| s.send(block.clone()).is_ok())
-                .count();
-            if sent == 0 {
+            let delivered = match self.share {
+                Share::Every => self.send_every(&block),
+                Share::Dealt => self.deal(&block, quit),
+            };
+            if !delivered {
                 return;
             }
             pool.push(block);
@@ -210,15 +245,54 @@ impl Reader {
             }
         }
     }
+
+    /// Sends `block` to every worker; `false` when none is left. Never blocks: a channel holds
+    /// at most the [`BLOCKS`] blocks that exist.
+    fn send_every(&self, block: &Arc<Block>) -> bool {
+        let sent = self
+            .senders
+            .iter()
+            .filter(|s| s.send(block.clone()).is_ok())
+            .count();
+        sent > 0
+    }
+
+    /// Sends `block` to the next worker with room, waiting while none has; `false` when no
+    /// worker is left, or on `quit`.
+    fn deal(&mut self, block: &Arc<Block>, quit: &AtomicBool) -> bool {
+        let n = self.senders.len();
+        loop {
+            let mut left = 0;
+            for k in 0..n {
+                let w = (block.first as usize / BLOCK + k) % n;
+                match self.senders[w].try_send(block.clone()) {
+                    Ok(()) => return true,
+                    Err(TrySendError::Full(_)) => left += 1,
+                    Err(TrySendError::Disconnected(_)) => {}
+                }
+            }
+            // Every worker holds its part of the look-ahead: the run may start.
+            self.primed = None;
+            if left == 0 || quit.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
 }
 
-/// One worker's view of a streamed replay: its next entries' due times, and the entry it took
-/// last, copied out of its block.
+/// One worker's view of a file read as the run goes: a replay's next due times, and the entry
+/// it took last, copied out of its block.
 #[derive(Debug)]
 pub(crate) struct Cursor {
-    replay: Arc<Replay>,
+    /// A replay's times (blocks to every worker); `None`: plain targets (blocks dealt).
+    replay: Option<Arc<Replay>>,
     blocks: Option<Receiver<Arc<Block>>>,
     block: Option<Arc<Block>>,
+    /// Its blocks come dealt (else every block comes to every worker).
+    dealt: bool,
+    /// Dealt: the next entry's place in `block`.
+    next: usize,
     /// The entry taken last: its bytes, HEAD flag and name number.
     pub taken: Vec<u8>,
     pub taken_head: bool,
@@ -226,11 +300,31 @@ pub(crate) struct Cursor {
 }
 
 impl Cursor {
+    /// A replay's: every block comes to every worker, and this one takes its entries.
     pub fn new(replay: Arc<Replay>, blocks: Receiver<Arc<Block>>) -> Cursor {
         Cursor {
-            replay,
+            replay: Some(replay),
+            ..Cursor::every(blocks)
+        }
+    }
+
+    /// Plain targets' in an open loop: every block comes to every worker, and this one takes
+    /// its entries (by index, as the schedule's due times go).
+    pub fn every(blocks: Receiver<Arc<Block>>) -> Cursor {
+        Cursor {
+            dealt: false,
+            ..Cursor::dealt(blocks)
+        }
+    }
+
+    /// Plain targets': the blocks come dealt, and this worker sends each of their entries.
+    pub fn dealt(blocks: Receiver<Arc<Block>>) -> Cursor {
+        Cursor {
+            replay: None,
             blocks: Some(blocks),
             block: None,
+            dealt: true,
+            next: 0,
             taken: Vec::new(),
             taken_head: false,
             taken_name: 0,
@@ -263,10 +357,51 @@ impl Cursor {
 
     /// When entry `index` is due, ns after the start (`u64::MAX`: never).
     pub fn due_ns(&mut self, index: u64) -> u64 {
-        let replay = self.replay.clone();
+        let Some(replay) = self.replay.clone() else {
+            return u64::MAX;
+        };
         match self.seek(index) {
             Some((b, k)) => replay.due_of(index, b.recorded_ns[k]),
             None => u64::MAX,
+        }
+    }
+
+    /// Dealt: takes the next entry of this worker's blocks (see [`Cursor::take`]), and gives
+    /// its index in the run; `None` when the stream has ended. Waits for the reader when it is
+    /// behind.
+    pub fn take_next(&mut self) -> Option<u64> {
+        loop {
+            if let Some(b) = &self.block {
+                if self.next < b.len() {
+                    break;
+                }
+            }
+            self.block = None;
+            self.next = 0;
+            match self.blocks.as_ref()?.recv() {
+                Ok(b) => self.block = Some(b),
+                Err(_) => {
+                    self.blocks = None;
+                    return None;
+                }
+            }
+        }
+        let index = self.block.as_ref()?.first + self.next as u64;
+        self.next += 1;
+        self.take(index);
+        Some(index)
+    }
+
+    /// Its blocks come dealt ([`Cursor::take_next`]), else [`Cursor::take_at`].
+    pub fn is_dealt(&self) -> bool {
+        self.dealt
+    }
+
+    /// Takes entry `index` (see [`Cursor::take`]); `false` when the stream ends before it.
+    pub fn take_at(&mut self, index: u64) -> bool {
+        self.seek(index).is_some() && {
+            self.take(index);
+            true
         }
     }
 
@@ -338,7 +473,7 @@ mod tests {
             let whole = Arc::new(Replay::new(times, 2.0, laps).unwrap());
             let streamed = Arc::new(Replay::streamed(n, (n - 1) * 1_000_000, 2.0, laps).unwrap());
             let workers = 3;
-            let (reader, receivers, _primed) = start(&feed, workers);
+            let (reader, receivers, _primed) = start(&feed, workers, Share::Every, true);
             let quit = AtomicBool::new(false);
             std::thread::scope(|s| {
                 s.spawn(|| reader.run(&feed, &quit));
@@ -386,6 +521,70 @@ mod tests {
         }
     }
 
+    /// Dealt (plain targets): every entry goes to exactly one worker, in order within each; a
+    /// slow worker does not hold back a fast one, which takes more blocks (a shared look-ahead
+    /// would tie them together once the fast one is `BLOCKS` blocks ahead).
+    #[test]
+    fn dealt_blocks_go_to_one_worker_each_and_a_slow_one_holds_nobody_back() {
+        let n = (BLOCK * BLOCKS * 4) as u64;
+        let feed = Feed::new(Box::new(move || {
+            Ok(Box::new(Counting { n, laps: 1, at: 0 }) as Box<dyn Source>)
+        }));
+        let (reader, receivers, primed) = start(&feed, 2, Share::Dealt, false);
+        let quit = AtomicBool::new(false);
+        let (seen, slow_took) = std::thread::scope(|s| {
+            s.spawn(|| reader.run(&feed, &quit));
+            assert!(
+                primed.recv().is_err(),
+                "primed once every worker holds its part"
+            );
+            let mut rx = receivers.into_iter();
+            let (fast_rx, slow_rx) = (rx.next().unwrap(), rx.next().unwrap());
+            // The slow worker takes one entry, then waits until the fast one has ended.
+            let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+            let slow = s.spawn(move || {
+                let mut c = Cursor::dealt(slow_rx);
+                let mut seen = vec![c.take_next().unwrap()];
+                let _ = done_rx.recv();
+                while let Some(index) = c.take_next() {
+                    seen.push(index);
+                }
+                seen
+            });
+            let mut c = Cursor::dealt(fast_rx);
+            let mut seen = Vec::new();
+            while let Some(index) = c.take_next() {
+                let k = index % n;
+                assert_eq!(c.taken, format!("GET /{k} HTTP/1.1\r\n\r\n").as_bytes());
+                assert_eq!(
+                    (c.taken_head, c.taken_name),
+                    (k.is_multiple_of(7), (k % 3) as u32)
+                );
+                if let Some(&last) = seen.last() {
+                    assert!(index > last, "in order within a worker");
+                }
+                seen.push(index);
+                // Once most of the file has gone through, the slow one may go on.
+                if seen.len() as u64 == n - (BLOCK * BLOCKS) as u64 {
+                    let _ = done_tx.send(());
+                }
+            }
+            drop(done_tx);
+            let slow_seen = slow.join().unwrap();
+            let slow_took = slow_seen.len();
+            seen.extend(slow_seen);
+            (seen, slow_took)
+        });
+        assert!(
+            slow_took < (n / 2) as usize,
+            "the fast worker took more: {slow_took}"
+        );
+        let mut seen = seen;
+        seen.sort_unstable();
+        assert_eq!(seen, (0..n).collect::<Vec<_>>(), "every entry exactly once");
+        assert_eq!(feed.error(), None);
+    }
+
     /// A worker that stops early (its budget spent) closes its cursor, and the others still
     /// get every block; an error from the source ends the stream and is kept.
     #[test]
@@ -408,7 +607,7 @@ mod tests {
             Ok(Box::new(Failing(blocks)) as Box<dyn Source>)
         }));
         let replay = Arc::new(Replay::streamed(1 << 40, 1, 1.0, false).unwrap());
-        let (reader, mut receivers, primed) = start(&feed, 2);
+        let (reader, mut receivers, primed) = start(&feed, 2, Share::Every, true);
         let quit = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| reader.run(&feed, &quit));

@@ -139,9 +139,10 @@ pub struct Config {
     /// `--replay`: the due times come from a recording (`rate` is then its mean rate, and
     /// `targets` its entries, in time order).
     pub replay: Option<std::sync::Arc<Replay>>,
-    /// `--replay` of a recording read as the run goes (`feed.rs`): its entries, encoded, come
-    /// from here (`targets` is then `None`, `replay` has the recording's length and span but
-    /// no times, and `names` the per-target names). HTTP/1.1 only.
+    /// A `--targets` file read as the run goes (`feed.rs`): its entries, encoded, come from
+    /// here (`targets` is then `None`, and `names` has the per-target names). A replay's
+    /// `replay` has the recording's length and span but no times; plain targets loop, and the
+    /// source ends after `requests`. HTTP/1.1 only.
     pub feed: Option<std::sync::Arc<Feed>>,
     /// With `feed`: the per-target names its entries' name numbers index.
     pub names: Vec<String>,
@@ -480,7 +481,13 @@ pub fn run(
     // A streamed replay: the reader, and each worker's channel of blocks from it.
     let (reader, mut feeds, primed) = match &config.feed {
         Some(f) => {
-            let (reader, blocks, primed) = feed::start(f, threads);
+            // Open loop, the workers go at the schedule's pace together: each takes its indices
+            // from every block. A closed loop's go at their own speeds: the blocks are dealt.
+            let share = match config.rate {
+                Some(_) => feed::Share::Every,
+                None => feed::Share::Dealt,
+            };
+            let (reader, blocks, primed) = feed::start(f, threads, share, config.rate.is_some());
             (
                 Some(reader),
                 blocks.into_iter().map(Some).collect(),
@@ -513,7 +520,12 @@ pub fn run(
                     workers,
                     connections: share(config.connections as u64, workers, w) as usize,
                     max_connections: share(max_connections, workers, w) as usize,
-                    budget: config.requests.map(|n| share(n, workers, w)),
+                    // Plain targets read as the run goes in a closed loop: the workers take what
+                    // they are dealt, and the source ends after `-n`.
+                    budget: match (&config.feed, &config.rate) {
+                        (Some(_), None) => None,
+                        _ => config.requests.map(|n| share(n, workers, w)),
+                    },
                     start,
                     end,
                     connect_rate: config.connect_rate.map(|r| r / workers as f64),

@@ -134,6 +134,15 @@ impl Model {
         self.horizon = ns;
     }
 
+    /// Starts nothing more: what it sends has ended (a targets file read as the run goes,
+    /// after its `-n`). Ends as a spent budget does.
+    pub fn spent(&mut self) {
+        self.remaining = Some(0);
+        if let Some(s) = &mut self.schedule {
+            s.close();
+        }
+    }
+
     /// Starts nothing more (the run is stopping).
     pub fn stop(&mut self) {
         self.stopped = true;

@@ -4,6 +4,7 @@
 //! Memory is the encoded bytes plus one offset and one flag per request. Picking is a counter
 //! (or a seeded generator) per worker: no lock, no allocation, no channel.
 
+use crate::feed::Cursor;
 use crate::template::{Lines, Template};
 use std::ops::Range;
 
@@ -157,13 +158,18 @@ impl RequestSet {
 /// Which entry each request of one worker sends. Worker `w` of `W` owns the run's request
 /// indices `w, w + W, w + 2W, ...` (the budgets are split so that `-n` covers `0..n`
 /// exactly); the warm-up has its own sequence, so the measured requests' shares stay exact.
-#[derive(Debug, Clone)]
+///
+/// A targets file read as the run goes has no entry numbers: the bytes come from its blocks
+/// (`fed`). In an open loop every block comes to every worker, which takes its indices from
+/// them; in a closed loop the blocks come dealt, and the worker sends their entries in order.
+#[derive(Debug)]
 pub(crate) struct Picker {
     n: u64,
     step: u64,
     /// The next index, measured and warm-up.
     next: [u64; 2],
     rng: Option<fastrand::Rng>,
+    fed: Option<Box<Cursor>>,
 }
 
 impl Picker {
@@ -179,6 +185,45 @@ impl Picker {
                 )),
                 _ => None,
             },
+            fed: None,
+        }
+    }
+
+    /// Plain targets read as the run goes: this worker's blocks of them.
+    pub fn fed(blocks: Cursor, worker: usize, workers: usize) -> Picker {
+        Picker {
+            fed: Some(Box::new(blocks)),
+            ..Picker::new(1, Order::Sequential, worker, workers)
+        }
+    }
+
+    /// Read as the run goes: the next entry, taken (its bytes in the cursor), with its name
+    /// number and index in the run; `None` when the file (or `-n`) has ended. Else `None`.
+    #[inline]
+    pub fn take_fed(&mut self, warm: bool) -> Option<Option<(u32, u64)>> {
+        let c = self.fed.as_mut()?;
+        let index = match c.is_dealt() {
+            true => c.take_next(),
+            false => {
+                let seq = &mut self.next[warm as usize];
+                let index = *seq;
+                *seq += self.step;
+                c.take_at(index).then_some(index)
+            }
+        };
+        Some(index.map(|index| (c.taken_name, index)))
+    }
+
+    /// The entry [`Picker::take_fed`] took last.
+    #[inline]
+    pub fn taken(&self) -> Option<&Cursor> {
+        self.fed.as_deref()
+    }
+
+    /// Takes nothing more: its blocks go back to the reader.
+    pub fn close(&mut self) {
+        if let Some(c) = &mut self.fed {
+            c.close();
         }
     }
 

@@ -206,13 +206,17 @@ fn time<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Option<Recorded>, 
             .map_err(|e| format!("$time_iso8601 {iso:?}: {e}"));
     }
     if let Some(local) = get("time_local") {
-        // nginx's and Apache's `27/Nov/2026:09:00:00 +0000`.
-        let layout = time::format_description::parse_borrowed::<2>(
-            "[day]/[month repr:short]/[year]:[hour]:[minute]:[second] \
-             [offset_hour sign:mandatory][offset_minute]",
-        )
-        .expect("a valid layout");
-        return time::OffsetDateTime::parse(local, &layout)
+        // nginx's and Apache's `27/Nov/2026:09:00:00 +0000`; the layout parsed once, not per
+        // line.
+        static LAYOUT: std::sync::LazyLock<Vec<time::format_description::BorrowedFormatItem>> =
+            std::sync::LazyLock::new(|| {
+                time::format_description::parse_borrowed::<2>(
+                    "[day]/[month repr:short]/[year]:[hour]:[minute]:[second] \
+                     [offset_hour sign:mandatory][offset_minute]",
+                )
+                .expect("a valid layout")
+            });
+        return time::OffsetDateTime::parse(local, &LAYOUT[..])
             .map(|t| Some(Recorded::At(t.unix_timestamp_nanos())))
             .map_err(|e| format!("$time_local {local:?}: {e}"));
     }

@@ -70,12 +70,11 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         Requests::Scenario(source) => Some(scenario_program(spec, source)?),
         _ => None,
     };
-    // A recording read as the run goes: its first pass, instead of the entries read whole.
+    // A targets file read as the run goes: its first pass, instead of the entries read whole.
+    let replaying = crate::replay::checked(spec)?;
     let streamed = match crate::streamed::chosen(spec)? {
-        Some((path, format)) if crate::replay::checked(spec)? => {
-            crate::streamed::prepare(spec, &path, format, &headers, &body)?
-        }
-        _ => None,
+        Some((path, format)) => crate::streamed::prepare(spec, &path, format, &headers, &body)?,
+        None => None,
     };
     let mut entries = match (&program, &streamed) {
         (Some(p), _) => Some(scenario_entries(spec, p)?),
@@ -83,6 +82,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         (None, None) => entries(spec, &body)?,
     };
     let replay = match (entries.as_mut(), &streamed) {
+        (_, Some(_)) if !replaying => None,
         (_, Some((scan, _))) => Some(
             engine::Replay::streamed(scan.len, scan.span_ns, spec.replay.speed, spec.replay.laps)
                 .map_err(|e| bad(format!("--replay: {e}")))?,

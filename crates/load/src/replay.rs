@@ -37,9 +37,7 @@ pub(crate) fn replay(
 pub(crate) fn checked(spec: &LoadSpec) -> Result<bool, SpecError> {
     if !spec.replay.on {
         if spec.replay != Default::default() {
-            return Err(bad(
-                "--replay-speed, --replay-loop and --replay-read go with --replay",
-            ));
+            return Err(bad("--replay-speed and --replay-loop go with --replay"));
         }
         return Ok(false);
     }

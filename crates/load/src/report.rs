@@ -38,14 +38,18 @@ impl Prepared {
             (None, None) => None,
         };
         if let Some(feed) = &p.config.feed {
+            let what = match &p.config.replay {
+                Some(_) => "the recording",
+                None => "the targets file",
+            };
             report.notes.push(format!(
-                "the recording was read as the run went, {} requests ahead at most",
+                "{what} was read as the run went, {} requests ahead at most",
                 pelt_engine::FEED_BLOCK * pelt_engine::FEED_BLOCKS
             ));
             if let Some(e) = feed.error() {
                 report
                     .notes
-                    .push(format!("reading the recording stopped early: {e}"));
+                    .push(format!("reading {what} stopped early: {e}"));
             }
         }
         if let Some(names) = names {

@@ -81,6 +81,8 @@ pub struct LoadSpec {
     pub replay: ReplaySpec,
     /// `--log-format`: an access log's line layout, in nginx's syntax (`None`: combined).
     pub log_format: Option<String>,
+    /// `--targets-read`: read a `--targets` file as the run goes, or whole before it.
+    pub targets_read: TargetsRead,
     /// `--skip-bad-lines`: a targets line (a HAR's entry) that does not parse is counted and
     /// skipped instead of refusing the run.
     pub skip_bad_lines: bool,
@@ -134,6 +136,7 @@ impl LoadSpec {
             websocket: WsSpec::default(),
             replay: ReplaySpec::default(),
             log_format: None,
+            targets_read: TargetsRead::Auto,
             skip_bad_lines: false,
             monitor_remote: None,
             fleet_token: None,
@@ -242,8 +245,6 @@ pub struct ReplaySpec {
     pub speed: f64,
     /// Start the recording again at its end, until `-n` or `-d`.
     pub laps: bool,
-    /// Read the recording as the run goes, or whole before it (`--replay-read`).
-    pub read: ReplayRead,
 }
 
 impl Default for ReplaySpec {
@@ -252,14 +253,13 @@ impl Default for ReplaySpec {
             on: false,
             speed: 1.0,
             laps: false,
-            read: ReplayRead::Auto,
         }
     }
 }
 
-/// How a replay reads its recording (`--replay-read`).
+/// How a `--targets` file is read (`--targets-read`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ReplayRead {
+pub enum TargetsRead {
     /// As the run goes when the file is [`crate::streamed::STREAM_FROM`] bytes or more and
     /// can be streamed, else whole.
     #[default]

@@ -1,39 +1,41 @@
-//! `--replay` of a recording read as the run goes (`--replay-read stream`, or `auto` with a
-//! big file): memory is the engine's look-ahead ([`pelt_engine::FEED_BLOCKS`] blocks of
-//! [`pelt_engine::FEED_BLOCK`] encoded requests) and this module's
-//! ([`crate::replay::LOOKAHEAD`] entries put in
-//! time order), whatever the recording's length.
+//! A `--targets` file read as the run goes (`--targets-read stream`, or `auto` with a big
+//! file), replayed or not: memory is the engine's look-ahead ([`pelt_engine::FEED_BLOCKS`]
+//! blocks of [`pelt_engine::FEED_BLOCK`] encoded requests) and, for a replay, this module's
+//! ([`crate::replay::LOOKAHEAD`] entries put in time order), whatever the file's length.
 //!
 //! A first pass reads the whole file line by line before any traffic, keeping nothing but
 //! counts: every line parses (or is skipped with `--skip-bad-lines`), every entry is on the
-//! run's origin and in time order within the look-ahead, and it gives what the run and its
-//! report need up front (the number of requests, the span, the per-target names and the
-//! recording's own latencies). Bad input is then one line before traffic, as with a file read
-//! whole. The run reads the file again, on the engine's reader thread (a [`Source`]), and
-//! again for each lap.
+//! run's origin (and a recording's in time order within the look-ahead), and it gives what the
+//! run and its report need up front (the number of requests, a recording's span, the
+//! per-target names and the recording's own latencies). Bad input is then one line before
+//! traffic, as with a file read whole. The run reads the file again, on the engine's reader
+//! thread (a [`Source`]), and again for each lap: a replay's with `--replay-loop`, plain
+//! targets' until the run ends (or the source has given `-n` requests).
 //!
-//! JSON lines and access logs, from a file, over HTTP/1.1, without templates. A HAR file is one
-//! JSON document, read whole; standard input cannot be read twice.
+//! JSON lines and access logs, from a file, over HTTP/1.1, without templates; plain targets
+//! also in file order and without a warm-up (its requests would come out of `-n`). A HAR file
+//! is one JSON document, read whole; standard input cannot be read twice.
 
 use crate::prepare::{EncoderState, From, SetBuilder};
 use crate::replay::TimeOrder;
 use crate::sources::{BadLines, TargetEntry, TargetsFormat};
-use crate::spec::{LoadSpec, ReplayRead};
+use crate::spec::{LoadSpec, TargetOrder, TargetsRead};
 use crate::{target, SpecError};
 use pelt_engine::{Block, FeedSource};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-/// `--replay-read auto` streams a file of this many bytes or more.
+/// `--targets-read auto` streams a file of this many bytes or more.
 pub const STREAM_FROM: u64 = 64 << 20;
 
 /// What the first pass found: what the run and its report need before the run.
 pub(crate) struct Scan {
-    /// Requests in the recording (once through).
+    /// Requests in the file (once through).
     pub len: u64,
-    /// From its first request to its last, ns.
+    /// A recording's: from its first request to its last, ns.
     pub span_ns: u64,
-    /// The first request's URL (in time order): the run's origin without a URL argument.
+    /// The first request's URL (a recording's in time order): the run's origin without a URL
+    /// argument.
     pub first_url: String,
     /// The methods sent, in order of first use, joined by commas.
     pub methods: String,
@@ -46,15 +48,15 @@ pub(crate) struct Scan {
     pub skipped: Option<pelt_stats::SkippedInfo>,
 }
 
-/// Whether this run reads its recording as it goes: `Ok(None)` when not (it is read whole),
-/// else the file and its format. `--replay-read stream` where it cannot be is an error.
+/// Whether this run reads its targets file as it goes: `Ok(None)` when not (it is read whole),
+/// else the file and its format. `--targets-read stream` where it cannot be is an error.
 pub(crate) fn chosen(spec: &LoadSpec) -> Result<Option<(PathBuf, TargetsFormat)>, SpecError> {
-    if !spec.replay.on || spec.replay.read == ReplayRead::Whole {
+    if spec.targets_read == TargetsRead::Whole {
         return Ok(None);
     }
-    let asked = spec.replay.read == ReplayRead::Stream;
+    let asked = spec.targets_read == TargetsRead::Stream;
     let refuse = |why: &str| match asked {
-        true => Err(SpecError(format!("--replay-read stream: {why}"))),
+        true => Err(SpecError(format!("--targets-read stream: {why}"))),
         false => Ok(None),
     };
     let crate::spec::Requests::Targets {
@@ -62,20 +64,30 @@ pub(crate) fn chosen(spec: &LoadSpec) -> Result<Option<(PathBuf, TargetsFormat)>
         format,
     } = &spec.requests_from
     else {
-        return refuse("the recording is read as the run goes from a --targets file");
+        return refuse("a --targets file is read as the run goes, not a list");
     };
     if path.as_os_str() == "-" {
         return refuse("standard input cannot be read twice (a first pass checks it): give a file");
     }
     if spec.http2 {
-        return refuse("a recording is read as the run goes over HTTP/1.1; drop --http2");
+        return refuse("a targets file is read as the run goes over HTTP/1.1; drop --http2");
     }
     if spec.url.starts_with("ws") {
-        return refuse("a recording is read as the run goes over HTTP, not WebSocket");
+        return refuse("a targets file is read as the run goes over HTTP, not WebSocket");
     }
     let templated = |t: &str| t.contains("{{");
     if spec.headers.iter().any(|h| templated(h)) || templated(&spec.url) {
-        return refuse("templates need the whole recording: give --replay-read whole");
+        return refuse("templates need the whole file: give --targets-read whole");
+    }
+    if !spec.replay.on {
+        if spec.order != TargetOrder::Sequential {
+            return refuse("--order random draws from the whole file: give --targets-read whole");
+        }
+        if spec.warmup.is_some() {
+            return refuse(
+                "a warm-up's requests would come out of the file's -n: give --targets-read whole",
+            );
+        }
     }
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     if !asked && size < STREAM_FROM {
@@ -116,7 +128,7 @@ enum Lines {
     },
 }
 
-/// One pass over the file, in time order.
+/// One pass over the file: a recording's in time order, plain targets' in file order.
 struct Pass {
     reader: std::io::BufReader<std::fs::File>,
     file: String,
@@ -124,20 +136,21 @@ struct Pass {
     line: String,
     number: usize,
     bad: BadLines,
-    order: TimeOrder,
+    /// A recording's (`None`: plain targets, in file order).
+    order: Option<TimeOrder>,
     /// Entries read (in file order).
     read: usize,
     ended: bool,
 }
 
 impl Pass {
-    fn open(path: &Path, lines: &Lines, skip: bool) -> Result<Pass, String> {
+    fn open(path: &Path, lines: &Lines, skip: bool, timed: bool) -> Result<Pass, String> {
         let file = path.display().to_string();
         let f =
             std::fs::File::open(path).map_err(|e| format!("cannot read --targets {file}: {e}"))?;
         Ok(Pass {
             reader: std::io::BufReader::with_capacity(1 << 20, f),
-            order: TimeOrder::new(&format!("--targets {file}")),
+            order: timed.then(|| TimeOrder::new(&format!("--targets {file}"))),
             file,
             lines: lines.clone(),
             line: String::new(),
@@ -151,7 +164,8 @@ impl Pass {
         })
     }
 
-    /// The next entry in time order, with its time (ns); `None` at the end.
+    /// The next entry (a recording's in time order, with its time in ns; else 0), `None` at
+    /// the end.
     fn next(&mut self) -> Result<Option<(i128, TargetEntry)>, String> {
         while !self.ended {
             self.line.clear();
@@ -181,11 +195,14 @@ impl Pass {
             };
             let k = self.read;
             self.read += 1;
-            if let Some(out) = self.order.push(k, entry)? {
+            let Some(order) = &mut self.order else {
+                return Ok(Some((0, entry)));
+            };
+            if let Some(out) = order.push(k, entry)? {
                 return Ok(Some(out));
             }
         }
-        Ok(self.order.pop())
+        Ok(self.order.as_mut().and_then(TimeOrder::pop))
     }
 }
 
@@ -229,29 +246,33 @@ impl Encoding {
     }
 }
 
-/// The recording as the engine's reader reads it during the run.
+/// The file as the engine's reader reads it during the run.
 struct Streamed {
     path: PathBuf,
     lines: Lines,
     skip: bool,
+    /// A recording, read in time order.
+    timed: bool,
     encoding: Encoding,
     pass: Pass,
-    /// The recording's first time, ns (its entries' times are offsets from it).
+    /// A recording's first time, ns (its entries' times are offsets from it).
     first_ns: i128,
     laps: bool,
     /// Entries this lap.
     in_lap: usize,
+    /// Entries it may still give (`-n` of plain targets; `None`: no end but the file's).
+    left: Option<u64>,
 }
 
 impl FeedSource for Streamed {
     fn fill(&mut self, block: &mut Block) -> Result<(), String> {
-        while !block.is_full() {
+        while !block.is_full() && self.left != Some(0) {
             let Some((t, e)) = self.pass.next()? else {
                 if !self.laps || self.in_lap == 0 {
                     return Ok(());
                 }
                 // The next lap: the file again, names numbered again as the first pass did.
-                self.pass = Pass::open(&self.path, &self.lines, self.skip)?;
+                self.pass = Pass::open(&self.path, &self.lines, self.skip, self.timed)?;
                 self.encoding.state = None;
                 self.in_lap = 0;
                 continue;
@@ -263,6 +284,9 @@ impl FeedSource for Streamed {
                 })
                 .map_err(|e| e.0)?;
             self.in_lap += 1;
+            if let Some(left) = &mut self.left {
+                *left -= 1;
+            }
         }
         Ok(())
     }
@@ -286,7 +310,8 @@ pub(crate) fn prepare(
         }
     };
     let skip = spec.skip_bad_lines;
-    let mut pass = Pass::open(path, &lines, skip).map_err(SpecError)?;
+    let timed = spec.replay.on;
+    let mut pass = Pass::open(path, &lines, skip, timed).map_err(SpecError)?;
     let from: From = ("targets", Some(file.clone()));
     let mut encoding: Option<Encoding> = None;
     let mut scan = Scan {
@@ -363,11 +388,12 @@ pub(crate) fn prepare(
         false => spec.url.clone(),
     };
     let feed = pelt_engine::Feed::new(Box::new(move || {
-        let pass = Pass::open(&path, &lines, skip)?;
+        let pass = Pass::open(&path, &lines, skip, timed)?;
         Ok(Box::new(Streamed {
             path: path.clone(),
             lines: lines.clone(),
             skip,
+            timed,
             encoding: Encoding {
                 spec: spec.clone(),
                 from: from.clone(),
@@ -378,8 +404,10 @@ pub(crate) fn prepare(
             },
             pass,
             first_ns,
-            laps: spec.replay.laps,
+            // Plain targets loop until the run ends, or until `-n` (the source's end).
+            laps: spec.replay.laps || !timed,
             in_lap: 0,
+            left: spec.requests.filter(|_| !timed),
         }) as Box<dyn FeedSource>)
     }));
     Ok(Some((scan, feed)))

@@ -74,33 +74,37 @@ pub fn unresolved(raw: &str) -> Result<Target> {
 
 /// Checks `raw` as a URL pelt can load (scheme, host, port) without resolving it.
 pub fn parse(raw: &str) -> Result<Parsed> {
-    let q = crate::values::quote(raw);
+    // Quoted only for a message (a targets file parses a URL per line).
+    let q = || crate::values::quote(raw);
     let url = url::Url::parse(raw).map_err(|e| match e {
         url::ParseError::RelativeUrlWithoutBase => {
             let like = match raw.len() {
                 0..=60 => format!("like http://{raw}"),
                 _ => "with http:// or https://".into(),
             };
-            anyhow!("invalid URL {q}: no scheme (write it {like})")
+            anyhow!("invalid URL {}: no scheme (write it {like})", q())
         }
-        url::ParseError::InvalidPort => anyhow!("invalid URL {q}: port out of range (1-65535)"),
-        e => anyhow!("invalid URL {q}: {e}"),
+        url::ParseError::InvalidPort => anyhow!("invalid URL {}: port out of range (1-65535)", q()),
+        e => anyhow!("invalid URL {}: {e}", q()),
     })?;
     let (https, websocket) = match url.scheme() {
         "http" => (false, false),
         "https" => (true, false),
         "ws" => (false, true),
         "wss" => (true, true),
-        s => bail!("invalid URL {q}: unsupported scheme '{s}' (supported: http, https, ws, wss)"),
+        s => bail!(
+            "invalid URL {}: unsupported scheme '{s}' (supported: http, https, ws, wss)",
+            q()
+        ),
     };
     let host = url
         .host()
-        .ok_or_else(|| anyhow!("invalid URL {q}: no host"))?;
+        .ok_or_else(|| anyhow!("invalid URL {}: no host", q()))?;
     let port = url
         .port_or_known_default()
         .unwrap_or(if https { 443 } else { 80 });
     if port == 0 {
-        bail!("invalid URL {q}: port 0 cannot be connected to");
+        bail!("invalid URL {}: port 0 cannot be connected to", q());
     }
     let host = host.to_owned();
     let host_str = url.host_str().unwrap_or_default();

@@ -255,9 +255,15 @@ impl<I: Io> Setup<'_, I> {
         } = self;
         let open = config.rate.is_some();
         let staged = |of| config.stages.as_ref().filter(|s| s.of() == of).cloned();
+        // A targets file read as the run goes: a replay's schedule reads its times from it;
+        // plain targets' blocks go to the picker.
+        let (replay_feed, targets_feed) = match (&config.replay, plan.feed.take()) {
+            (Some(_), feed) => (feed, None),
+            (None, feed) => (None, feed),
+        };
         let model = match config.rate {
             Some(rate) => {
-                let pace = match (&config.replay, plan.feed.take()) {
+                let pace = match (&config.replay, replay_feed) {
                     (Some(replay), Some(blocks)) => {
                         Pace::Fed(Box::new(Cursor::new(replay.clone(), blocks)))
                     }
@@ -296,9 +302,13 @@ impl<I: Io> Setup<'_, I> {
             active: usize::MAX,
             model,
             endpoint: Endpoint::of(config),
-            picker: match &config.targets {
-                Some(set) => Picker::new(set.len(), set.order, plan.worker, plan.workers),
-                None => Picker::new(1, Default::default(), plan.worker, plan.workers),
+            picker: match (&config.targets, targets_feed) {
+                (_, Some(blocks)) if open => {
+                    Picker::fed(Cursor::every(blocks), plan.worker, plan.workers)
+                }
+                (_, Some(blocks)) => Picker::fed(Cursor::dealt(blocks), plan.worker, plan.workers),
+                (Some(set), None) => Picker::new(set.len(), set.order, plan.worker, plan.workers),
+                (None, None) => Picker::new(1, Default::default(), plan.worker, plan.workers),
             },
             values: fastrand::Rng::with_seed(
                 config.targets.as_ref().map_or(0, |s| s.seed)
@@ -396,6 +406,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             if drain_until.is_none() && stop.load(Ordering::Relaxed) {
                 // Stop issuing; give the requests in flight a grace period.
                 self.model.stop();
+                self.picker.close();
                 drain_until = Some(now + self.config.grace);
             }
             if let Some(until) = drain_until {
@@ -698,12 +709,21 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 } else {
                     now
                 };
-                let (target, seq) = self.picker.pick(warm);
+                let (target, seq) = match self.picker.take_fed(warm) {
+                    None => self.picker.pick(warm),
+                    Some(Some(taken)) => taken,
+                    // The file (or `-n`) has ended: nothing more starts.
+                    Some(None) => {
+                        self.model.spent();
+                        break;
+                    }
+                };
                 (target, seq, due)
             };
             let conn = &mut self.conns[i];
-            // A streamed replay: the entry the schedule took, its bytes copied now.
-            let (target, head) = match self.model.fed() {
+            // Read as the run goes: the entry the schedule or the picker took, its bytes
+            // copied now.
+            let (target, head) = match self.model.fed().or(self.picker.taken()) {
                 Some(fed) => {
                     conn.fed.extend_from_slice(&fed.taken);
                     (fed.taken_name, fed.taken_head)

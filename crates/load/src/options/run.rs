@@ -3,7 +3,7 @@
 
 use super::{duration_text, range_error, Flag, Form, Given, OptionError, Rule};
 use crate::sources::{Recorded, TargetEntry, TargetsFormat, TargetsSource};
-use crate::spec::{Body, IoChoice, LoadSpec, ReplayRead, Requests, TargetOrder, TlsVersion};
+use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder, TargetsRead, TlsVersion};
 use crate::values;
 use pelt_engine::{Arrival, Stage};
 use serde_json::{json, Value};
@@ -155,7 +155,7 @@ fn targets_list(s: &LoadSpec) -> Write {
     Ok(Some(Value::Array(targets)))
 }
 
-const REPLAY_READS: [&str; 3] = ["auto", "stream", "whole"];
+const TARGETS_READS: [&str; 3] = ["auto", "stream", "whole"];
 const TARGETS_FORMATS: [&str; 6] = ["auto", "http", "json", "nginx", "apache", "har"];
 const ORDERS: [&str; 2] = ["sequential", "random"];
 const ARRIVALS: [&str; 2] = ["constant", "poisson"];
@@ -350,6 +350,38 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "targetsRead",
+        long: "targets-read",
+        value: "MODE",
+        help: "Read the --targets file as the run goes (stream: memory bounded by a look-ahead \
+               of 262,144 requests, whatever its length; after a first pass that checks every \
+               line), or whole before it. Replayed or not; plain targets loop, and -n sends \
+               the file's first n.",
+        example: r#""stream""#,
+        choices: &[
+            (
+                "auto",
+                "stream a JSON-lines file or an access log of 64 MiB or more where it can be, \
+                 else whole",
+            ),
+            (
+                "stream",
+                "as the run goes (JSON lines or an access log, from a file, over HTTP/1.1, \
+                 without templates; plain targets also in order, without --warmup)",
+            ),
+            ("whole", "read whole before the run"),
+        ],
+        rules: &[Rule::Requires("targets")],
+        read: |s, g| {
+            let all = [TargetsRead::Auto, TargetsRead::Stream, TargetsRead::Whole];
+            s.targets_read = g.choice(&TARGETS_READS, &all)?;
+            Ok(())
+        },
+        // Not passed on: a fleet's agents get the targets inline (read whole there).
+        write: |_| Ok(None),
+        ..BASE
+    },
+    Row {
         name: "targetsFormat",
         long: "targets-format",
         value: "FORMAT",
@@ -443,35 +475,6 @@ pub static RUN: &[Row] = &[
             Ok(())
         },
         write: |s| on(s.replay.laps),
-        ..BASE
-    },
-    Row {
-        name: "replayRead",
-        long: "replay-read",
-        value: "MODE",
-        help: "With --replay: read the recording as the run goes (stream: memory bounded by a \
-               look-ahead of 262,144 requests, whatever its length; after a first pass that \
-               checks every line), or whole before it.",
-        example: r#""stream""#,
-        choices: &[
-            (
-                "auto",
-                "stream a JSON-lines file or an access log of 64 MiB or more, else whole",
-            ),
-            (
-                "stream",
-                "as the run goes (JSON lines or an access log, from a file, over HTTP/1.1, \
-                 without templates)",
-            ),
-            ("whole", "read whole before the run"),
-        ],
-        read: |s, g| {
-            let all = [ReplayRead::Auto, ReplayRead::Stream, ReplayRead::Whole];
-            s.replay.read = g.choice(&REPLAY_READS, &all)?;
-            Ok(())
-        },
-        // Not passed on: a fleet's agents get the targets inline (read whole there).
-        write: |_| Ok(None),
         ..BASE
     },
     Row {
