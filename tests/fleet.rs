@@ -505,6 +505,17 @@ fn an_agent_killed_mid_run_is_named_and_the_fleet_stops() {
     let killed = Instant::now();
     let (code, stdout, stderr) = coord.finish(Duration::from_secs(30));
     let took = killed.elapsed();
+    // The others' own accounts, in every message below.
+    let said: Vec<(Duration, String)> = agents
+        .into_iter()
+        .enumerate()
+        .filter(|(r, _)| *r != 1)
+        .map(|(_, a)| {
+            let (out, t) = wait_bounded(a, Duration::from_secs(15));
+            (t, String::from_utf8_lossy(&out.stderr).to_string())
+        })
+        .collect();
+    let stderr = format!("{stderr}\nagents 0 and 2 said: {said:#?}");
     assert_eq!(code, Some(4), "{stderr}");
     assert!(
         took < Duration::from_secs(10),
@@ -518,20 +529,26 @@ fn an_agent_killed_mid_run_is_named_and_the_fleet_stops() {
     assert_schema(&v);
     let fleet = &v["fleet"];
     assert_eq!(fleet["agents"][1]["state"], "lost");
-    assert!(fleet["lost"][0].as_str().unwrap().starts_with("agent 1"));
+    assert!(
+        fleet["lost"][0].as_str().unwrap().starts_with("agent 1"),
+        "{}\n{stderr}",
+        fleet["lost"]
+    );
     assert!(fleet["agents"][1]["requests"]["sent"].as_u64().unwrap() > 0);
     for r in [0, 2] {
-        assert_eq!(fleet["agents"][r]["state"], "finished");
+        assert_eq!(
+            fleet["agents"][r]["state"], "finished",
+            "{}\n{stderr}",
+            fleet["lost"]
+        );
     }
     assert!(count(&v, &["requests", "completed"]) > 0);
-    for (r, a) in agents.into_iter().enumerate().filter(|(r, _)| *r != 1) {
-        let (out, t) = wait_bounded(a, Duration::from_secs(15));
-        let err = String::from_utf8_lossy(&out.stderr);
+    for (t, err) in &said {
         assert!(
             err.contains("the coordinator stopped the run: agent 1 was lost"),
-            "agent {r}: {err}"
+            "{stderr}"
         );
-        assert!(t < Duration::from_secs(15));
+        assert!(*t < Duration::from_secs(15), "{stderr}");
     }
 }
 

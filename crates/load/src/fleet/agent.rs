@@ -98,7 +98,7 @@ pub fn run_agent(
     let why: Arc<Mutex<Option<(String, bool)>>> = Arc::default();
     let finished = Arc::new(AtomicBool::new(false));
     let _ = reader.stream().set_read_timeout(Some(opts.silence));
-    listen(reader, stop, &why, &finished);
+    let listened = listen(reader, stop, &why, &finished);
     beat(&writer, &finished);
     // Start at the coordinator's instant, on this clock.
     let wait_us = start_us + offset_us - now_us();
@@ -127,6 +127,13 @@ pub fn run_agent(
         report: Box::new(report.clone()),
         signalled: report.interrupted && !told,
     });
+    // A lingering close: the result is followed by the end of what this side sends, and the
+    // connection is closed only once the coordinator has closed its side (it does on the
+    // result) or a few seconds have passed. Closed with its heartbeats unread, the socket
+    // would reset the connection, and the reset can drop the result before a busy
+    // coordinator has read it.
+    writer.close_write();
+    let _ = listened.recv_timeout(LINGER);
     writer.close();
     let why = why.lock().ok().and_then(|w| w.clone());
     Ok(AgentEnd {
@@ -339,34 +346,43 @@ fn handshake(
     Ok(offset_us)
 }
 
+/// How long a finished agent waits for its coordinator to close the connection.
+const LINGER: Duration = Duration::from_secs(5);
+
 /// Follows the coordinator while the run goes on: an abort, its close or its silence stops
-/// the run.
+/// the run. Reads until the connection ends (the coordinator closes it on the result), which
+/// ends the receiver it returns.
 fn listen(
     mut reader: Reader,
     stop: &Arc<AtomicBool>,
     why: &Arc<Mutex<Option<(String, bool)>>>,
     finished: &Arc<AtomicBool>,
-) {
+) -> std::sync::mpsc::Receiver<()> {
     let (stop, why, finished) = (stop.clone(), why.clone(), finished.clone());
-    std::thread::spawn(move || loop {
-        let (reason, orphaned) = match reader.read::<ToAgent>() {
-            Ok(ToAgent::Heartbeat) => continue,
-            Ok(ToAgent::Abort { reason }) => {
-                (format!("the coordinator stopped the run: {reason}"), false)
+    let (ended, listened) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let _ended = ended;
+        loop {
+            let (reason, orphaned) = match reader.read::<ToAgent>() {
+                Ok(ToAgent::Heartbeat) => continue,
+                Ok(ToAgent::Abort { reason }) => {
+                    (format!("the coordinator stopped the run: {reason}"), false)
+                }
+                Ok(_) => ("the coordinator sent a message out of turn".into(), true),
+                Err(e) => (format!("the coordinator {e}"), true),
+            };
+            if !finished.load(Ordering::Relaxed) {
+                if let Ok(mut w) = why.lock() {
+                    w.get_or_insert((reason, orphaned));
+                }
+                stop.store(true, Ordering::Relaxed);
             }
-            Ok(_) => ("the coordinator sent a message out of turn".into(), true),
-            Err(e) => (format!("the coordinator {e}"), true),
-        };
-        if !finished.load(Ordering::Relaxed) {
-            if let Ok(mut w) = why.lock() {
-                w.get_or_insert((reason, orphaned));
+            if orphaned {
+                break;
             }
-            stop.store(true, Ordering::Relaxed);
-        }
-        if orphaned || finished.load(Ordering::Relaxed) {
-            break;
         }
     });
+    listened
 }
 
 /// Says "still here" once a second until the run has finished.

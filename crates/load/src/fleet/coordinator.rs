@@ -731,6 +731,11 @@ impl Running<'_> {
         log: &mut dyn FnMut(&str),
     ) {
         let m = &mut self.members[i];
+        if matches!(msg, FromAgent::Done { .. }) {
+            // Its last message: the agent closes once this side has (see `close_write`), lost
+            // or not.
+            m.writer.close();
+        }
         if !m.running() {
             return;
         }

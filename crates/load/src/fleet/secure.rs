@@ -109,6 +109,19 @@ impl Channel {
         Ok(())
     }
 
+    /// Says goodbye (TLS close_notify) and shuts this side's sending half: the peer reads
+    /// everything sent before it, then the end. Keep reading until the peer closes too, then
+    /// [`Channel::close`]: a socket closed with bytes unread resets the connection, and a
+    /// reset can make the peer's kernel drop what it had not yet handed to the peer (a busy
+    /// coordinator lost agents' results that way).
+    pub fn close_write(&self) {
+        if let Ok(mut tls) = self.tls() {
+            tls.send_close_notify();
+            let _ = flush(&mut tls, &self.0.tcp);
+        }
+        let _ = self.0.tcp.shutdown(std::net::Shutdown::Write);
+    }
+
     /// Says goodbye (TLS close_notify) and shuts the connection both ways.
     pub fn close(&self) {
         if let Ok(mut tls) = self.tls() {
@@ -131,6 +144,9 @@ impl Channel {
         let n = (&self.0.tcp).read(&mut raw)?;
         let mut tls = self.tls()?;
         let mut rest = &raw[..n];
+        // Plain bytes handed on by this call: the caller reads them before it hears of the
+        // close (rustls may take one read's records in several turns, the close in the last).
+        let mut got = false;
         loop {
             // With nothing read, this tells rustls the connection ended.
             tls.read_tls(&mut rest)?;
@@ -144,8 +160,9 @@ impl Channel {
                 )
             })?;
             if let Some(open) = drain(&mut tls, plain)? {
+                got |= open;
                 if !open || rest.is_empty() {
-                    return Ok(open);
+                    return Ok(open || got);
                 }
             } else if rest.is_empty() {
                 // A record in part, or only handshake messages: nothing to hand on yet.

@@ -221,6 +221,8 @@ impl Reader {
             }
             match self.channel.receive(&mut self.plain) {
                 Ok(true) => {}
+                // What came before the close is read first (the next call says closed).
+                Ok(false) if !self.plain.is_empty() => {}
                 Ok(false) if self.line.is_empty() => return Err(ReadError::Closed),
                 Ok(false) => {
                     self.line.clear();
