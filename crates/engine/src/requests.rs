@@ -205,9 +205,7 @@ impl Picker {
         let index = match c.is_dealt() {
             true => c.take_next(),
             false => {
-                let seq = &mut self.next[warm as usize];
-                let index = *seq;
-                *seq += self.step;
+                let index = Picker::next_index(&mut self.next, self.step, warm);
                 c.take_at(index).then_some(index)
             }
         };
@@ -227,12 +225,19 @@ impl Picker {
         }
     }
 
+    /// The next index of the measured (or warm-up) sequence.
+    #[inline]
+    fn next_index(next: &mut [u64; 2], step: u64, warm: bool) -> u64 {
+        let seq = &mut next[warm as usize];
+        let index = *seq;
+        *seq += step;
+        index
+    }
+
     /// The entry the next request sends, and its index in the run.
     #[inline]
     pub fn pick(&mut self, warm: bool) -> (u32, u64) {
-        let seq = &mut self.next[warm as usize];
-        let index = *seq;
-        *seq += self.step;
+        let index = Picker::next_index(&mut self.next, self.step, warm);
         let entry = match &mut self.rng {
             Some(rng) => rng.u64(..self.n),
             None if self.n == 1 => 0,
