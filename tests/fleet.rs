@@ -489,7 +489,7 @@ fn an_open_loop_fleet_holds_its_total_rate() {
 
 #[test]
 fn an_agent_killed_mid_run_is_named_and_the_fleet_stops() {
-    let (_server, url) = serve(ServerConfig::default());
+    let (server, url) = serve(ServerConfig::default());
     let token = token_file("kill", TOKEN);
     let mut coord = Coord::start(
         &url,
@@ -550,6 +550,28 @@ fn an_agent_killed_mid_run_is_named_and_the_fleet_stops() {
         );
         assert!(*t < Duration::from_secs(15), "{stderr}");
     }
+    // The server's own count closes on the result: the merged figures, what the lost agent
+    // reported, and the bound of what it may have sent after its last report. Its surplus
+    // over the merged `sent` lies within the last two.
+    let served = server.stop();
+    let sent = count(&v, &["requests", "sent"]);
+    let lost = &fleet["agents"][1];
+    let reported = lost["requests"]["sent"].as_u64().unwrap();
+    let unreported = lost["unreported_max"].as_u64().unwrap();
+    assert!(served >= count(&v, &["requests", "completed"]), "{v}");
+    assert!(
+        served.saturating_sub(sent) <= reported + unreported,
+        "the server served {served}: {sent} merged + {reported} reported + at most {unreported} \
+         unreported"
+    );
+    // A second or two of its 100/s (it reports each second), not its minute's schedule.
+    assert!(unreported <= 1_000, "{lost}");
+    eprintln!(
+        "served {served}, merged sent {sent}, reported {reported}, unreported_max {unreported}"
+    );
+    let note = v["notes"].to_string();
+    assert!(note.contains("may have sent up to"), "{note}");
+    assert!(note.contains("the server saw at most"), "{note}");
 }
 
 /// SIGTERM on one agent (what an eviction, a node drain, a preemption or a spot reclaim

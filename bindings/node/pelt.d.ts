@@ -437,6 +437,8 @@ export interface TimelinePoint {
     pings_received: number; pings_sent: number; pongs: number; drops: number
   }
   connections: number
+  /** Open loop: the requests that started in this second over 1 ms after their due time. */
+  late?: number
   /** With `stages`: the rate (requests/s) or connections they asked for in this second. */
   target?: number
   /** Only in a 'tick' (the result's timeline does not keep it): the second's responses by
@@ -512,7 +514,22 @@ export interface ResourcesResult {
   server_host?: HostSummary
   /** A remote monitor lost during the run: when and how (the run went on). */
   lost?: string
-  verdict: { bottleneck: 'server-cpu' | 'network' | 'host-cpu' | 'pelt' | 'latency' | 'unknown'; evidence: string }
+  verdict: Verdict
+}
+
+/** What limited the run. */
+export type Bottleneck = 'server-cpu' | 'network' | 'host-cpu' | 'pelt' | 'connections' | 'latency' | 'unknown'
+
+/** The verdict on what limited the run: every party at its limit, tightest first. */
+export interface Verdict {
+  bottleneck: Bottleneck
+  /** The others at their limit too, tighter first. */
+  also?: Bottleneck[]
+  evidence: string
+  /** Open loop: the share of the median second's requests that started late, when they queued in pelt. */
+  queued?: number
+  /** The most requests/s the connections could carry (the connections' verdict, or a closed loop's latency-bound one). */
+  connection_cap_per_s?: number
 }
 
 /** What a scenario run's virtual users did. */
@@ -626,6 +643,8 @@ export interface Result {
       clock_offset_ms: number; rtt_ms: number; start_skew_ms: number | null
       state: 'finished' | 'interrupted' | 'lost'; problem: string | null
       requests: Requests; rps: number; latency_us: Latency | null
+      /** A lost agent: the most requests it may have sent after its last report. */
+      unreported_max?: number
     }[]
     start_spread_ms: number | null
     start_skew_max_ms: number | null
@@ -678,6 +697,8 @@ export interface CompareRun {
   /** With `monitor`: the server's CPU-microseconds per request and peak RSS. */
   server_cpu_us_per_request?: number
   server_rss_peak_bytes?: number
+  /** With `monitor`: the run's verdict ('server-cpu', 'server-cpu+pelt'). */
+  bottleneck?: string
 }
 
 /** compare()'s result: `pelt compare --json`'s document. */
@@ -698,6 +719,8 @@ export interface CompareResult {
     median: { rps: number; p50_us: number; p99_us: number; errors_pct: number; non_2xx_pct: number; rps_min: number; rps_max: number;
               /** With `monitor`: the server's CPU-microseconds per request and peak RSS (medians). */
               server_cpu_us_per_request?: number; server_rss_peak_bytes?: number }
+    /** With `monitor`: the verdict most of the row's runs gave ('server-cpu', 'server-cpu+pelt'). */
+    bottleneck?: string
     runs: CompareRun[]
   }[]
 }
@@ -802,7 +825,10 @@ export interface FindMaxServer {
   cpu_cores: number
   cpu_capacity: number
   cpu_us_per_request: number
-  bottleneck: 'server-cpu' | 'network' | 'host-cpu' | 'pelt' | 'latency' | 'unknown'
+  bottleneck: Bottleneck
+  also?: Bottleneck[]
+  /** The verdict as the summary names it. */
+  headline: string
 }
 
 /** findMax()'s own options (`pelt find-max`'s flags); the rest are run()'s. */

@@ -51,7 +51,9 @@ test('monitor samples a process each second and says what limited the run', asyn
   assert.equal(r.resources.monitored, `PID ${process.pid}: 1 process`)
   assert.ok(r.resources.server.cpu_mean > 0, JSON.stringify(r.resources))
   assert.ok(r.resources.server.rss_peak_bytes > 1 << 20)
-  assert.ok(['server-cpu', 'pelt', 'latency', 'network'].includes(r.resources.verdict.bottleneck))
+  // pelt's workers are threads of this process, so the server's CPU counts theirs; a busy
+  // machine may be the limit instead.
+  assert.ok(['server-cpu', 'pelt', 'latency', 'network', 'host-cpu'].includes(r.resources.verdict.bottleneck))
   assert.ok(r.timeline.every(p => p.resources && p.resources.host.cores >= 1))
   assert.ok(ticks.some(p => p.resources), 'ticks carry the second\'s sample once it is in')
   await server.close()

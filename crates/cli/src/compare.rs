@@ -196,7 +196,7 @@ pub fn markdown(doc: &CompareDoc) -> String {
         .iter()
         .any(|r| r.median.server_cpu_us_per_request.is_some());
     if monitored {
-        header.extend(["server CPU/req", "server RSS"]);
+        header.extend(["server CPU/req", "server RSS", "bottleneck"]);
     }
     if repeat > 1 {
         header.push("krps range");
@@ -226,6 +226,7 @@ pub fn markdown(doc: &CompareDoc) -> String {
                 m.server_rss_peak_bytes
                     .map_or("-".to_string(), crate::output::bytes),
             );
+            cells.push(row.bottleneck.clone().unwrap_or_else(|| "-".into()));
         }
         if repeat > 1 {
             cells.push(format!(
@@ -259,7 +260,7 @@ fn csv(doc: &CompareDoc) -> String {
         let _ = write!(s, ",{k}");
     }
     s.push_str(",rps,p50_us,p99_us,errors_pct,non_2xx_pct,rps_min,rps_max,runs");
-    s.push_str(",server_cpu_us_per_request,server_rss_peak_bytes\n");
+    s.push_str(",server_cpu_us_per_request,server_rss_peak_bytes,bottleneck\n");
     let field = |v: &str| {
         if v.contains([',', '"', '\n']) {
             format!("\"{}\"", v.replace('"', "\"\""))
@@ -289,9 +290,10 @@ fn csv(doc: &CompareDoc) -> String {
             |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
         let _ = writeln!(
             s,
-            ",{},{}",
+            ",{},{},{}",
             opt(m.server_cpu_us_per_request, 2),
-            opt(m.server_rss_peak_bytes, 0)
+            opt(m.server_rss_peak_bytes, 0),
+            row.bottleneck.as_deref().unwrap_or("")
         );
     }
     s

@@ -67,12 +67,20 @@ pub fn find_max(a: &FindMaxArgs, stop: &AtomicBool) -> Result<ExitCode> {
 
 /// The steps as a table, then the answer.
 pub fn markdown(doc: &FindMaxDoc) -> String {
-    let mut s = String::from(
-        "| step | phase | rate/s | done/s | p50 | p99 | errors | result |\n\
-         |---:|---|---:|---:|---:|---:|---:|---|\n",
-    );
+    // --monitor: what limited each step, in a last column.
+    let monitored = doc.steps.iter().any(|st| st.server.is_some());
+    let mut s = String::from("| step | phase | rate/s | done/s | p50 | p99 | errors | result |");
+    s.push_str(if monitored {
+        " bottleneck |\n|---:|---|---:|---:|---:|---:|---:|---|---|\n"
+    } else {
+        "\n|---:|---|---:|---:|---:|---:|---:|---|\n"
+    });
     for st in &doc.steps {
-        let _ = writeln!(s, "| {} |", st.cells().join(" | "));
+        let mut cells = st.cells();
+        if monitored {
+            cells.push(st.bottleneck().unwrap_or_else(|| "-".into()));
+        }
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
     let slo = doc.slo.join(" and ");
     let _ = writeln!(s);
@@ -81,6 +89,7 @@ pub fn markdown(doc: &FindMaxDoc) -> String {
             // --monitor: the server at the knee, on the same line (the HTML shows the last).
             let server = a
                 .server
+                .as_ref()
                 .map_or(String::new(), |server| format!("; {}", server.text()));
             let _ = writeln!(
                 s,
@@ -110,12 +119,13 @@ pub fn markdown(doc: &FindMaxDoc) -> String {
 
 fn csv(steps: &[Step]) -> String {
     let mut s = String::from(
-        "step,phase,rate,achieved_rps,p50_us,p99_us,max_us,sent,completed,errors,rate_held,passed\n",
+        "step,phase,rate,achieved_rps,p50_us,p99_us,max_us,sent,completed,errors,rate_held,passed,\
+         bottleneck\n",
     );
     for st in steps {
         let _ = writeln!(
             s,
-            "{},{},{},{:.1},{},{},{},{},{},{},{},{}",
+            "{},{},{},{:.1},{},{},{},{},{},{},{},{},{}",
             st.step,
             st.phase,
             st.rate.map_or(String::new(), |r| r.to_string()),
@@ -127,7 +137,8 @@ fn csv(steps: &[Step]) -> String {
             st.completed,
             st.errors,
             st.rate_held,
-            st.passed
+            st.passed,
+            st.bottleneck().unwrap_or_default()
         );
     }
     s

@@ -106,7 +106,7 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, m: &MetricsArgs, agents: u32) -> 
         }
     });
     if let Some(live) = live {
-        live.finish(quiet, &stop);
+        live.finish(quiet, &stop, ran.as_ref().ok().map(|(_, report)| report));
     }
     match ran {
         Ok((code, report)) => {

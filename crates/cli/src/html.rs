@@ -292,11 +292,11 @@ fn resources_section(b: &mut String, r: &Report) {
     let Some(res) = &r.resources else {
         return;
     };
-    let what = res.verdict.bottleneck.title();
+    let what = res.verdict.headline();
     let _ = writeln!(
         b,
         "<section class=\"box\"><h2>Bottleneck: {}</h2><p>{}</p>",
-        esc(what),
+        esc(&what),
         esc(&res.verdict.evidence)
     );
     b.push_str("<table>\n<tr><th></th><th class=\"n\">CPU mean (cores)</th><th class=\"n\">CPU peak</th><th class=\"n\">could use</th><th class=\"n\">CPU-us per request</th><th class=\"n\">RSS peak</th></tr>\n");
@@ -840,16 +840,25 @@ pub fn find_max(doc: &FindMaxDoc, answer: &str) -> String {
             ("chart-done", "Rate done by rate asked"),
         ],
     );
-    b.push_str("</div>\n<section class=\"box\"><h2>Steps</h2><table>\n<tr><th class=\"n\">step</th><th>phase</th><th class=\"n\">rate/s</th><th class=\"n\">done/s</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">errors</th><th>result</th></tr>\n");
+    b.push_str("</div>\n<section class=\"box\"><h2>Steps</h2><table>\n<tr><th class=\"n\">step</th><th>phase</th><th class=\"n\">rate/s</th><th class=\"n\">done/s</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">errors</th><th>result</th>");
+    let monitored = doc.steps.iter().any(|st| st.server.is_some());
+    b.push_str(if monitored {
+        "<th>bottleneck</th></tr>\n"
+    } else {
+        "</tr>\n"
+    });
     for st in &doc.steps {
-        let cells = st.cells();
+        let mut cells = st.cells();
+        if monitored {
+            cells.push(st.bottleneck().unwrap_or_else(|| "-".into()));
+        }
         b.push_str("<tr>");
         for (i, c) in cells.iter().enumerate() {
             let class = match i {
                 1 => "",
                 7 if c.starts_with("FAIL") => " class=\"failed\"",
                 7 if c == "ok" => " class=\"passed\"",
-                7 => "",
+                7 | 8 => "",
                 _ => " class=\"n\"",
             };
             let _ = write!(b, "<td{class}>{}</td>", esc(c));

@@ -187,11 +187,15 @@ impl Live {
         }
     }
 
-    /// The run has ended: pushes the final values, and serves them for the linger time (a
+    /// The run has ended (with `report`, when it has one): pushes the final values, the
+    /// verdict among them, and serves them for the linger time (a
     /// Ctrl-C during it ends it), then stops.
-    pub fn finish(self, quiet: bool, stop: &AtomicBool) {
+    pub fn finish(self, quiet: bool, stop: &AtomicBool, report: Option<&pelt_stats::Report>) {
         let last = self.metrics.lock().map(|mut m| {
             m.run.finish();
+            if let Some(r) = report.and_then(|r| r.resources.as_ref()) {
+                m.run.set_verdict(&r.verdict);
+            }
             m.agents.values_mut().for_each(Metrics::finish);
             pelt_load::metrics::write_request_of(&m.all(), now_ms())
         });

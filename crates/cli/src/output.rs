@@ -747,8 +747,7 @@ fn resources_table(s: &mut String, r: &Report) {
         host(s, "  Server host", h);
     }
     let v = &res.verdict;
-    let what = v.bottleneck.title();
-    let _ = writeln!(s, "  Bottleneck   {what}: {}", v.evidence);
+    let _ = writeln!(s, "  Bottleneck   {}: {}", v.headline(), v.evidence);
 }
 
 /// A measured value with at most 3 decimals and no trailing zeros: `12.5`, `0.013`, `3`.

@@ -91,11 +91,11 @@ pub fn load(a: &LoadArgs, m: &MetricsArgs) -> Result<ExitCode> {
     let p = prepare(a)?;
     let live = metrics::start(m, &p.run)?;
     let stop = stop_flag()?;
-    let (code, _) = report_run(&p, &stop, live.as_ref(), &mut |on_second| {
+    let (code, report) = report_run(&p, &stop, live.as_ref(), &mut |on_second| {
         Ok(pelt_load::run(&p.run, &stop, on_second))
     })?;
     if let Some(live) = live {
-        live.finish(p.quiet, &stop);
+        live.finish(p.quiet, &stop, Some(&report));
     }
     Ok(code)
 }

@@ -237,6 +237,40 @@ impl Slice {
     pub fn fraction(&self, threads: usize) -> f64 {
         threads as f64 / self.workers as f64
     }
+
+    /// The most requests this process's `threads` workers could have started by `elapsed`
+    /// after their start under `config`: their part of the open loop's schedule (constant
+    /// arrivals: exact; Poisson's come near it), at most their part of `-n`; in the closed loop
+    /// only their part of `-n`. `None` where nothing bounds it: a closed loop without `-n`, or a
+    /// recording read as the run goes without it.
+    pub fn started_at_most(
+        &self,
+        config: &Config,
+        threads: usize,
+        elapsed: Duration,
+    ) -> Option<u64> {
+        let limit = config.requests.map(|n| self.part(n, threads));
+        let Some(rate) = config.rate else {
+            return limit;
+        };
+        // A recording read as the run goes: its times are in its blocks, not here.
+        if config.replay.is_some() && config.feed.is_some() {
+            return limit;
+        }
+        let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        let pace = || match (&config.replay, &config.stages) {
+            (Some(replay), _) => schedule::Pace::Replay(replay.clone()),
+            (None, Some(s)) if s.of() == Ramped::Rate => schedule::Pace::Staged(s.clone()),
+            (None, _) => schedule::Pace::Constant(rate),
+        };
+        let due: u64 = (self.first..self.first + threads)
+            .map(|w| {
+                schedule::Schedule::new(pace(), Arrival::Constant, w, self.workers)
+                    .due_by(elapsed_ns)
+            })
+            .sum();
+        Some(limit.map_or(due, |n| n.min(due)))
+    }
 }
 
 /// An HTTP/2 run's request and concurrency. `request` and `pipeline` are unused then.

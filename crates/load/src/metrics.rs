@@ -54,6 +54,8 @@ pub struct Metrics {
     last_ttfb: Option<[f64; 4]>,
     last_lag: Option<[f64; 4]>,
     finished: bool,
+    /// `--monitor`: the run's verdict, once it has ended.
+    verdict: Option<pelt_stats::Verdict>,
     /// Per target name (`--targets` with names): the names, and their counts so far.
     target_names: Vec<String>,
     targets: Vec<pelt_stats::TargetCounts>,
@@ -137,6 +139,7 @@ impl Metrics {
             last_ttfb: None,
             last_lag: None,
             finished: false,
+            verdict: None,
             target_names: Vec::new(),
             targets: Vec::new(),
             resources: None,
@@ -227,6 +230,11 @@ impl Metrics {
     /// The run has ended: its final values stay.
     pub fn finish(&mut self) {
         self.finished = true;
+    }
+
+    /// The run's verdict (`--monitor`), served from its end on as `pelt_bottleneck`.
+    pub fn set_verdict(&mut self, verdict: &pelt_stats::Verdict) {
+        self.verdict = Some(verdict.clone());
     }
 
     /// Requests completed so far (what `pelt_requests_completed_total` says).
@@ -327,8 +335,23 @@ impl Metrics {
         );
     }
 
-    /// `--monitor`: the last second's CPU and memory, the host's network and TCP counters.
+    /// `--monitor`: the last second's CPU and memory, the host's network and TCP counters;
+    /// once the run has ended, its verdict.
     fn resource_families(&self, f: &mut Families) {
+        if let Some(v) = &self.verdict {
+            let limits: Vec<pelt_stats::Bottleneck> = v.limits().collect();
+            let series = pelt_stats::Bottleneck::ALL.iter().map(|b| {
+                let place = limits.iter().position(|l| l == b).map_or(0, |i| i + 1);
+                (vec![("bottleneck", b.key().to_string())], place as f64)
+            });
+            f.labelled(
+                "pelt_bottleneck",
+                "gauge",
+                "What limited the run (--monitor, from its end): 1 for the tightest limit, 2 for \
+                 the next at its limit too, ..., 0 for the rest.",
+                series,
+            );
+        }
         let Some(r) = &self.resources else {
             return;
         };
@@ -958,6 +981,22 @@ mod tests {
         assert!(m
             .text()
             .contains("pelt_run_finished{run=\"r1\",agent=\"2\"} 1"));
+        // --monitor's verdict, from the run's end: each party's place among the limits.
+        assert!(!m.text().contains("pelt_bottleneck"));
+        m.set_verdict(&pelt_stats::Verdict {
+            bottleneck: pelt_stats::Bottleneck::ServerCpu,
+            also: vec![pelt_stats::Bottleneck::Pelt],
+            ..pelt_stats::Verdict::default()
+        });
+        let t = m.text();
+        for line in [
+            "# TYPE pelt_bottleneck gauge",
+            "pelt_bottleneck{run=\"r1\",agent=\"2\",bottleneck=\"server-cpu\"} 1",
+            "pelt_bottleneck{run=\"r1\",agent=\"2\",bottleneck=\"pelt\"} 2",
+            "pelt_bottleneck{run=\"r1\",agent=\"2\",bottleneck=\"connections\"} 0",
+        ] {
+            assert!(t.lines().any(|l| l == line), "no {line:?} in\n{t}");
+        }
     }
 
     #[test]

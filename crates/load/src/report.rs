@@ -3,7 +3,10 @@
 use crate::fmt;
 use crate::prepare::Prepared;
 use pelt_engine::RunResult;
-use pelt_stats::{LatencyFrom, OpenLoopReport, Report, WarmupReport, LATE_THRESHOLD_US};
+use pelt_stats::{
+    Bottleneck, LatencyFrom, Load, OpenLoopReport, Report, WarmupReport, LATE_THRESHOLD_US,
+    SATURATED,
+};
 
 impl Prepared {
     /// The result document of this run's `result`: the figures, the histograms, the notes a
@@ -136,21 +139,6 @@ impl Prepared {
                 ));
             }
             let open = OpenLoopReport::new(&result.stats, result.backlog_at_end);
-            // The batch window's wait is chosen, not a shortage: the warning starts past it.
-            let limit = LATE_THRESHOLD_US + p.config.batch_window.as_micros() as u64;
-            if open.lag_us.p99_us > limit {
-                let (free, raise) = match p.config.scenario {
-                    Some(_) => ("user", "--max-users"),
-                    None => ("connection", "--max-connections"),
-                };
-                report.notes.push(format!(
-                    "pelt's own lag p99 was {} (over {}): requests started late because no \
-                     {free} was free or pelt was short of CPU, so pelt, not the server, limited \
-                     this test; raise -c or {raise}, or lower --rate",
-                    fmt::latency(open.lag_us.p99_us as f64),
-                    fmt::latency(limit as f64),
-                ));
-            }
             if open.backlog_at_end > 0 {
                 let (what, busy) = match p.config.scenario {
                     Some(_) => ("iterations", "user"),
@@ -187,40 +175,68 @@ impl Prepared {
             }
         }
         report.resources = p.resources(&report);
+        report.notes.extend(queue_note(&report));
         report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();
         report
     }
 
-    /// `--monitor`: the measured seconds' resources summed up, with the verdict (pelt's own
-    /// lag past the late threshold, in the open loop, counts against pelt).
+    /// `--monitor`: the measured seconds' resources summed up, with the verdict.
     pub(crate) fn resources(
         &self,
         report: &pelt_stats::Report,
     ) -> Option<pelt_stats::ResourcesReport> {
-        let measured: Vec<&pelt_stats::TimelinePoint> = report
-            .timeline
-            .iter()
-            .filter(|p| !p.warmup && p.resources.is_some())
-            .collect();
-        if measured.is_empty() {
-            return None;
-        }
-        let samples: Vec<pelt_stats::Sampled> = measured
-            .iter()
-            .filter_map(|p| p.resources.as_ref().map(|r| (r, p.length_s)))
-            .collect();
-        let completed = measured.iter().map(|p| p.completed).sum();
-        let limit = LATE_THRESHOLD_US + self.config.batch_window.as_micros() as u64;
-        let lag = report
-            .open_loop
-            .as_ref()
-            .map(|o| o.lag_us.p99_us)
-            .filter(|&p99| p99 > limit);
         let monitored = (self.monitor.as_ref().map(|(_, matched)| matched))
             .or(self.remote_watching.as_ref())
             .cloned();
-        Some(pelt_stats::ResourcesReport::new(
-            monitored, &samples, completed, lag,
-        ))
+        pelt_stats::ResourcesReport::of(report, monitored)
     }
+}
+
+/// Open loop: requests that queued in pelt ([`Load::queued`]), and who held them: the
+/// verdict's party with `--monitor`, else what pelt's own figures tell (every connection
+/// busy, or connections free and pelt short of CPU).
+fn queue_note(report: &Report) -> Option<String> {
+    let load = Load::of(report);
+    let late = load.queued()?;
+    let pct = |share: f64| format!("{:.0}%", share * 100.0);
+    let (place, raise) = if load.users {
+        ("user", "--max-users")
+    } else {
+        ("connection", "--max-connections")
+    };
+    let cap = load.cap_text().map_or(String::new(), |c| format!(" ({c})"));
+    let why = match report.resources.as_ref().map(|r| &r.verdict) {
+        Some(v) => match v.bottleneck {
+            Bottleneck::ServerCpu => format!(
+                "they waited for {place}s held by the server, which was at its CPU limit; the \
+                 latency from the due time includes that wait, as it should, and more \
+                 {place}s would move the queue into the server (pelt find-max finds the rate \
+                 it serves in time)"
+            ),
+            Bottleneck::Connections => {
+                format!("every {place} was busy{cap}; raise -c or {raise}, or lower --rate")
+            }
+            Bottleneck::Pelt => "pelt, not the server, limited this test (see Bottleneck)".into(),
+            _ => format!("see Bottleneck: {}", v.headline()),
+        },
+        None => match load.busy() {
+            Some(b) if b < SATURATED => format!(
+                "pelt kept only {} of its {place}s busy, so it was short of CPU: add threads \
+                 (-t), or --monitor to see",
+                pct(b)
+            ),
+            _ => format!(
+                "every {place} was busy{cap}: the server's CPU or its latency held them \
+                 (--monitor tells which); raise -c or {raise} if the server has room, or \
+                 lower --rate"
+            ),
+        },
+    };
+    Some(format!(
+        "requests queued in pelt: {} of the median second's requests started over {} late \
+         (lag p99 {}): {why}",
+        pct(late),
+        fmt::latency(LATE_THRESHOLD_US as f64),
+        fmt::latency(load.lag_p99_us as f64),
+    ))
 }

@@ -50,6 +50,13 @@ pub struct AgentReport {
     pub rps: f64,
     /// Its own latency percentiles (`null` for a lost agent).
     pub latency_us: Option<LatencySummary>,
+    /// A lost agent: the most requests it may have sent after its last reported second (its
+    /// part of the schedule, and of `-n`, from its start to when it was found lost, less what
+    /// it reported), so that a server's count of the run stays within the merged `sent` plus
+    /// the lost agents' `requests.sent` and this; absent for the others, and where nothing
+    /// bounds it (a closed loop without `-n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreported_max: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

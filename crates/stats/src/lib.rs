@@ -23,6 +23,7 @@
 
 mod errors;
 mod fleet;
+pub mod fmt;
 mod histogram;
 mod kinds;
 mod merge;
@@ -44,8 +45,8 @@ pub use report::{
     SkippedInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use resources::{
-    Bottleneck, HostSample, HostSummary, ProcessSample, ProcessSummary, ResourceSample,
-    ResourcesReport, Sampled, Verdict, SATURATED,
+    Bottleneck, HostSample, HostSummary, Load, ProcessSample, ProcessSummary, ResourceSample,
+    ResourcesReport, Sampled, Verdict, QUEUED, SATURATED,
 };
 pub use streams::{
     StreamEnd, StreamFigures, StreamHistograms, StreamPoint, StreamSecond, StreamStats,

@@ -111,6 +111,7 @@ struct Second {
     completed: u64,
     errors: u64,
     connections: u64,
+    late: u64,
     target: Option<f64>,
     classes: BTreeMap<String, u64>,
     latency: LatencyHistogram,
@@ -528,6 +529,7 @@ impl Second {
         self.completed += p.completed;
         self.errors += p.errors;
         self.connections += p.connections;
+        self.late += p.late;
         // Each run's share of what its stages asked for adds up to the whole's.
         if let Some(t) = p.target {
             *self.target.get_or_insert(0.0) += t;
@@ -554,6 +556,7 @@ impl Second {
             completed: 0,
             errors: 0,
             connections: 0,
+            late: 0,
             target: None,
             classes: BTreeMap::new(),
             latency: LatencyHistogram::new(),
@@ -586,6 +589,7 @@ impl Second {
             event_streams: self.streams,
             websocket: self.websocket,
             connections: self.connections,
+            late: self.late,
             target: self.target,
             resources: None,
             samples: Vec::new(),

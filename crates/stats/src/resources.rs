@@ -3,6 +3,7 @@
 //! run. The sampler (pelt-load's `monitor`) reads /proc; this module only holds and judges
 //! what it read, so a saved result can be judged again.
 
+use crate::{fmt, Report, TimelinePoint};
 use serde::{Deserialize, Serialize};
 
 /// One second's resources: what the sampler read at the end of the timeline point it rides on.
@@ -251,9 +252,53 @@ pub struct HostSummary {
 /// What limited the run, and why pelt thinks so.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// The tightest limit: of the parties at their limit, the one that used the largest share
+    /// of what it may use.
     pub bottleneck: Bottleneck,
+    /// The others at their limit too, tighter first (nginx at 100% of its core and pelt at 94%
+    /// of its own: `server-cpu`, then `pelt` here).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Bottleneck>,
     /// The figures that decided it, in a sentence.
     pub evidence: String,
+    /// Open loop: requests queued in pelt (every connection busy, or pelt short of CPU): the
+    /// share of the median second's requests that started late; absent when they did not
+    /// queue (see [`Load::queued`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<f64>,
+    /// The most requests per second the connections could carry: the requests they may hold
+    /// at once (connections times `--pipeline` or `--streams`) over the mean time each request
+    /// held its place. Given when the connections or the server's latency limited the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_cap_per_s: Option<f64>,
+}
+
+impl Verdict {
+    /// As the summary and the HTML report name it: "the server's CPU", or with a second limit
+    /// "the server's CPU, and pelt close to its own limit".
+    pub fn headline(&self) -> String {
+        let mut s = self.bottleneck.title().to_string();
+        for b in &self.also {
+            s.push_str(", and ");
+            s.push_str(b.too());
+        }
+        s
+    }
+
+    /// For a table's cell: "server-cpu", "server-cpu+pelt".
+    pub fn label(&self) -> String {
+        let mut s = self.bottleneck.key().to_string();
+        for b in &self.also {
+            s.push('+');
+            s.push_str(b.key());
+        }
+        s
+    }
+
+    /// Every party judged at its limit, tightest first.
+    pub fn limits(&self) -> impl Iterator<Item = Bottleneck> + '_ {
+        std::iter::once(self.bottleneck).chain(self.also.iter().copied())
+    }
 }
 
 /// What limited the run.
@@ -267,8 +312,12 @@ pub enum Bottleneck {
     /// The machine's CPUs were (nearly) all busy, though neither pelt nor the server used all
     /// it could: they (and whatever else runs there) share too few cores.
     HostCpu,
-    /// pelt itself: a worker's core was (nearly) full, or requests started late.
+    /// pelt itself: a worker's core was (nearly) full, or (open loop) requests started late
+    /// while connections were free.
     Pelt,
+    /// Every connection was busy while neither CPU was: the server's latency times the
+    /// connections capped the rate, and requests queued in pelt (open loop).
+    Connections,
     /// Nothing was saturated: the server waits on something else (a database, a sleep, locks).
     Latency,
     /// No server was monitored and pelt was not saturated: nothing to judge by.
@@ -277,6 +326,17 @@ pub enum Bottleneck {
 }
 
 impl Bottleneck {
+    /// Every kind, in the order the docs and Prometheus list them.
+    pub const ALL: [Bottleneck; 7] = [
+        Bottleneck::ServerCpu,
+        Bottleneck::Network,
+        Bottleneck::HostCpu,
+        Bottleneck::Pelt,
+        Bottleneck::Connections,
+        Bottleneck::Latency,
+        Bottleneck::Unknown,
+    ];
+
     /// As the summary and the HTML report name it.
     pub fn title(self) -> &'static str {
         match self {
@@ -284,14 +344,44 @@ impl Bottleneck {
             Bottleneck::Network => "the network",
             Bottleneck::HostCpu => "the machine's CPUs",
             Bottleneck::Pelt => "pelt itself",
+            Bottleneck::Connections => "the connections",
             Bottleneck::Latency => "neither: latency-bound",
             Bottleneck::Unknown => "not known",
+        }
+    }
+
+    /// As a second limit is named after the first.
+    fn too(self) -> &'static str {
+        match self {
+            Bottleneck::ServerCpu => "the server's CPU at its limit too",
+            Bottleneck::Network => "the network at its limit too",
+            Bottleneck::HostCpu => "the machine's CPUs at their limit too",
+            Bottleneck::Pelt => "pelt close to its own limit",
+            Bottleneck::Connections => "every connection busy too",
+            Bottleneck::Latency | Bottleneck::Unknown => self.title(),
+        }
+    }
+
+    /// Its name in the JSON (`server-cpu`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Bottleneck::ServerCpu => "server-cpu",
+            Bottleneck::Network => "network",
+            Bottleneck::HostCpu => "host-cpu",
+            Bottleneck::Pelt => "pelt",
+            Bottleneck::Connections => "connections",
+            Bottleneck::Latency => "latency",
+            Bottleneck::Unknown => "unknown",
         }
     }
 }
 
 /// A share at or above this of what could be used counts as saturated.
 pub const SATURATED: f64 = 0.9;
+
+/// Open loop: requests queued in pelt when at least this share of the median second's
+/// requests started late (more than [`crate::LATE_THRESHOLD_US`] after their due time).
+pub const QUEUED: f64 = 0.1;
 
 /// Seconds shorter than this (the run's last, cut short) weigh by their length in the means
 /// and are left out of the peaks and the verdict: /proc counts CPU in ticks of 10 ms, so a
@@ -301,15 +391,150 @@ const SHORT_S: f64 = 0.5;
 /// One second's sample and its length.
 pub type Sampled<'a> = (&'a ResourceSample, f64);
 
+/// The load beside the resources, read from the result: what tells whether requests queued
+/// in pelt (open loop), and the rate the connections could carry.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Load {
+    /// The connections pelt may use (open loop: `--max-connections`), and the requests each
+    /// may have in flight at once (`--pipeline`, `--streams`; 1 without).
+    pub connections: u64,
+    pub depth: u64,
+    /// A scenario run: its virtual users hold the places, not single requests.
+    pub users: bool,
+    /// The mean time a request held its place, microseconds: the service time in the open
+    /// loop (first byte written to last read), the latency in the closed.
+    pub held_us: f64,
+    /// Responses per second over the measured seconds.
+    pub completed_per_s: f64,
+    /// Open loop: the rate asked for (with stages, their peak); `None`: closed loop.
+    pub rate: Option<f64>,
+    /// Open loop: pelt's lag p99 and the latency p99 it sits in, microseconds.
+    pub lag_p99_us: u64,
+    pub latency_p99_us: u64,
+    /// Open loop: the lag past which the report warns (1 ms past the batch window).
+    pub late_after_us: u64,
+    /// Open loop: the share of the requests started in the median whole second that
+    /// started late.
+    pub late_share: f64,
+}
+
+impl Load {
+    /// The load of `report`'s measured seconds.
+    pub fn of(report: &Report) -> Load {
+        let measured: Vec<&TimelinePoint> = report.timeline.iter().filter(|p| !p.warmup).collect();
+        let seconds: f64 = measured.iter().map(|p| p.length_s).sum();
+        let completed: u64 = measured.iter().map(|p| p.completed).sum();
+        let info = &report.info;
+        let depth = info.pipeline.max(info.streams.unwrap_or(1)).max(1);
+        let connections = info.max_connections.unwrap_or(info.connections);
+        let open = report.open_loop.as_ref();
+        let any_whole = measured.iter().any(|p| p.length_s >= SHORT_S);
+        let late_share = median(
+            measured
+                .iter()
+                .filter(|p| p.sent > 0 && (!any_whole || p.length_s >= SHORT_S))
+                .map(|p| (p.late as f64 / p.sent as f64, p.length_s))
+                .collect(),
+        );
+        Load {
+            connections: connections as u64,
+            depth: depth as u64,
+            users: report.scenario.is_some(),
+            held_us: open.map_or(report.latency_us.mean_us, |o| o.service_time_us.mean_us),
+            completed_per_s: if seconds > 0.0 {
+                completed as f64 / seconds
+            } else {
+                0.0
+            },
+            rate: open.and(info.rate),
+            lag_p99_us: open.map_or(0, |o| o.lag_us.p99_us),
+            latency_p99_us: report.latency_us.p99_us,
+            late_after_us: crate::LATE_THRESHOLD_US + info.batch_window_us.unwrap_or(0),
+            late_share,
+        }
+    }
+
+    /// Open loop: whether requests queued in pelt, and if so the share of the median second's
+    /// requests that started late. They queued when at least [`QUEUED`] of them did, the lag
+    /// p99 passed the late threshold, and that lag is a tenth or more of the latency p99 it
+    /// sits in: a few late requests while connections were opening, or a lag small against
+    /// the latency, are not a queue.
+    pub fn queued(&self) -> Option<f64> {
+        (self.rate.is_some()
+            && self.late_share >= QUEUED
+            && self.lag_p99_us > self.late_after_us
+            && self.lag_p99_us.saturating_mul(10) >= self.latency_p99_us)
+            .then_some(self.late_share)
+    }
+
+    /// The requests pelt may have in flight at once.
+    pub fn slots(&self) -> u64 {
+        self.connections * self.depth
+    }
+
+    /// The share of its places pelt kept busy on average (Little's law: responses per second
+    /// times the time each held its place, over the places); `None` for scenarios.
+    pub fn busy(&self) -> Option<f64> {
+        (!self.users && self.slots() > 0)
+            .then(|| self.completed_per_s * self.held_us / 1e6 / self.slots() as f64)
+    }
+
+    /// The most requests per second the places could carry at the time each held one.
+    pub fn cap_per_s(&self) -> Option<f64> {
+        (!self.users && self.slots() > 0 && self.held_us > 0.0)
+            .then(|| self.slots() as f64 * 1e6 / self.held_us)
+    }
+
+    /// "10 connections x 20.10ms = 497.5/s at most" (with "x 16 requests each" between).
+    pub fn cap_text(&self) -> Option<String> {
+        let cap = self.cap_per_s()?;
+        let each = if self.depth > 1 {
+            format!(" x {} requests each", self.depth)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{} connection{}{each} x {} = {}/s at most",
+            fmt::thousands(self.connections),
+            if self.connections == 1 { "" } else { "s" },
+            fmt::latency(self.held_us),
+            fmt::rate(cap)
+        ))
+    }
+}
+
 impl ResourcesReport {
+    /// The resources of `report`'s measured seconds (the warm-up left out), with the verdict;
+    /// `None` when none was sampled. `monitored`: what `--monitor` named and matched.
+    pub fn of(report: &Report, monitored: Option<String>) -> Option<ResourcesReport> {
+        let measured: Vec<&TimelinePoint> = report
+            .timeline
+            .iter()
+            .filter(|p| !p.warmup && p.resources.is_some())
+            .collect();
+        if measured.is_empty() {
+            return None;
+        }
+        let samples: Vec<Sampled> = measured
+            .iter()
+            .filter_map(|p| p.resources.as_ref().map(|r| (r, p.length_s)))
+            .collect();
+        let completed = measured.iter().map(|p| p.completed).sum();
+        Some(ResourcesReport::new(
+            monitored,
+            &samples,
+            completed,
+            &Load::of(report),
+        ))
+    }
+
     /// Sums up the measured seconds' `samples` (each with its length in seconds);
-    /// `completed`: responses over the same seconds; `lag_p99_late`: open loop, pelt's lag p99
-    /// was past the late threshold (its own verdict).
+    /// `completed`: responses over the same seconds; `load`: what the load did meanwhile.
     pub fn new(
         monitored: Option<String>,
         samples: &[Sampled],
         completed: u64,
-        lag_p99_late: Option<u64>,
+        load: &Load,
     ) -> ResourcesReport {
         let Groups {
             servers,
@@ -332,7 +557,7 @@ impl ResourcesReport {
         } else {
             whole
         };
-        let verdict = Verdict::judge(server.as_ref(), &whole, lag_p99_late);
+        let verdict = Verdict::judge(server.as_ref(), &whole, load);
         ResourcesReport {
             monitored,
             server,
@@ -436,68 +661,46 @@ fn median(mut v: Vec<(f64, f64)>) -> f64 {
     v.last().map_or(0.0, |(x, _)| *x)
 }
 
+/// One party at its limit: which, the share of what it may use, and the sentence that says so.
+struct Limit {
+    what: Bottleneck,
+    share: f64,
+    why: String,
+}
+
+/// "97%".
+fn pct(share: f64) -> String {
+    format!("{:.0}%", share * 100.0)
+}
+
 impl Verdict {
-    /// pelt first (if pelt was saturated, the run says little about the server), then the
-    /// server's CPU, then the network; a run where none was saturated was latency-bound. Each
-    /// is judged by its median second, so a ramp or one busy second does not decide it.
-    fn judge(
-        server: Option<&ProcessSummary>,
-        samples: &[Sampled],
-        lag_p99_late: Option<u64>,
-    ) -> Verdict {
-        let worker = median(
-            samples
-                .iter()
-                .filter_map(|(s, l)| {
-                    let busiest = s.pelt.workers.iter().copied().max_by(f64::total_cmp);
-                    busiest.map(|w| (w, *l))
-                })
-                .collect(),
-        );
-        if worker >= SATURATED {
-            return Verdict {
-                bottleneck: Bottleneck::Pelt,
-                evidence: format!(
-                    "pelt's busiest worker used {:.0}% of a core in the median second: add \
-                     threads (-t) or generator machines (--agents)",
-                    worker * 100.0
-                ),
-            };
-        }
-        if let Some(lag) = lag_p99_late {
-            return Verdict {
-                bottleneck: Bottleneck::Pelt,
-                evidence: format!(
-                    "requests started late (pelt's lag p99 {lag} us): no connection was free \
-                     or pelt was short of CPU"
-                ),
-            };
-        }
-        let share = |s: &ResourceSample| {
+    /// Judges each party by the share it used of what it may use in the median whole second
+    /// (so a ramp or one busy second does not decide it) and names every one at its limit
+    /// ([`SATURATED`] or more), tightest first: the server's CPU, pelt's (its busiest worker's
+    /// core), a network link; the machines' CPUs (the server's machine's, then pelt's) when
+    /// neither process filled what it could use; then, when requests queued in pelt (open
+    /// loop, [`Load::queued`]) while no CPU was full, the connections if they were all busy,
+    /// else pelt (its threads did not run in time). Queued requests are evidence, never a
+    /// verdict of their own: behind a saturated server they are the server's. With none at its
+    /// limit the run was latency-bound (not known when no server was monitored).
+    fn judge(server: Option<&ProcessSummary>, samples: &[Sampled], load: &Load) -> Verdict {
+        let weigh = |f: &dyn Fn(&ResourceSample) -> Option<f64>| {
+            median(
+                samples
+                    .iter()
+                    .filter_map(|(s, l)| f(s).map(|x| (x, *l)))
+                    .collect(),
+            )
+        };
+        // A fleet's coordinator samples no pelt of its own: its agents' CPU is theirs.
+        let pelt_seen = samples.iter().any(|(s, _)| !s.pelt.workers.is_empty());
+        let worker = weigh(&|s| s.pelt.workers.iter().copied().max_by(f64::total_cmp));
+        let server_share = weigh(&|s| {
             s.server
                 .as_ref()
                 .filter(|p| p.cpu_capacity > 0.0)
                 .map(|p| p.cpu() / p.cpu_capacity)
-        };
-        let server_share = median(
-            samples
-                .iter()
-                .filter_map(|(s, l)| share(s).map(|x| (x, *l)))
-                .collect(),
-        );
-        if let Some(server) = server.filter(|_| server_share >= SATURATED) {
-            return Verdict {
-                bottleneck: Bottleneck::ServerCpu,
-                evidence: format!(
-                    "the server used {:.0}% of the {} it may use in the median second \
-                     ({:.1} us of CPU per request), while pelt's busiest worker used {:.0}%",
-                    server_share * 100.0,
-                    cores(server.cpu_capacity),
-                    server.cpu_us_per_request,
-                    worker * 100.0
-                ),
-            };
-        }
+        });
         // The busier link of the two machines (pelt's and, sampled remotely, the server's).
         let busiest = |s: &ResourceSample| {
             [Some(&s.host), s.server_host.as_ref()]
@@ -507,81 +710,237 @@ impl Verdict {
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .cloned()
         };
-        let link = median(
-            samples
-                .iter()
-                .filter_map(|(s, l)| busiest(s).map(|(_, x)| (x, *l)))
-                .collect(),
-        );
+        let link = weigh(&|s| busiest(s).map(|(_, x)| x));
+        let busy = |h: &HostSample| h.cpu_busy() / h.cores.max(1) as f64;
+        let far = weigh(&|s| s.server_host.as_ref().map(busy));
+        let host = weigh(&|s| Some(busy(&s.host)));
+        let cores_of = |f: fn(&ResourceSample) -> Option<u32>| {
+            samples.iter().find_map(|(s, _)| f(s)).unwrap_or(0)
+        };
+        let queued = load.queued();
+        let lag = fmt::latency(load.lag_p99_us as f64);
+        let worker_pct = pelt_seen.then(|| pct(worker));
+
+        let mut limits = Vec::new();
+        if let Some(server) = server.filter(|_| server_share >= SATURATED) {
+            limits.push(Limit {
+                what: Bottleneck::ServerCpu,
+                share: server_share,
+                why: format!(
+                    "the server used {} of the {} it may use in the median second ({:.1} us of \
+                     CPU per request)",
+                    pct(server_share),
+                    cores(server.cpu_capacity),
+                    server.cpu_us_per_request,
+                ),
+            });
+        }
+        if worker >= SATURATED {
+            limits.push(Limit {
+                what: Bottleneck::Pelt,
+                share: worker,
+                why: format!(
+                    "pelt's busiest worker used {} of a core in the median second: add threads \
+                     (-t) or generator machines (--agents)",
+                    pct(worker)
+                ),
+            });
+        }
         if link >= SATURATED {
             let name = samples
                 .iter()
                 .find_map(|(s, _)| busiest(s).map(|(n, _)| n))
                 .unwrap_or_default();
-            return Verdict {
-                bottleneck: Bottleneck::Network,
-                evidence: format!(
-                    "{name} ran at {:.0}% of its link speed in the median second",
-                    link * 100.0
+            limits.push(Limit {
+                what: Bottleneck::Network,
+                share: link,
+                why: format!(
+                    "{name} ran at {} of its link speed in the median second",
+                    pct(link)
                 ),
-            };
+            });
         }
-        let busy = |h: &HostSample| h.cpu_busy() / h.cores.max(1) as f64;
-        let far = median(
-            samples
-                .iter()
-                .filter_map(|(s, l)| s.server_host.as_ref().map(|h| (busy(h), *l)))
-                .collect(),
-        );
-        if far >= SATURATED {
-            return Verdict {
-                bottleneck: Bottleneck::HostCpu,
-                evidence: format!(
-                    "the server's machine's {} cores were {:.0}% busy in the median second, \
-                     while the server used {:.0}% of what it may use: something else there \
-                     takes its CPU",
-                    samples
-                        .iter()
-                        .find_map(|(s, _)| s.server_host.as_ref().map(|h| h.cores))
-                        .unwrap_or(0),
-                    far * 100.0,
-                    server_share * 100.0
+        let cpu_full = limits.iter().any(|l| l.what != Bottleneck::Network);
+        if !cpu_full && far >= SATURATED {
+            limits.push(Limit {
+                what: Bottleneck::HostCpu,
+                share: far,
+                why: format!(
+                    "the server's machine's {} cores were {} busy in the median second, while \
+                     the server used {} of what it may use: something else there takes its CPU",
+                    cores_of(|s| s.server_host.as_ref().map(|h| h.cores)),
+                    pct(far),
+                    pct(server_share)
                 ),
-            };
-        }
-        let host = median(samples.iter().map(|(s, l)| (busy(&s.host), *l)).collect());
-        if host >= SATURATED {
-            return Verdict {
-                bottleneck: Bottleneck::HostCpu,
-                evidence: format!(
-                    "the machine's {} cores were {:.0}% busy in the median second, while \
-                     neither pelt nor the server used all it could: they share too few cores \
-                     (pin them apart with taskset, or run pelt on another machine)",
-                    samples.first().map_or(0, |(s, _)| s.host.cores),
-                    host * 100.0
+            });
+        } else if !cpu_full && host >= SATURATED {
+            limits.push(Limit {
+                what: Bottleneck::HostCpu,
+                share: host,
+                why: format!(
+                    "the machine's {} cores were {} busy in the median second, while neither \
+                     pelt nor the server used all it could: they share too few cores (pin them \
+                     apart with taskset, or run pelt on another machine)",
+                    cores_of(|s| Some(s.host.cores)),
+                    pct(host)
                 ),
-            };
+            });
         }
+        let mut cap = None;
+        if let (Some(late), true) = (queued, limits.is_empty()) {
+            let started = format!(
+                "{} of the median second's requests started late (lag p99 {lag})",
+                pct(late)
+            );
+            match load.busy() {
+                Some(b) if b < SATURATED => limits.push(Limit {
+                    what: Bottleneck::Pelt,
+                    share: 1.0,
+                    why: format!(
+                        "{started} while pelt kept only {} of its {} connections busy{}: its \
+                         threads did not run in time (a CPU quota, or other work on its cores)",
+                        pct(b),
+                        fmt::thousands(load.connections),
+                        worker_pct.as_ref().map_or(String::new(), |w| format!(
+                            " and its busiest worker used {w} of a core"
+                        )),
+                    ),
+                }),
+                _ if server.is_none() => {}
+                b => {
+                    cap = load.cap_per_s();
+                    let asked = load.rate.map_or(String::new(), |r| {
+                        format!(", under the {}/s asked", fmt::rate(r))
+                    });
+                    limits.push(Limit {
+                        what: Bottleneck::Connections,
+                        share: b.unwrap_or(1.0),
+                        why: format!(
+                            "every {} was busy while neither CPU was (the server at {}{}): {}{asked}, \
+                             so {started}; raise -c or {} to carry more, or lower --rate",
+                            if load.users { "user" } else { "connection" },
+                            pct(server_share),
+                            worker_pct.as_ref().map_or(String::new(), |w| format!(
+                                ", pelt's busiest worker at {w}"
+                            )),
+                            load.cap_text().unwrap_or_else(|| "the server's latency \
+                                                               capped the rate"
+                                .into()),
+                            if load.users {
+                                "--max-users"
+                            } else {
+                                "--max-connections"
+                            },
+                        ),
+                    });
+                }
+            }
+        }
+        // Tightest first; on a tie, the order above (the server before pelt).
+        limits.sort_by(|a, b| b.share.total_cmp(&a.share));
+        let mut limits = limits.into_iter();
+        let Some(first) = limits.next() else {
+            return Verdict::unsaturated(server, server_share, worker_pct, queued, load);
+        };
+        let also: Vec<Limit> = limits.collect();
+        let mut evidence = first.why;
+        for l in &also {
+            evidence.push_str("; and ");
+            evidence.push_str(&l.why);
+        }
+        let pelt_named = std::iter::once(first.what)
+            .chain(also.iter().map(|l| l.what))
+            .any(|w| w == Bottleneck::Pelt);
+        if first.what == Bottleneck::ServerCpu && !pelt_named {
+            if let Some(w) = &worker_pct {
+                evidence.push_str(&format!(", while pelt's busiest worker used {w}"));
+            }
+        }
+        if let (Some(late), true) = (queued, cap.is_none()) {
+            evidence.push_str(&match first.what {
+                Bottleneck::ServerCpu => format!(
+                    "; requests queued in pelt behind connections waiting on it ({} of the median \
+                     second's started late, lag p99 {lag}): it served {}/s of the {}/s asked, and \
+                     more connections would move the queue into the server",
+                    pct(late),
+                    fmt::rate(load.completed_per_s),
+                    fmt::rate(load.rate.unwrap_or(0.0)),
+                ),
+                Bottleneck::Pelt if pelt_named && worker >= SATURATED => {
+                    format!("; requests started late as a result (lag p99 {lag})")
+                }
+                Bottleneck::Pelt => String::new(),
+                _ => format!(
+                    "; requests queued in pelt ({} of the median second's started late, lag p99 \
+                     {lag})",
+                    pct(late)
+                ),
+            });
+        }
+        Verdict {
+            bottleneck: first.what,
+            also: also.iter().map(|l| l.what).collect(),
+            evidence,
+            queued,
+            connection_cap_per_s: cap,
+        }
+    }
+
+    /// Nothing at its limit: latency-bound (the closed loop's rate is its connections over
+    /// the server's latency), or not known when no server was monitored.
+    fn unsaturated(
+        server: Option<&ProcessSummary>,
+        server_share: f64,
+        worker_pct: Option<String>,
+        queued: Option<f64>,
+        load: &Load,
+    ) -> Verdict {
+        let pelt = worker_pct.map_or(String::new(), |w| {
+            format!("pelt's busiest worker used {w} of a core")
+        });
         let Some(server) = server else {
+            let busy = queued.map_or(String::new(), |late| {
+                format!(
+                    "; {} of the median second's requests queued in pelt behind busy \
+                     connections: the server's CPU or its latency held them",
+                    pct(late)
+                )
+            });
             return Verdict {
                 bottleneck: Bottleneck::Unknown,
                 evidence: format!(
-                    "pelt's busiest worker used {:.0}% of a core; no server was monitored \
-                     (--monitor PID or NAME) to judge it by",
-                    worker * 100.0
+                    "{}no server was monitored (--monitor PID or NAME) to judge it by{busy}",
+                    if pelt.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{pelt}; ")
+                    }
                 ),
+                queued,
+                ..Verdict::default()
             };
         };
+        // The closed loop's rate is what its connections carry at the server's latency.
+        let cap = load.rate.is_none().then(|| load.cap_text()).flatten();
         Verdict {
             bottleneck: Bottleneck::Latency,
             evidence: format!(
-                "nothing was saturated: the server used {:.0}% of the {} it may use and \
-                 pelt's busiest worker {:.0}% of a core, so the server waits on something \
-                 else (a database, a sleep, a lock)",
-                server_share * 100.0,
+                "nothing was saturated: the server used {} of the {} it may use{}, so the \
+                 server waits on something else (a database, a sleep, a lock){}",
+                pct(server_share),
                 cores(server.cpu_capacity),
-                worker * 100.0
+                if pelt.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and {pelt}")
+                },
+                cap.map_or(String::new(), |c| format!(
+                    "; {c}, and more connections (-c) carry more"
+                )),
             ),
+            queued,
+            connection_cap_per_s: load.rate.is_none().then(|| load.cap_per_s()).flatten(),
+            ..Verdict::default()
         }
     }
 }
@@ -623,52 +982,161 @@ mod tests {
         }
     }
 
-    fn judge(seconds: &[ResourceSample], lag: Option<u64>) -> ResourcesReport {
+    /// A closed loop of 10 connections, each request 1 ms: 10,000/s.
+    fn closed() -> Load {
+        Load {
+            connections: 10,
+            depth: 1,
+            held_us: 1_000.0,
+            completed_per_s: 10_000.0,
+            ..Load::default()
+        }
+    }
+
+    /// An open loop at `rate`/s over 10 connections, `held_us` each, serving `served`/s, with
+    /// `late` of the median second's requests late and a lag p99 of `lag_us`.
+    fn open(rate: f64, held_us: f64, served: f64, late: f64, lag_us: u64) -> Load {
+        Load {
+            connections: 10,
+            depth: 1,
+            held_us,
+            completed_per_s: served,
+            rate: Some(rate),
+            lag_p99_us: lag_us,
+            latency_p99_us: lag_us + held_us as u64,
+            late_after_us: 1_100,
+            late_share: late,
+            ..Load::default()
+        }
+    }
+
+    fn judge(seconds: &[ResourceSample], load: &Load) -> ResourcesReport {
         let refs: Vec<Sampled> = seconds.iter().map(|s| (s, 1.0)).collect();
-        ResourcesReport::new(Some("nginx".into()), &refs, 100_000, lag)
+        ResourcesReport::new(Some("nginx".into()), &refs, 100_000, load)
     }
 
     #[test]
-    fn the_median_second_decides_in_order_pelt_server_network_latency() {
+    fn the_median_second_decides_and_every_party_at_its_limit_is_named() {
         let busy = [0.97, 0.95, 0.96, 0.2].map(|c| second(Some((c, 1.0)), 0.6));
-        let r = judge(&busy, None);
+        let r = judge(&busy, &closed());
         assert_eq!(r.verdict.bottleneck, Bottleneck::ServerCpu, "{r:?}");
+        assert!(r.verdict.also.is_empty());
         assert!(r.verdict.evidence.contains("96% of the 1 core"), "{r:?}");
+        assert!(r.verdict.evidence.ends_with("worker used 60%"), "{r:?}");
         let server = r.server.unwrap();
         assert!((server.cpu_mean - 0.77).abs() < 1e-9);
         assert!((server.cpu_peak - 0.97).abs() < 1e-9);
         // 3.08 core-seconds over 100,000 responses.
         assert!((server.cpu_us_per_request - 30.8).abs() < 1e-6);
-        // pelt saturated comes first, whatever the server did.
-        let both = [0.97, 0.95, 0.96].map(|c| second(Some((c, 1.0)), 0.99));
-        assert_eq!(judge(&both, None).verdict.bottleneck, Bottleneck::Pelt);
+        // Both at their limit: both named, the tighter first, whichever it is.
+        let both = [1.0, 0.99, 1.0].map(|c| second(Some((c, 1.0)), 0.94));
+        let v = judge(&both, &closed()).verdict;
         assert_eq!(
-            judge(&busy, Some(5_000)).verdict.bottleneck,
-            Bottleneck::Pelt
+            v.limits().collect::<Vec<_>>(),
+            [Bottleneck::ServerCpu, Bottleneck::Pelt]
         );
-        // Neither: latency-bound; without a server: unknown.
+        assert_eq!(
+            v.headline(),
+            "the server's CPU, and pelt close to its own limit"
+        );
+        assert_eq!(v.label(), "server-cpu+pelt");
+        let both = [0.92, 0.91, 0.93].map(|c| second(Some((c, 1.0)), 0.99));
+        let v = judge(&both, &closed()).verdict;
+        assert_eq!(
+            v.limits().collect::<Vec<_>>(),
+            [Bottleneck::Pelt, Bottleneck::ServerCpu]
+        );
+        // Neither: latency-bound, and the closed loop's rate is its connections' at the latency.
         let idle = [0.1, 0.1, 0.2].map(|c| second(Some((c, 2.0)), 0.1));
-        assert_eq!(judge(&idle, None).verdict.bottleneck, Bottleneck::Latency);
+        let v = judge(&idle, &closed()).verdict;
+        assert_eq!(v.bottleneck, Bottleneck::Latency);
+        assert_eq!(v.connection_cap_per_s, Some(10_000.0));
+        assert!(
+            v.evidence
+                .contains("10 connections x 1.00ms = 10,000.0/s at most"),
+            "{v:?}"
+        );
         // A full machine that neither filled.
         let mut shared = [0.5, 0.5, 0.5].map(|c| second(Some((c, 2.0)), 0.5));
         for s in &mut shared {
             s.host.cpu_user = 1.9;
         }
-        let r = judge(&shared, None);
+        let r = judge(&shared, &closed());
         assert_eq!(r.verdict.bottleneck, Bottleneck::HostCpu, "{r:?}");
         assert!(
             r.verdict.evidence.contains("2 cores were 95% busy"),
             "{r:?}"
         );
         let none = [second(None, 0.5)];
-        let r = judge(&none, None);
+        let r = judge(&none, &closed());
         assert_eq!(r.verdict.bottleneck, Bottleneck::Unknown);
         assert!(r.server.is_none());
         // A full link.
         let mut full = second(Some((0.3, 1.0)), 0.3);
         full.host.busiest_link = Some(("eth0".into(), 0.96));
-        let r = judge(&[full.clone(), full], None);
+        let r = judge(&[full.clone(), full], &closed());
         assert_eq!(r.verdict.bottleneck, Bottleneck::Network);
         assert!(r.verdict.evidence.starts_with("eth0 ran at 96%"), "{r:?}");
+    }
+
+    #[test]
+    fn requests_queued_in_pelt_are_the_verdict_of_whoever_held_the_connections() {
+        // Twice what a saturated server serves: the queue is the server's.
+        let saturated = [0.99, 1.0, 0.99].map(|c| second(Some((c, 1.0)), 0.4));
+        let v = judge(
+            &saturated,
+            &open(60_000.0, 330.0, 30_000.0, 0.99, 1_800_000),
+        )
+        .verdict;
+        assert_eq!(v.limits().collect::<Vec<_>>(), [Bottleneck::ServerCpu]);
+        assert_eq!(v.queued, Some(0.99));
+        assert!(
+            v.evidence
+                .contains("it served 30,000.0/s of the 60,000.0/s asked"),
+            "{v:?}"
+        );
+        // A server that sleeps 20 ms: 10 connections carry 500/s, 2,000/s asked.
+        let sleeping = [0.01, 0.0, 0.01].map(|c| second(Some((c, 1.0)), 0.05));
+        let load = open(2_000.0, 20_000.0, 500.0, 0.99, 3_000_000);
+        let v = judge(&sleeping, &load).verdict;
+        assert_eq!(v.bottleneck, Bottleneck::Connections, "{v:?}");
+        assert_eq!(v.connection_cap_per_s, Some(500.0));
+        assert!(
+            v.evidence
+                .contains("10 connections x 20.00ms = 500.0/s at most, under the 2,000.0/s asked"),
+            "{v:?}"
+        );
+        // pelt at its limit: its own, the lag a result.
+        let pelt = [0.5, 0.5, 0.5].map(|c| second(Some((c, 1.0)), 0.97));
+        let v = judge(&pelt, &open(60_000.0, 330.0, 30_000.0, 0.9, 50_000)).verdict;
+        assert_eq!(v.limits().collect::<Vec<_>>(), [Bottleneck::Pelt]);
+        assert!(
+            v.evidence
+                .ends_with("started late as a result (lag p99 50.00ms)"),
+            "{v:?}"
+        );
+        // Late while connections were free (2 of 10 busy) and no CPU full: pelt's threads.
+        let v = judge(&sleeping, &open(100.0, 20_000.0, 100.0, 0.5, 40_000)).verdict;
+        assert_eq!(v.bottleneck, Bottleneck::Pelt, "{v:?}");
+        assert!(
+            v.evidence.contains("only 20% of its 10 connections busy"),
+            "{v:?}"
+        );
+        // A few late (under a tenth of the median second), or a lag small against the
+        // latency: no queue.
+        let few = open(2_000.0, 20_000.0, 500.0, 0.05, 3_000_000);
+        assert_eq!(
+            judge(&sleeping, &few).verdict.bottleneck,
+            Bottleneck::Latency
+        );
+        let mut small = open(20.0, 2_000_000.0, 20.0, 0.5, 5_000);
+        small.latency_p99_us = 2_005_000;
+        assert_eq!(small.queued(), None);
+        // The open loop's latency-bound verdict gives no connection cap: the rate held.
+        let v = judge(&sleeping, &open(100.0, 20_000.0, 100.0, 0.0, 500)).verdict;
+        assert_eq!(
+            (v.bottleneck, v.connection_cap_per_s),
+            (Bottleneck::Latency, None)
+        );
     }
 }

@@ -234,6 +234,7 @@ impl Interval {
             ttfb_us: Some(PointLatency::of(&self.ttfb)),
             ttfb_histogram: Some(self.ttfb.encode()),
             connections: self.connections,
+            late: self.detail.late,
             target: None,
             samples: self.samples.clone(),
             samples_dropped: self.samples_dropped,
@@ -304,6 +305,10 @@ pub struct TimelinePoint {
     /// Connections open (or opening) at the end of the second, over all workers.
     #[serde(default)]
     pub connections: u64,
+    /// Open loop: the requests that started in this second more than
+    /// [`crate::LATE_THRESHOLD_US`] after their due time (what tells a queue in pelt).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late: u64,
     /// With `--stages`: what the stages asked for in this second: the mean arrival rate
     /// (requests/s, beside `sent / length_s`) or the active connections at its end (beside
     /// `connections`).
@@ -598,6 +603,7 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
         event_streams: crate::StreamPoint::join(points.iter().map(|p| p.event_streams.as_ref())),
         websocket: crate::WsPoint::join(points.iter().map(|p| p.websocket.as_ref())),
         connections: last.connections,
+        late: sum(|p| p.late),
         target,
         samples: Vec::new(),
         samples_dropped: sum(|p| p.samples_dropped),

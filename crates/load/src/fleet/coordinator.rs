@@ -3,7 +3,7 @@
 use super::wire::{
     nonce, now_us, send, Channel, FromAgent, ReadError, Reader, Side, ToAgent, Token, PROTOCOL,
 };
-use crate::{options, LoadSpec, Prepared};
+use crate::{fmt, options, LoadSpec, Prepared};
 use pelt_stats::{
     AgentReport, AgentState, FleetInfo, Report, RequestsReport, StopReason, TimelinePoint,
 };
@@ -103,6 +103,8 @@ struct Member {
     started_us: Option<i64>,
     /// The last second it reported.
     last_second: Option<u64>,
+    /// When it was found lost, on the coordinator's clock.
+    lost_us: Option<i64>,
     /// Its counts over the seconds it reported (what is kept of a lost agent).
     seen: RequestsReport,
     seconds: f64,
@@ -435,6 +437,7 @@ impl Member {
             rtt_us: a.rtt_us,
             writer,
             started_us: None,
+            lost_us: None,
             last_second: None,
             seen: RequestsReport {
                 sent: 0,
@@ -801,6 +804,7 @@ impl Running<'_> {
                 format!("after second {s}")
             });
         log(&format!("{} lost {at}: {why}", m.name()));
+        m.lost_us = Some(now_us());
         let rank = m.rank;
         m.state = State::Lost(format!("{why} ({at})"));
         self.abort(format!("agent {rank} was lost"));
@@ -883,10 +887,25 @@ struct Part {
     requests: RequestsReport,
     rps: f64,
     latency: Option<pelt_stats::LatencySummary>,
+    /// A lost agent: the most requests it may have sent unreported (`None`: nothing bounds it).
+    unreported_max: Option<u64>,
 }
 
-/// A lost agent's part: its counts over the seconds it reported.
-fn lost_part(m: &Member, why: &str) -> Part {
+/// A lost agent's part: its counts over the seconds it reported, and the most it may have
+/// sent after them: its part of the schedule (and of `-n`) from its start to when it was found
+/// lost (or now, for one still running at the end), less what it reported.
+fn lost_part(m: &Member, why: &str, config: &pelt_engine::Config, workers: usize) -> Part {
+    let slice = pelt_engine::Slice {
+        first: m.first,
+        workers,
+    };
+    let unreported_max = m.started_us.map_or(Some(0), |start| {
+        let until = m.lost_us.unwrap_or_else(now_us);
+        let elapsed = Duration::from_micros((until - start).max(0) as u64);
+        slice
+            .started_at_most(config, m.threads, elapsed)
+            .map(|n| n.saturating_sub(m.seen.sent))
+    });
     let mut seen = m.seen.clone();
     seen.in_flight = seen.sent.saturating_sub(seen.completed + seen.errors);
     let rps = if m.seconds > 0.0 {
@@ -900,6 +919,7 @@ fn lost_part(m: &Member, why: &str) -> Part {
         requests: seen,
         rps,
         latency: None,
+        unreported_max,
     }
 }
 
@@ -910,7 +930,7 @@ fn finish(
     start_us: i64,
     interrupted: bool,
 ) -> Result<FleetRun, FleetError> {
-    let (reports, agents, lost) = parts(members, start_us);
+    let (reports, agents, lost) = parts(members, start_us, &prepared.config);
     if reports.is_empty() {
         return Err(FleetError::NoResult(format!(
             "no agent delivered a result: {}",
@@ -935,6 +955,7 @@ fn finish(
         .map(|s| (s - start_us).abs() as f64 / 1000.0)
         .reduce(f64::max);
     fleet_notes(&mut merged, members.len(), spread, &lost);
+    merged.notes.extend(unreported_note(&merged, &agents));
     if interrupted {
         merged.interrupted = true;
         merged.stopped_by = StopReason::Signal;
@@ -957,7 +978,12 @@ type Lost = (String, AgentState);
 
 /// The reports the agents delivered (on the coordinator's clock), every agent's entry, and
 /// the agents lost or interrupted, in words.
-fn parts(members: &[Member], start_us: i64) -> (Vec<Report>, Vec<AgentReport>, Vec<Lost>) {
+fn parts(
+    members: &[Member],
+    start_us: i64,
+    config: &pelt_engine::Config,
+) -> (Vec<Report>, Vec<AgentReport>, Vec<Lost>) {
+    let workers = members.iter().map(|m| m.threads).sum();
     let mut reports = Vec::new();
     let mut agents = Vec::new();
     let mut lost = Vec::new();
@@ -977,12 +1003,13 @@ fn parts(members: &[Member], start_us: i64) -> (Vec<Report>, Vec<AgentReport>, V
                     requests: r.requests.clone(),
                     rps: r.rps,
                     latency: Some(r.latency_us),
+                    unreported_max: None,
                 };
                 reports.push(r);
                 part
             }
-            State::Lost(why) => lost_part(m, why),
-            State::Running => lost_part(m, "still running at the end"),
+            State::Lost(why) => lost_part(m, why, config, workers),
+            State::Running => lost_part(m, "still running at the end", config, workers),
         };
         if let Some(p) = &part.problem {
             lost.push((format!("{}: {p}", m.name()), part.state));
@@ -1008,7 +1035,44 @@ fn agent_report(m: &Member, part: Part, start_us: i64) -> AgentReport {
         requests: part.requests,
         rps: part.rps,
         latency_us: part.latency,
+        unreported_max: part.unreported_max,
     }
+}
+
+/// The lost agents' requests that are in no merged figure: those they reported before they
+/// were lost, and the most they may have sent after (`unreported_max`), so a server's own
+/// count of the run can be checked against the merged `sent` plus both.
+fn unreported_note(merged: &Report, agents: &[AgentReport]) -> Option<String> {
+    let lost: Vec<&AgentReport> = agents
+        .iter()
+        .filter(|a| a.state == AgentState::Lost)
+        .collect();
+    if lost.is_empty() {
+        return None;
+    }
+    let reported: u64 = lost.iter().map(|a| a.requests.sent).sum();
+    let bound: Option<u64> = lost.iter().map(|a| a.unreported_max).sum();
+    let sent = merged.requests.sent;
+    Some(match bound {
+        Some(more) => format!(
+            "The lost agents reported {} requests sent (under fleet.agents, not in these \
+             figures) and may have sent up to {} more unreported (unreported_max: their part of \
+             the schedule until they were found lost): the server saw at most {} + {} + {} = {} \
+             requests of this run.",
+            fmt::thousands(reported),
+            fmt::thousands(more),
+            fmt::thousands(sent),
+            fmt::thousands(reported),
+            fmt::thousands(more),
+            fmt::thousands(sent + reported + more)
+        ),
+        None => format!(
+            "The lost agents reported {} requests sent (under fleet.agents, not in these \
+             figures) and may have sent more unreported, how many nothing bounds (a closed \
+             loop without -n): the server saw at least what these figures completed.",
+            fmt::thousands(reported)
+        ),
+    })
 }
 
 /// How the fleet's figures were made, and which agents are missing from them.

@@ -54,6 +54,9 @@ pub struct RunFigures {
     pub server_cpu_us_per_request: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_rss_peak_bytes: Option<u64>,
+    /// With `--monitor`: the verdict, as `server-cpu` or `server-cpu+pelt`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<String>,
 }
 
 impl RunFigures {
@@ -75,6 +78,7 @@ impl RunFigures {
             duration_s: r.duration_s,
             server_cpu_us_per_request: server.map(|s| s.cpu_us_per_request),
             server_rss_peak_bytes: server.map(|s| s.rss_peak_bytes),
+            bottleneck: r.resources.as_ref().map(|x| x.verdict.label()),
         }
     }
 
@@ -156,6 +160,10 @@ pub struct Row {
     pub url: String,
     pub settings: Settings,
     pub median: Median,
+    /// With `--monitor`: what limited the row's runs (the verdict most of them gave, the
+    /// first of those on a tie), as `server-cpu` or `server-cpu+pelt`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<String>,
     pub runs: Vec<RunFigures>,
 }
 
@@ -250,11 +258,19 @@ impl Cell {
                 .all(|r| r.server_rss_peak_bytes.is_some())
                 .then(|| m(|r| r.server_rss_peak_bytes.unwrap_or(0) as f64)),
         };
+        // The verdict most runs gave (the first of those on a tie).
+        let labels: Vec<&String> = runs.iter().filter_map(|r| r.bottleneck.as_ref()).collect();
+        let bottleneck = labels
+            .iter()
+            .rev()
+            .max_by_key(|l| labels.iter().filter(|x| x == l).count())
+            .map(|l| (*l).clone());
         Row {
             target: self.target.clone(),
             url: self.url.clone(),
             settings: Settings(self.settings.clone()),
             median,
+            bottleneck,
             runs,
         }
     }

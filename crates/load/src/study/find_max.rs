@@ -70,7 +70,7 @@ pub struct FindMaxDoc {
 }
 
 /// The step that gave the answer.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Answer {
     pub rate: f64,
     pub step: usize,
@@ -83,13 +83,18 @@ pub struct Answer {
 }
 
 /// With `--monitor`: the server's CPU at a step, and what limited the step.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct StepServer {
     /// Mean CPU in cores, and the most it could use.
     pub cpu_cores: f64,
     pub cpu_capacity: f64,
     pub cpu_us_per_request: f64,
     pub bottleneck: pelt_stats::Bottleneck,
+    /// Others at their limit too, tighter first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<pelt_stats::Bottleneck>,
+    /// The verdict as the summary names it.
+    pub headline: String,
 }
 
 impl StepServer {
@@ -105,10 +110,7 @@ impl StepServer {
         } else {
             format!("{} cores", trim(self.cpu_capacity))
         };
-        format!(
-            "server at {share:.0}% of {cores}: {}",
-            self.bottleneck.title()
-        )
+        format!("server at {share:.0}% of {cores}: {}", self.headline)
     }
 }
 
@@ -164,6 +166,8 @@ impl Step {
                     cpu_capacity: s.cpu_capacity,
                     cpu_us_per_request: s.cpu_us_per_request,
                     bottleneck: res.verdict.bottleneck,
+                    also: res.verdict.also.clone(),
+                    headline: res.verdict.headline(),
                 })
             }),
         }
@@ -181,6 +185,17 @@ impl Step {
             thousands(self.errors),
             self.verdict(),
         ]
+    }
+
+    /// With `--monitor`: what limited the step, as a table's cell (`server-cpu+pelt`).
+    pub fn bottleneck(&self) -> Option<String> {
+        self.server.as_ref().map(|s| {
+            std::iter::once(s.bottleneck)
+                .chain(s.also.iter().copied())
+                .map(pelt_stats::Bottleneck::key)
+                .collect::<Vec<_>>()
+                .join("+")
+        })
     }
 
     /// Why the step failed, in a few words; `ok` when it passed.
@@ -447,7 +462,7 @@ impl FindMax {
             achieved_rps: s.achieved_rps,
             p50_us: s.p50_us,
             p99_us: s.p99_us,
-            server: s.server,
+            server: s.server.clone(),
         });
         let info = &self.probe.info;
         Ok(FindMaxDoc {
