@@ -582,6 +582,50 @@ fn nginx_and_pelt_both_at_their_limit_are_both_named() {
     }
 }
 
+/// pelt (two threads) and a CPU-bound server (two threads) left to share the machine's two
+/// cores: the cores are full, while neither the server nor pelt's busiest worker uses all it
+/// could (each may use both cores). The machine is the limit; a server that does take 90% of
+/// both cores is judged by its own CPU instead.
+#[test]
+fn pelt_and_a_server_sharing_the_cores_are_judged_host_cpu() {
+    let _alone = alone();
+    let (serve, url, pid) = served(&["--port", "0", "--threads", "2", "--burn", "10us"]);
+    let v = run_json(&[
+        &format!("{url}/"),
+        "-c",
+        "64",
+        "-t",
+        "2",
+        "-d",
+        "3s",
+        "--monitor",
+        &pid,
+    ]);
+    assert_schema(&v);
+    let r = &v["resources"];
+    eprintln!("{r}");
+    // What the figures allow (the verdict reads the median second, the summary the mean and
+    // the busiest second, so near a threshold either side is right).
+    let worker = r["pelt"]["worker_peak"].as_f64().unwrap();
+    let mut allowed = vec![];
+    if server_share(r) >= 0.85 {
+        allowed.push("server-cpu");
+    }
+    if worker >= 0.85 {
+        allowed.push("pelt");
+    }
+    if host_busy(r) >= 0.85 {
+        allowed.push("host-cpu");
+    }
+    let verdict = r["verdict"]["bottleneck"].as_str().unwrap();
+    assert!(allowed.contains(&verdict), "{verdict} of {allowed:?}: {r}");
+    if verdict == "host-cpu" {
+        let evidence = r["verdict"]["evidence"].as_str().unwrap();
+        assert!(evidence.contains("they share too few cores"), "{r}");
+    }
+    serve.stop();
+}
+
 /// An open loop of 2,000/s over 10 connections to a server that answers after 20 ms: the
 /// connections carry 500/s at most, neither CPU is busy, and the verdict says the connections
 /// with their cap (what raising -c lifts). Without --monitor, the note says the same of the
