@@ -6,10 +6,10 @@
 //! tooltips, log axes and grouped bars in one well-kept file of 210 KB, and the browser does
 //! the layout for any screen.
 
-use crate::output::{latency, rate, thousands};
+use crate::output::{latency, thousands};
 use pelt_load::study::CompareDoc;
 use pelt_load::study::FindMaxDoc;
-use pelt_stats::{Arrival, LatencyFrom, LatencySummary, Report};
+use pelt_stats::{LatencySummary, Report};
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -84,7 +84,7 @@ const COMMON_JS: &str = include_str!("../assets/common.js");
 const REPORT_JS: &str = include_str!("../assets/report.js");
 
 /// A box per chart: its title and a canvas the page's script draws into.
-fn chart_boxes(out: &mut String, charts: &[(&str, &str)]) {
+pub(crate) fn chart_boxes(out: &mut String, charts: &[(&str, &str)]) {
     for (id, title) in charts {
         let _ = writeln!(
             out,
@@ -94,7 +94,7 @@ fn chart_boxes(out: &mut String, charts: &[(&str, &str)]) {
     }
 }
 
-fn card(out: &mut String, key: &str, value: &str) {
+pub(crate) fn card(out: &mut String, key: &str, value: &str) {
     let _ = write!(
         out,
         "<div class=\"card\"><div class=\"k\">{}</div><div class=\"v\">{}</div></div>",
@@ -103,7 +103,7 @@ fn card(out: &mut String, key: &str, value: &str) {
     );
 }
 
-fn row(out: &mut String, cells: &[&str]) {
+pub(crate) fn row(out: &mut String, cells: &[&str]) {
     out.push_str("<tr>");
     for (i, c) in cells.iter().enumerate() {
         let _ = write!(
@@ -116,11 +116,11 @@ fn row(out: &mut String, cells: &[&str]) {
     out.push_str("</tr>\n");
 }
 
-fn kv(out: &mut String, key: &str, value: &str) {
+pub(crate) fn kv(out: &mut String, key: &str, value: &str) {
     let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(key), esc(value));
 }
 
-fn latency_rows(out: &mut String, name: &str, l: &LatencySummary) {
+pub(crate) fn latency_rows(out: &mut String, name: &str, l: &LatencySummary) {
     let us = |v: u64| latency(v as f64);
     row(
         out,
@@ -137,7 +137,7 @@ fn latency_rows(out: &mut String, name: &str, l: &LatencySummary) {
     );
 }
 
-fn percent(part: u64, whole: u64) -> String {
+pub(crate) fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
         "0%".into()
     } else {
@@ -200,7 +200,7 @@ fn report_data(r: &Report) -> Value {
         })
         .collect();
     // The busiest targets (the summary's rows), for the per-target latency chart.
-    let targets: Vec<Value> = pelt_stats::busiest(&r.targets, TARGET_ROWS)
+    let targets: Vec<Value> = pelt_stats::busiest(&r.targets, crate::sections::targets::ROWS)
         .0
         .iter()
         .map(|t| {
@@ -219,498 +219,17 @@ fn report_data(r: &Report) -> Value {
             "iterations": iterations })
 }
 
-/// Targets shown in the HTML table and chart (the rest are summed in one row).
-const TARGET_ROWS: usize = 20;
-
-/// The per-target table (`--targets`): the busiest names, and the rest summed.
-fn targets_section(b: &mut String, r: &Report) {
-    if r.targets.is_empty() {
-        return;
-    }
-    let (rows, rest) = pelt_stats::busiest(&r.targets, TARGET_ROWS);
-    b.push_str("<div class=\"grid\">\n");
-    let title = match r.targets.iter().any(|t| t.recorded_us.is_some()) {
-        true => "Latency by target (p50, p99; recorded beside replayed)",
-        false => "Latency by target (p50, p99)",
-    };
-    chart_boxes(b, &[("chart-targets", title)]);
-    // A replayed recording with its own latencies: they go beside the replayed ones.
-    let recorded = rows.iter().any(|t| t.recorded_us.is_some());
-    b.push_str("<section class=\"box\"><h2>Targets</h2><table>\n<tr><th>target</th>");
-    let mut heads = vec![
-        "sent",
-        "completed",
-        "errors",
-        "p50",
-        "p99",
-        "max",
-        "TTFB p99",
-    ];
-    if recorded {
-        heads.extend(["recorded p50", "recorded p99"]);
-    }
-    for h in &heads {
-        let _ = write!(b, "<th class=\"n\">{h}</th>");
-    }
-    b.push_str("</tr>\n");
-    let us = |v: u64| latency(v as f64);
-    for t in rows {
-        let l = &t.latency_us;
-        let mut cells = vec![
-            t.name.clone(),
-            thousands(t.sent),
-            thousands(t.completed),
-            thousands(t.errors),
-            us(l.p50_us),
-            us(l.p99_us),
-            us(l.max_us),
-            t.ttfb_us.as_ref().map_or(String::new(), |s| us(s.p99_us)),
-        ];
-        if recorded {
-            let then = t.recorded_us.as_ref();
-            cells.push(then.map_or(String::new(), |r| us(r.p50_us)));
-            cells.push(then.map_or(String::new(), |r| us(r.p99_us)));
-        }
-        row(b, &cells.iter().map(String::as_str).collect::<Vec<_>>());
-    }
-    if let Some(rest) = rest {
-        let mut cells = vec![
-            format!("({} more)", rest.names),
-            thousands(rest.sent),
-            thousands(rest.completed),
-            thousands(rest.errors),
-        ];
-        cells.resize(heads.len() + 1, String::new());
-        row(b, &cells.iter().map(String::as_str).collect::<Vec<_>>());
-    }
-    b.push_str("</table></section>\n</div>\n");
-}
-
-/// `--monitor`: the verdict, a table of the server's, pelt's and the host's figures, and their
-/// charts: the server's CPU beside requests/s on one time axis, pelt's CPU, the network.
-fn resources_section(b: &mut String, r: &Report) {
-    let Some(res) = &r.resources else {
-        return;
-    };
-    let what = res.verdict.headline();
-    let _ = writeln!(
-        b,
-        "<section class=\"box\"><h2>Bottleneck: {}</h2><p>{}</p>",
-        esc(&what),
-        esc(&res.verdict.evidence)
-    );
-    b.push_str("<table>\n<tr><th></th><th class=\"n\">CPU mean (cores)</th><th class=\"n\">CPU peak</th><th class=\"n\">could use</th><th class=\"n\">CPU-us per request</th><th class=\"n\">RSS peak</th></tr>\n");
-    let mut group = |name: &str, p: &pelt_stats::ProcessSummary| {
-        row(
-            b,
-            &[
-                name,
-                &format!("{:.2}", p.cpu_mean),
-                &format!("{:.2}", p.cpu_peak),
-                &format!("{:.2}", p.cpu_capacity),
-                &format!("{:.1}", p.cpu_us_per_request),
-                &crate::output::bytes(p.rss_peak_bytes as f64),
-            ],
-        )
-    };
-    if let Some(server) = &res.server {
-        let name = format!("server ({})", res.monitored.as_deref().unwrap_or(""));
-        group(&name, server);
-    }
-    group("pelt", &res.pelt);
-    let h = &res.host;
-    let _ = writeln!(
-        b,
-        "</table><p class=\"note\">Host: {} cores, {:.2} busy on average ({:.2} softirq); {} in, \
-         {} out; {} TCP retransmits, {} listen overflows, {} SYN drops.</p></section>",
-        h.cores,
-        h.cpu_busy_mean,
-        h.cpu_softirq_mean,
-        crate::output::bytes(h.net_rx_bytes as f64),
-        crate::output::bytes(h.net_tx_bytes as f64),
-        thousands(h.tcp_retransmits),
-        thousands(h.listen_overflows),
-        thousands(h.listen_drops)
-    );
-    b.push_str("<div class=\"grid\">\n");
-    chart_boxes(
-        b,
-        &[
-            ("chart-server", "Server CPU beside requests per second"),
-            ("chart-pelt", "pelt's CPU and the host's"),
-            ("chart-net", "Network, every interface"),
-        ],
-    );
-    b.push_str("</div>\n");
-}
-
-/// A scenario run: its iterations and their time (a chart by percentile), its checks and
-/// captures (its steps are the targets above).
-fn scenario_section(b: &mut String, r: &Report) {
-    let Some(sc) = &r.scenario else {
-        return;
-    };
-    b.push_str("<div class=\"grid\">\n");
-    if sc.iterations.completed > 0 {
-        chart_boxes(b, &[("chart-iterations", "Iteration time by percentile")]);
-    }
-    let _ = writeln!(
-        b,
-        "<section class=\"box\"><h2>Scenario: {}</h2><table>",
-        esc(&sc.file)
-    );
-    let it = &sc.iterations;
-    b.push_str("<tr><th>iterations</th><th class=\"n\">started</th><th class=\"n\">completed</th><th class=\"n\">failed</th><th class=\"n\">p50</th><th class=\"n\">p99</th><th class=\"n\">max</th></tr>\n");
-    let d = &it.duration_us;
-    let (p50, p99, max) = if it.completed > 0 {
-        let us = |v: u64| latency(v as f64);
-        (us(d.p50_us), us(d.p99_us), us(d.max_us))
-    } else {
-        Default::default()
-    };
-    row(
-        b,
-        &[
-            "",
-            &thousands(it.started),
-            &thousands(it.completed),
-            &thousands(it.failed),
-            &p50,
-            &p99,
-            &max,
-        ],
-    );
-    b.push_str("</table>\n");
-    let tables = [
-        (
-            ["check", "passed", "failed"],
-            sc.checks
-                .iter()
-                .map(|c| (&c.name, c.passed, c.failed))
-                .collect::<Vec<_>>(),
-        ),
-        (
-            ["capture", "found", "missing"],
-            sc.captures
-                .iter()
-                .map(|c| (&c.name, c.found, c.missing))
-                .collect(),
-        ),
-    ];
-    for ([what, a, z], rows) in tables {
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            b,
-            "<table><tr><th>{what}</th><th class=\"n\">{a}</th><th class=\"n\">{z}</th></tr>"
-        );
-        for (name, x, y) in rows {
-            row(b, &[name, &thousands(x), &thousands(y)]);
-        }
-        b.push_str("</table>\n");
-    }
-    b.push_str("</section>\n</div>\n");
-}
-
-/// A fleet run's agents: each one's part, start and state.
-fn fleet_section(b: &mut String, r: &Report) {
-    let Some(f) = &r.fleet else {
-        return;
-    };
-    let spread = f
-        .start_spread_ms
-        .map_or(String::new(), |s| format!(", started within {s:.1} ms"));
-    let _ = write!(
-        b,
-        "<section class=\"box\"><h2>Agents ({}{spread})</h2><table>\n<tr><th>agent (host, address)</th><th class=\"n\">threads</th><th class=\"n\">completed</th><th class=\"n\">errors</th><th class=\"n\">req/s</th><th class=\"n\">p99</th><th class=\"n\">start</th><th class=\"n\">clock</th><th>state</th></tr>\n",
-        f.agents.len()
-    );
-    for a in &f.agents {
-        let state = match &a.problem {
-            Some(p) => format!("lost: {p}"),
-            None => "finished".into(),
-        };
-        row(
-            b,
-            &[
-                &format!("{}: {} ({})", a.rank, a.host, a.address),
-                &a.threads.to_string(),
-                &thousands(a.requests.completed),
-                &thousands(a.requests.errors),
-                &rate(a.rps),
-                &a.latency_us
-                    .map_or(String::new(), |l| latency(l.p99_us as f64)),
-                &a.start_skew_ms
-                    .map_or(String::new(), |k| format!("{k:+.1} ms")),
-                &format!("{:+.2} ms", a.clock_offset_ms),
-                &state,
-            ],
-        );
-    }
-    b.push_str("</table></section>\n");
-}
-
-/// The whole HTML report of one result.
+/// The whole HTML report of one result: its sections in order.
 pub fn report(r: &Report) -> String {
-    let i = &r.info;
     let mut b = String::new();
-    let _ = writeln!(b, "<h1>pelt report</h1>");
-    let when = if r.started_unix_ms > 0 {
-        utc(r.started_unix_ms)
-    } else {
-        "start time unknown".into()
-    };
-    let warm = if i.warmup_s > 0.0 {
-        format!(" after a {}s warm-up (dashed in the charts)", i.warmup_s)
-    } else {
-        String::new()
-    };
-    let _ = writeln!(
-        b,
-        "<p class=\"sub\">{} {} &middot; {} &middot; {:.2}s measured{}</p>",
-        esc(&i.method),
-        esc(&i.target),
-        esc(&when),
-        r.duration_s,
-        esc(&warm)
-    );
-    b.push_str("<div class=\"cards\">");
-    let q = &r.requests;
-    card(&mut b, "requests/s", &rate(r.rps));
-    card(&mut b, "completed", &thousands(q.completed));
-    card(&mut b, "errors", &percent(q.errors, q.sent));
-    let non_2xx: u64 = r
-        .status
-        .iter()
-        .filter(|(code, _)| !code.starts_with('2'))
-        .map(|(_, n)| n)
-        .sum();
-    card(&mut b, "non-2xx", &percent(non_2xx, q.completed));
-    card(&mut b, "p50", &latency(r.latency_us.p50_us as f64));
-    card(&mut b, "p99", &latency(r.latency_us.p99_us as f64));
-    card(&mut b, "max", &latency(r.latency_us.max_us as f64));
-    b.push_str("</div>\n");
-
-    b.push_str("<div class=\"grid\">\n");
-    chart_boxes(
-        &mut b,
-        &[
-            ("chart-rps", "Requests per second"),
-            (
-                "chart-latency",
-                "Latency over time (p50, p90, p99, max per second)",
-            ),
-            ("chart-spectrum", "Latency by percentile"),
-            ("chart-status", "Status classes and errors per second"),
-        ],
-    );
-    if let Some(st) = &i.stages {
-        let title = if st.of == "rate" {
-            "Stages: the arrival rate asked for and sent"
-        } else {
-            "Stages: the connections asked for and open"
-        };
-        chart_boxes(&mut b, &[("chart-stages", title)]);
+    crate::sections::head::html(&mut b, r);
+    b.push_str("<section class=\"box\">");
+    for section in crate::sections::FIGURES {
+        section(&mut b, r);
     }
-    b.push_str("</div>\n<div class=\"grid\">\n");
-
-    // Latency table.
-    b.push_str("<section class=\"box\"><h2>Latency</h2><table>\n<tr><th></th><th class=\"n\">min</th><th class=\"n\">mean</th><th class=\"n\">p50</th><th class=\"n\">p90</th><th class=\"n\">p99</th><th class=\"n\">p99.9</th><th class=\"n\">max</th></tr>\n");
-    latency_rows(&mut b, "latency", &r.latency_us);
-    if let Some(t) = &r.ttfb_us {
-        latency_rows(&mut b, "time to first byte", t);
-    }
-    if let Some(o) = &r.open_loop {
-        latency_rows(&mut b, "service time", &o.service_time_us);
-        latency_rows(&mut b, "lag (pelt)", &o.lag_us);
-    }
-    if let Some(h) = &r.tls_handshakes {
-        latency_rows(&mut b, "TLS handshake", &h.time_us);
-    }
-    if let Some(st) = &r.event_streams {
-        latency_rows(&mut b, "time to first event (TTFT)", &st.ttft_us);
-        latency_rows(&mut b, "gap between events", &st.gap_us);
-        latency_rows(&mut b, "time per event, per stream", &st.time_per_event_us);
-        latency_rows(&mut b, "stream duration", &st.duration_us);
-    }
-    if let Some(w) = r.websocket.as_ref().filter(|w| w.upgrades > 0) {
-        latency_rows(&mut b, "WebSocket upgrade", &w.upgrade_us);
-    }
-    let from = if r.latency_from == LatencyFrom::Due {
-        "Latency counts from when each request was due (open loop, no coordinated omission)."
-    } else {
-        "Latency counts from each request's first byte written (closed loop)."
-    };
-    let _ = writeln!(b, "</table><p class=\"note\">{}</p>", esc(from));
-
-    // Requests, status codes, errors.
-    b.push_str("<h2>Requests</h2><table>\n");
-    for (k, v) in [
-        ("sent", q.sent),
-        ("completed", q.completed),
-        ("errors", q.errors),
-        ("in flight at the end", q.in_flight),
-        ("connections opened", r.connections_opened),
-    ] {
-        let k = if k == "connections opened" && i.warmup_s > 0.0 {
-            "connections opened after the warm-up"
-        } else {
-            k
-        };
-        row(&mut b, &[k, &thousands(v)]);
-    }
-    for (code, n) in &r.status {
-        row(&mut b, &[&format!("status {code}"), &thousands(*n)]);
-    }
-    b.push_str("</table>\n");
-    if let Some(st) = &r.event_streams {
-        b.push_str("<h2>Event streams</h2><table>\n");
-        for (k, v) in [
-            ("streams ended", thousands(st.streams)),
-            ("events", thousands(st.events)),
-            ("events per second", rate(st.events_per_s)),
-            ("cut at --stream-limit", thousands(st.cut)),
-            ("ended at --stream-end", thousands(st.ended_by_marker)),
-            ("without events", thousands(st.without_events)),
-            (
-                "events per stream (p50, max)",
-                format!(
-                    "{}, {}",
-                    thousands(st.events_per_stream.p50_us),
-                    thousands(st.events_per_stream.max_us)
-                ),
-            ),
-            (
-                "a stream's events/s (p50, slowest 1 %)",
-                format!(
-                    "{}, {}",
-                    rate(st.stream_rate_at(0.5)),
-                    rate(st.stream_rate_at(0.01))
-                ),
-            ),
-        ] {
-            row(&mut b, &[k, &v]);
-        }
-        b.push_str("</table>\n");
-    }
-    if let Some(w) = &r.websocket {
-        b.push_str("<h2>WebSocket</h2><table>\n");
-        for (k, v) in [
-            ("upgrades", w.upgrades),
-            ("sockets held at the end", w.held),
-            ("sockets dropped by the server", w.drops),
-            ("messages received", w.messages_received),
-            ("of them pushed (no message awaiting)", w.pushed),
-            ("bytes received in messages", w.received_bytes),
-            ("pings sent", w.pings_sent),
-            ("pongs received", w.pongs),
-            ("pings received (answered)", w.pings_received),
-        ] {
-            row(&mut b, &[k, &thousands(v)]);
-        }
-        for (code, n) in &w.close_codes {
-            row(
-                &mut b,
-                &[&format!("the server's close {code}"), &thousands(*n)],
-            );
-        }
-        b.push_str("</table>\n");
-    }
-    if !r.errors.is_empty() {
-        b.push_str("<h2>Errors</h2><table>\n<tr><th>kind</th><th class=\"n\">count</th><th>first message</th></tr>\n");
-        for (k, n) in &r.errors {
-            let _ = writeln!(
-                b,
-                "<tr><td>{}</td><td class=\"n\">{}</td><td>{}{}</td></tr>",
-                esc(k),
-                thousands(*n),
-                esc(r.error_examples.get(k).map_or("", String::as_str)),
-                r.error_hints
-                    .get(k)
-                    .map_or(String::new(), |h| format!("<br><i>hint: {}</i>", esc(h)))
-            );
-        }
-        b.push_str("</table>\n");
-    }
-    b.push_str("</section>\n");
-
-    // Configuration.
-    b.push_str("<section class=\"box\"><h2>Configuration</h2><table>\n");
-    kv(&mut b, "target", &i.target);
-    kv(&mut b, "method", &i.method);
-    let model = match (i.rate, &i.arrival) {
-        (Some(rate), arrival) => format!(
-            "open loop, {}/s, {} arrivals, up to {} connections{}",
-            crate::output::rate(rate),
-            arrival.unwrap_or(Arrival::Constant),
-            i.max_connections.unwrap_or(i.connections),
-            crate::output::batch_window(i)
-        ),
-        (None, _) => "closed loop".into(),
-    };
-    kv(&mut b, "load model", &model);
-    if let Some(st) = &i.stages {
-        kv(&mut b, "stages", &crate::output::stages(st));
-    }
-    kv(&mut b, "connections", &i.connections.to_string());
-    kv(&mut b, "threads", &i.threads.to_string());
-    let http = match i.streams {
-        Some(n) => format!("HTTP/2, {n} streams per connection"),
-        None if i.pipeline > 1 => format!("HTTP/1.1, pipelining {}", i.pipeline),
-        None if i.keep_alive => "HTTP/1.1, keep-alive".into(),
-        None => "HTTP/1.1, new connection per request".into(),
-    };
-    kv(&mut b, "protocol", &http);
-    if let Some(t) = &i.tls {
-        let verify = if t.insecure {
-            "certificate NOT verified"
-        } else {
-            "certificate verified"
-        };
-        let resume = if t.resumption {
-            "resumption on"
-        } else {
-            "full handshakes"
-        };
-        kv(&mut b, "TLS", &format!("{verify}, {resume}"));
-    }
-    kv(&mut b, "I/O", i.io.name());
-    let limit = match (i.duration_limit_s, i.requests_limit) {
-        (Some(d), Some(n)) => format!("{d}s or {} requests", thousands(n)),
-        (Some(d), None) => format!("{d}s"),
-        (None, Some(n)) => format!("{} requests", thousands(n)),
-        (None, None) => "none".into(),
-    };
-    kv(&mut b, "limit", &limit);
-    kv(&mut b, "warm-up", &format!("{}s", i.warmup_s));
-    kv(&mut b, "timeout", &format!("{}s", i.timeout_s));
-    kv(&mut b, "stopped by", r.stopped_by.name());
-    kv(&mut b, "started", &when);
-    if !r.merged_from.is_empty() {
-        kv(&mut b, "merged from", &r.merged_from.join(", "));
-    }
-    kv(&mut b, "pelt", &r.pelt_version);
-    b.push_str("</table>\n");
-    if !r.thresholds.is_empty() {
-        b.push_str("<h2>Thresholds</h2><table>\n");
-        for t in &r.thresholds {
-            let actual = t
-                .actual
-                .map_or("none".into(), |v| format!("{v:.3} {}", t.unit));
-            let _ = writeln!(
-                b,
-                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td></tr>",
-                esc(&t.expect),
-                esc(&actual),
-                if t.passed { "passed" } else { "failed" },
-                if t.passed { "passed" } else { "FAILED" }
-            );
-        }
-        b.push_str("</table>\n");
-    }
-    for n in &r.notes {
-        let _ = writeln!(b, "<p class=\"note\">Note: {}</p>", esc(n));
+    b.push_str("</section>\n<section class=\"box\">");
+    for section in crate::sections::SETUP {
+        section(&mut b, r);
     }
     let _ = writeln!(
         b,
@@ -718,12 +237,11 @@ pub fn report(r: &Report) -> String {
         esc(&crate::output::summary(r))
     );
     b.push_str("</section>\n</div>\n");
-    targets_section(&mut b, r);
-    scenario_section(&mut b, r);
-    resources_section(&mut b, r);
-    fleet_section(&mut b, r);
+    for section in crate::sections::HTML {
+        section(&mut b, r);
+    }
     page(
-        &format!("pelt: {}", i.target),
+        &format!("pelt: {}", r.info.target),
         &b,
         &report_data(r),
         REPORT_JS,

@@ -22,6 +22,7 @@ mod metrics;
 mod output;
 mod report;
 mod run;
+mod sections;
 mod serve;
 
 use args::{Cli, Command};

@@ -1,0 +1,56 @@
+//! The result's sections, each a module that writes its part of the summary (`text`) and of
+//! the HTML report (`html`): a new section of the result is one module here and one line in
+//! the lists below. The summary and the report are these lists in order (goose's report is
+//! the same shape: `write()` calling one writer per section).
+
+use pelt_stats::Report;
+
+pub mod errors;
+pub mod fleet;
+pub mod head;
+pub mod latency;
+pub mod requests;
+pub mod resources;
+pub mod scenario;
+pub mod streams;
+pub mod targets;
+pub mod thresholds;
+pub mod websocket;
+
+/// A section's writer: its part of the summary or of the page, nothing when the result has
+/// none of it.
+pub type Writer = fn(&mut String, &Report);
+
+/// The summary, in order.
+pub const TEXT: [Writer; 15] = [
+    head::text,
+    requests::text,
+    latency::text,
+    streams::text,
+    websocket::text,
+    requests::status,
+    targets::text,
+    scenario::text,
+    fleet::text,
+    errors::text,
+    errors::connections,
+    resources::text,
+    requests::warmup,
+    thresholds::text,
+    thresholds::notes,
+];
+
+/// The report's box of figures, in order.
+pub const FIGURES: [Writer; 5] = [
+    latency::html,
+    requests::html,
+    streams::html,
+    websocket::html,
+    errors::html,
+];
+
+/// The report's box of the run's set-up and verdicts, in order (the text summary follows).
+pub const SETUP: [Writer; 3] = [head::config, thresholds::html, thresholds::notes_html];
+
+/// The report's sections after the two boxes, in order.
+pub const HTML: [Writer; 4] = [targets::html, scenario::html, resources::html, fleet::html];
