@@ -441,11 +441,18 @@ export interface TimelinePoint {
   late?: number
   /** With `stages`: the rate (requests/s) or connections they asked for in this second. */
   target?: number
-  /** Only in a 'tick' (the result's timeline does not keep it): the second's responses by
-   * status code, errors by kind, and bytes sent and received. */
-  detail?: { codes: Record<string, number>; errors: Record<string, number>; bytes_sent: number; bytes_received: number }
+  /** With a library caller's sampling (`sampleEvery`): sampled requests of this second left
+   * out, over 4,096 per thread; absent when none. */
+  samples_dropped?: number
   /** With `monitor`: the server's processes, the host and pelt over this second. */
   resources?: ResourceSample
+}
+
+/** A second as a 'tick' event gives it: the result's timeline point, and its detail. */
+export interface Tick extends TimelinePoint {
+  /** The second's responses by status code, errors by kind, and bytes sent and received (the
+   * result's timeline does not keep it). */
+  detail?: { codes: Record<string, number>; errors: Record<string, number>; bytes_sent: number; bytes_received: number }
 }
 
 /** One process group over one second: CPU in cores (1: one core all second). */
@@ -524,7 +531,7 @@ export type Bottleneck = 'server-cpu' | 'network' | 'host-cpu' | 'pelt' | 'conne
 export interface Verdict {
   bottleneck: Bottleneck
   /** The others at their limit too, tighter first. */
-  also?: Bottleneck[]
+  also?: Exclude<Bottleneck, 'latency' | 'unknown'>[]
   evidence: string
   /** Open loop: the share of the median second's requests that started late, when they queued in pelt. */
   queued?: number
@@ -580,6 +587,8 @@ export interface Result {
   rate: number | null
   arrival: 'constant' | 'poisson' | null
   max_connections: number | null
+  /** Open loop: the batch window, microseconds (`batchWindow`; 0: none); null for a closed loop. */
+  batch_window_us: number | null
   warmup_s: number
   grace_s: number
   duration_limit_s: number | null
@@ -628,7 +637,8 @@ export interface Result {
   open_loop: { service_time_us: Latency; lag_us: Latency; late_requests: number; late_threshold_us: number; backlog_at_end: number } | null
   warmup: { duration_s: number; requests: Requests; status: Record<string, number>; errors: Record<string, number>; latency_us: Latency } | null
   bytes: { sent: number; received: number }
-  throughput_bytes_per_s: number
+  /** Bytes per second of `duration_s`. */
+  throughput_bytes_per_s: { sent: number; received: number }
   connections_opened: number
   timeline: TimelinePoint[]
   thresholds: Threshold[]
@@ -678,8 +688,8 @@ export declare class Run extends EventEmitter implements PromiseLike<Result> {
   finally(onEnd?: (() => void) | null): Promise<Result>
   /** Stops sending (as Ctrl-C); resolves to the result, marked interrupted. */
   stop(): Promise<Result>
-  on(event: 'tick', listener: (point: TimelinePoint) => void): this
-  once(event: 'tick', listener: (point: TimelinePoint) => void): this
+  on(event: 'tick', listener: (point: Tick) => void): this
+  once(event: 'tick', listener: (point: Tick) => void): this
   on(event: 'samples', listener: (samples: Sample[]) => void): this
   once(event: 'samples', listener: (samples: Sample[]) => void): this
 }
