@@ -5,49 +5,10 @@
 //! [`Event`]s. epoll is readiness-based (`Ready`, then the worker calls `read`); io_uring is
 //! completion-based (`Received` carries the bytes' buffer, `Connected` a finished connect).
 
-use crate::{Config, WorkerOutcome, WorkerPlan};
+use crate::Config;
 use rustix::io::Errno;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-
-/// The I/O backend that runs the workers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IoBackend {
-    /// Level-triggered epoll with non-blocking sockets.
-    Epoll,
-    /// io_uring: multishot receives into a provided buffer ring, sends from the request bytes.
-    Uring,
-}
-
-impl IoBackend {
-    /// The name the report shows.
-    pub fn name(self) -> &'static str {
-        match self {
-            IoBackend::Epoll => "epoll",
-            IoBackend::Uring => "io_uring",
-        }
-    }
-
-    /// The best backend this process may use: io_uring when the kernel offers everything
-    /// the backend needs (and no seccomp filter or `kernel.io_uring_disabled` blocks it),
-    /// else epoll.
-    pub fn detect() -> IoBackend {
-        if crate::uring::probe().is_ok() {
-            IoBackend::Uring
-        } else {
-            IoBackend::Epoll
-        }
-    }
-
-    /// Checks that this backend can run here; the error says why not.
-    pub fn check(self) -> Result<(), String> {
-        match self {
-            IoBackend::Epoll => Ok(()),
-            IoBackend::Uring => crate::uring::probe(),
-        }
-    }
-}
 
 /// Where connections go: the target's TCP address, or a Unix socket (`Config::unix_socket`).
 #[derive(Debug, Clone)]
@@ -298,26 +259,6 @@ pub(crate) fn parse_stamp(control: &[u8]) -> Stamp {
     Stamp(0)
 }
 
-/// Runs one worker on the configured backend until its plan or `stop` ends it.
-pub(crate) fn run_worker(
-    config: &Config,
-    batch: &[u8],
-    plan: WorkerPlan,
-    stop: &AtomicBool,
-) -> WorkerOutcome {
-    let open = config.rate.is_some();
-    match config.io {
-        IoBackend::Epoll => {
-            let io = crate::epoll::EpollIo::new(open);
-            crate::worker::run(config, batch, plan, stop, io)
-        }
-        IoBackend::Uring => {
-            let io = crate::uring::UringIo::new(config, plan.max_connections.max(plan.connections));
-            crate::worker::run(config, batch, plan, stop, io)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,7 +411,7 @@ mod tests {
 
     #[test]
     fn io_uring_reads_carry_the_arrival_time() {
-        if IoBackend::Uring.check().is_err() {
+        if crate::IoBackend::Uring.check().is_err() {
             eprintln!("io_uring is not available here: skipped");
             return;
         }

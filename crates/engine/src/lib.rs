@@ -27,6 +27,7 @@
 //! exactly `n` requests.
 
 mod backend;
+mod choice;
 mod conn;
 mod epoll;
 #[cfg(test)]
@@ -53,7 +54,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use backend::IoBackend;
+pub use choice::IoBackend;
 pub use feed::{Block, Feed, Source as FeedSource, BLOCK as FEED_BLOCK, BLOCKS as FEED_BLOCKS};
 pub use pelt_stats::{Arrival, StopReason};
 pub use replay::{Replay, SPEED_RANGE as REPLAY_SPEEDS};
@@ -569,7 +570,7 @@ pub fn run(
                 };
                 std::thread::Builder::new()
                     .name(format!("pelt-worker-{i}"))
-                    .spawn_scoped(s, move || backend::run_worker(config, batch, plan, stop))
+                    .spawn_scoped(s, move || choice::run_worker(config, batch, plan, stop))
                     .expect("spawning a worker thread")
             })
             .collect();
