@@ -63,4 +63,3 @@ pub(crate) fn run_worker(
         }
     }
 }
-

@@ -251,6 +251,7 @@ impl Metrics {
         };
         self.run_families(&mut f);
         self.resource_families(&mut f);
+        self.verdict_family(&mut f);
         self.target_families(&mut f);
         self.latency_families(&mut f);
         f.out
@@ -335,9 +336,8 @@ impl Metrics {
         );
     }
 
-    /// `--monitor`: the last second's CPU and memory, the host's network and TCP counters;
-    /// once the run has ended, its verdict.
-    fn resource_families(&self, f: &mut Families) {
+    /// `--monitor`, once the run has ended: its verdict.
+    fn verdict_family(&self, f: &mut Families) {
         if let Some(v) = &self.verdict {
             let limits: Vec<pelt_stats::Bottleneck> = v.limits().collect();
             let series = pelt_stats::Bottleneck::ALL.iter().map(|b| {
@@ -352,6 +352,10 @@ impl Metrics {
                 series,
             );
         }
+    }
+
+    /// `--monitor`: the last second's CPU and memory, the host's network and TCP counters.
+    fn resource_families(&self, f: &mut Families) {
         let Some(r) = &self.resources else {
             return;
         };

@@ -673,6 +673,195 @@ fn pct(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
 }
 
+/// Each party's share of what it may use in the median whole second.
+struct Shares {
+    /// pelt's busiest worker, of a core; `seen`: pelt's workers were sampled (a fleet's
+    /// coordinator samples none of its own: its agents' CPU is theirs).
+    worker: f64,
+    pelt_seen: bool,
+    /// The server's CPU, of what it could use.
+    server: f64,
+    /// The busiest link of the two machines (pelt's and, sampled remotely, the server's), and
+    /// its name.
+    link: f64,
+    link_name: String,
+    /// The server's machine's CPUs (a remote monitor) and pelt's machine's, busy.
+    far: f64,
+    far_cores: u32,
+    host: f64,
+    host_cores: u32,
+}
+
+impl Shares {
+    fn of(samples: &[Sampled]) -> Shares {
+        let weigh = |f: &dyn Fn(&ResourceSample) -> Option<f64>| {
+            median(
+                samples
+                    .iter()
+                    .filter_map(|(s, l)| f(s).map(|x| (x, *l)))
+                    .collect(),
+            )
+        };
+        let busiest = |s: &ResourceSample| {
+            [Some(&s.host), s.server_host.as_ref()]
+                .into_iter()
+                .flatten()
+                .filter_map(|h| h.busiest_link.as_ref())
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .cloned()
+        };
+        let busy = |h: &HostSample| h.cpu_busy() / h.cores.max(1) as f64;
+        Shares {
+            worker: weigh(&|s| s.pelt.workers.iter().copied().max_by(f64::total_cmp)),
+            pelt_seen: samples.iter().any(|(s, _)| !s.pelt.workers.is_empty()),
+            server: weigh(&|s| {
+                s.server
+                    .as_ref()
+                    .filter(|p| p.cpu_capacity > 0.0)
+                    .map(|p| p.cpu() / p.cpu_capacity)
+            }),
+            link: weigh(&|s| busiest(s).map(|(_, x)| x)),
+            link_name: samples
+                .iter()
+                .find_map(|(s, _)| busiest(s).map(|(n, _)| n))
+                .unwrap_or_default(),
+            far: weigh(&|s| s.server_host.as_ref().map(busy)),
+            far_cores: samples
+                .iter()
+                .find_map(|(s, _)| s.server_host.as_ref().map(|h| h.cores))
+                .unwrap_or(0),
+            host: weigh(&|s| Some(busy(&s.host))),
+            host_cores: samples.first().map_or(0, |(s, _)| s.host.cores),
+        }
+    }
+
+    /// pelt's busiest worker's share, where pelt was sampled.
+    fn worker_pct(&self) -> Option<String> {
+        self.pelt_seen.then(|| pct(self.worker))
+    }
+
+    /// The parties whose CPU or link was at its limit: the server's CPU, pelt's worker, a
+    /// link; a machine's CPUs when neither process was at its own.
+    fn limits(&self, server: Option<&ProcessSummary>) -> Vec<Limit> {
+        let mut limits = Vec::new();
+        if let Some(server) = server.filter(|_| self.server >= SATURATED) {
+            limits.push(Limit {
+                what: Bottleneck::ServerCpu,
+                share: self.server,
+                why: format!(
+                    "the server used {} of the {} it may use in the median second ({:.1} us of \
+                     CPU per request)",
+                    pct(self.server),
+                    cores(server.cpu_capacity),
+                    server.cpu_us_per_request,
+                ),
+            });
+        }
+        if self.worker >= SATURATED {
+            limits.push(Limit {
+                what: Bottleneck::Pelt,
+                share: self.worker,
+                why: format!(
+                    "pelt's busiest worker used {} of a core in the median second: add threads \
+                     (-t) or generator machines (--agents)",
+                    pct(self.worker)
+                ),
+            });
+        }
+        if self.link >= SATURATED {
+            limits.push(Limit {
+                what: Bottleneck::Network,
+                share: self.link,
+                why: format!(
+                    "{} ran at {} of its link speed in the median second",
+                    self.link_name,
+                    pct(self.link)
+                ),
+            });
+        }
+        if limits.iter().any(|l| l.what != Bottleneck::Network) {
+            return limits;
+        }
+        if self.far >= SATURATED {
+            limits.push(Limit {
+                what: Bottleneck::HostCpu,
+                share: self.far,
+                why: format!(
+                    "the server's machine's {} cores were {} busy in the median second, while \
+                     the server used {} of what it may use: something else there takes its CPU",
+                    self.far_cores,
+                    pct(self.far),
+                    pct(self.server)
+                ),
+            });
+        } else if self.host >= SATURATED {
+            limits.push(Limit {
+                what: Bottleneck::HostCpu,
+                share: self.host,
+                why: format!(
+                    "the machine's {} cores were {} busy in the median second, while neither \
+                     pelt nor the server used all it could: they share too few cores (pin them \
+                     apart with taskset, or run pelt on another machine)",
+                    self.host_cores,
+                    pct(self.host)
+                ),
+            });
+        }
+        limits
+    }
+
+    /// Requests queued in pelt (`late` of the median second's) while nothing was at its limit:
+    /// the connections when they were all busy, pelt when they were not (its threads did not
+    /// run in time); nothing to say without a server to judge by.
+    fn queue_limit(&self, server: bool, late: f64, load: &Load) -> Option<Limit> {
+        let started = format!(
+            "{} of the median second's requests started late (lag p99 {})",
+            pct(late),
+            fmt::latency(load.lag_p99_us as f64)
+        );
+        let worker = self.worker_pct();
+        match load.busy() {
+            Some(b) if b < SATURATED => Some(Limit {
+                what: Bottleneck::Pelt,
+                share: 1.0,
+                why: format!(
+                    "{started} while pelt kept only {} of its {} connections busy{}: its threads \
+                     did not run in time (a CPU quota, or other work on its cores)",
+                    pct(b),
+                    fmt::thousands(load.connections),
+                    worker.map_or(String::new(), |w| format!(
+                        " and its busiest worker used {w} of a core"
+                    )),
+                ),
+            }),
+            _ if !server => None,
+            b => {
+                let asked = load.rate.map_or(String::new(), |r| {
+                    format!(", under the {}/s asked", fmt::rate(r))
+                });
+                let (place, raise) = if load.users {
+                    ("user", "--max-users")
+                } else {
+                    ("connection", "--max-connections")
+                };
+                Some(Limit {
+                    what: Bottleneck::Connections,
+                    share: b.unwrap_or(1.0),
+                    why: format!(
+                        "every {place} was busy while neither CPU was (the server at {}{}): \
+                         {}{asked}, so {started}; raise -c or {raise} to carry more, or lower \
+                         --rate",
+                        pct(self.server),
+                        worker.map_or(String::new(), |w| format!(", pelt's busiest worker at {w}")),
+                        load.cap_text()
+                            .unwrap_or_else(|| "the server's latency capped the rate".into()),
+                    ),
+                })
+            }
+        }
+    }
+}
+
 impl Verdict {
     /// Judges each party by the share it used of what it may use in the median whole second
     /// (so a ramp or one busy second does not decide it) and names every one at its limit
@@ -684,218 +873,87 @@ impl Verdict {
     /// verdict of their own: behind a saturated server they are the server's. With none at its
     /// limit the run was latency-bound (not known when no server was monitored).
     fn judge(server: Option<&ProcessSummary>, samples: &[Sampled], load: &Load) -> Verdict {
-        let weigh = |f: &dyn Fn(&ResourceSample) -> Option<f64>| {
-            median(
-                samples
-                    .iter()
-                    .filter_map(|(s, l)| f(s).map(|x| (x, *l)))
-                    .collect(),
-            )
-        };
-        // A fleet's coordinator samples no pelt of its own: its agents' CPU is theirs.
-        let pelt_seen = samples.iter().any(|(s, _)| !s.pelt.workers.is_empty());
-        let worker = weigh(&|s| s.pelt.workers.iter().copied().max_by(f64::total_cmp));
-        let server_share = weigh(&|s| {
-            s.server
-                .as_ref()
-                .filter(|p| p.cpu_capacity > 0.0)
-                .map(|p| p.cpu() / p.cpu_capacity)
-        });
-        // The busier link of the two machines (pelt's and, sampled remotely, the server's).
-        let busiest = |s: &ResourceSample| {
-            [Some(&s.host), s.server_host.as_ref()]
-                .into_iter()
-                .flatten()
-                .filter_map(|h| h.busiest_link.as_ref())
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-                .cloned()
-        };
-        let link = weigh(&|s| busiest(s).map(|(_, x)| x));
-        let busy = |h: &HostSample| h.cpu_busy() / h.cores.max(1) as f64;
-        let far = weigh(&|s| s.server_host.as_ref().map(busy));
-        let host = weigh(&|s| Some(busy(&s.host)));
-        let cores_of = |f: fn(&ResourceSample) -> Option<u32>| {
-            samples.iter().find_map(|(s, _)| f(s)).unwrap_or(0)
-        };
+        let shares = Shares::of(samples);
         let queued = load.queued();
-        let lag = fmt::latency(load.lag_p99_us as f64);
-        let worker_pct = pelt_seen.then(|| pct(worker));
-
-        let mut limits = Vec::new();
-        if let Some(server) = server.filter(|_| server_share >= SATURATED) {
-            limits.push(Limit {
-                what: Bottleneck::ServerCpu,
-                share: server_share,
-                why: format!(
-                    "the server used {} of the {} it may use in the median second ({:.1} us of \
-                     CPU per request)",
-                    pct(server_share),
-                    cores(server.cpu_capacity),
-                    server.cpu_us_per_request,
-                ),
-            });
-        }
-        if worker >= SATURATED {
-            limits.push(Limit {
-                what: Bottleneck::Pelt,
-                share: worker,
-                why: format!(
-                    "pelt's busiest worker used {} of a core in the median second: add threads \
-                     (-t) or generator machines (--agents)",
-                    pct(worker)
-                ),
-            });
-        }
-        if link >= SATURATED {
-            let name = samples
-                .iter()
-                .find_map(|(s, _)| busiest(s).map(|(n, _)| n))
-                .unwrap_or_default();
-            limits.push(Limit {
-                what: Bottleneck::Network,
-                share: link,
-                why: format!(
-                    "{name} ran at {} of its link speed in the median second",
-                    pct(link)
-                ),
-            });
-        }
-        let cpu_full = limits.iter().any(|l| l.what != Bottleneck::Network);
-        if !cpu_full && far >= SATURATED {
-            limits.push(Limit {
-                what: Bottleneck::HostCpu,
-                share: far,
-                why: format!(
-                    "the server's machine's {} cores were {} busy in the median second, while \
-                     the server used {} of what it may use: something else there takes its CPU",
-                    cores_of(|s| s.server_host.as_ref().map(|h| h.cores)),
-                    pct(far),
-                    pct(server_share)
-                ),
-            });
-        } else if !cpu_full && host >= SATURATED {
-            limits.push(Limit {
-                what: Bottleneck::HostCpu,
-                share: host,
-                why: format!(
-                    "the machine's {} cores were {} busy in the median second, while neither \
-                     pelt nor the server used all it could: they share too few cores (pin them \
-                     apart with taskset, or run pelt on another machine)",
-                    cores_of(|s| Some(s.host.cores)),
-                    pct(host)
-                ),
-            });
-        }
-        let mut cap = None;
+        let mut limits = shares.limits(server);
         if let (Some(late), true) = (queued, limits.is_empty()) {
-            let started = format!(
-                "{} of the median second's requests started late (lag p99 {lag})",
-                pct(late)
-            );
-            match load.busy() {
-                Some(b) if b < SATURATED => limits.push(Limit {
-                    what: Bottleneck::Pelt,
-                    share: 1.0,
-                    why: format!(
-                        "{started} while pelt kept only {} of its {} connections busy{}: its \
-                         threads did not run in time (a CPU quota, or other work on its cores)",
-                        pct(b),
-                        fmt::thousands(load.connections),
-                        worker_pct.as_ref().map_or(String::new(), |w| format!(
-                            " and its busiest worker used {w} of a core"
-                        )),
-                    ),
-                }),
-                _ if server.is_none() => {}
-                b => {
-                    cap = load.cap_per_s();
-                    let asked = load.rate.map_or(String::new(), |r| {
-                        format!(", under the {}/s asked", fmt::rate(r))
-                    });
-                    limits.push(Limit {
-                        what: Bottleneck::Connections,
-                        share: b.unwrap_or(1.0),
-                        why: format!(
-                            "every {} was busy while neither CPU was (the server at {}{}): {}{asked}, \
-                             so {started}; raise -c or {} to carry more, or lower --rate",
-                            if load.users { "user" } else { "connection" },
-                            pct(server_share),
-                            worker_pct.as_ref().map_or(String::new(), |w| format!(
-                                ", pelt's busiest worker at {w}"
-                            )),
-                            load.cap_text().unwrap_or_else(|| "the server's latency \
-                                                               capped the rate"
-                                .into()),
-                            if load.users {
-                                "--max-users"
-                            } else {
-                                "--max-connections"
-                            },
-                        ),
-                    });
-                }
-            }
+            limits.extend(shares.queue_limit(server.is_some(), late, load));
         }
         // Tightest first; on a tie, the order above (the server before pelt).
         limits.sort_by(|a, b| b.share.total_cmp(&a.share));
         let mut limits = limits.into_iter();
         let Some(first) = limits.next() else {
-            return Verdict::unsaturated(server, server_share, worker_pct, queued, load);
+            return Verdict::unsaturated(server, &shares, queued, load);
         };
         let also: Vec<Limit> = limits.collect();
-        let mut evidence = first.why;
-        for l in &also {
-            evidence.push_str("; and ");
-            evidence.push_str(&l.why);
-        }
-        let pelt_named = std::iter::once(first.what)
-            .chain(also.iter().map(|l| l.what))
-            .any(|w| w == Bottleneck::Pelt);
-        if first.what == Bottleneck::ServerCpu && !pelt_named {
-            if let Some(w) = &worker_pct {
-                evidence.push_str(&format!(", while pelt's busiest worker used {w}"));
-            }
-        }
-        if let (Some(late), true) = (queued, cap.is_none()) {
-            evidence.push_str(&match first.what {
-                Bottleneck::ServerCpu => format!(
-                    "; requests queued in pelt behind connections waiting on it ({} of the median \
-                     second's started late, lag p99 {lag}): it served {}/s of the {}/s asked, and \
-                     more connections would move the queue into the server",
-                    pct(late),
-                    fmt::rate(load.completed_per_s),
-                    fmt::rate(load.rate.unwrap_or(0.0)),
-                ),
-                Bottleneck::Pelt if pelt_named && worker >= SATURATED => {
-                    format!("; requests started late as a result (lag p99 {lag})")
-                }
-                Bottleneck::Pelt => String::new(),
-                _ => format!(
-                    "; requests queued in pelt ({} of the median second's started late, lag p99 \
-                     {lag})",
-                    pct(late)
-                ),
-            });
-        }
+        let connections = first.what == Bottleneck::Connections;
+        let evidence = Verdict::evidence(first.what, &first.why, &also, &shares, queued, load);
         Verdict {
             bottleneck: first.what,
             also: also.iter().map(|l| l.what).collect(),
             evidence,
             queued,
-            connection_cap_per_s: cap,
+            connection_cap_per_s: connections.then(|| load.cap_per_s()).flatten(),
         }
+    }
+
+    /// The limits' sentences, tightest first; pelt's worker beside a server at its limit when
+    /// pelt was not; and the queue, when requests queued behind another limit.
+    fn evidence(
+        first: Bottleneck,
+        why: &str,
+        also: &[Limit],
+        shares: &Shares,
+        queued: Option<f64>,
+        load: &Load,
+    ) -> String {
+        let mut evidence = why.to_string();
+        for l in also {
+            evidence.push_str("; and ");
+            evidence.push_str(&l.why);
+        }
+        let pelt_named =
+            first == Bottleneck::Pelt || also.iter().any(|l| l.what == Bottleneck::Pelt);
+        if first == Bottleneck::ServerCpu && !pelt_named {
+            if let Some(w) = shares.worker_pct() {
+                evidence.push_str(&format!(", while pelt's busiest worker used {w}"));
+            }
+        }
+        let Some(late) = queued.filter(|_| first != Bottleneck::Connections) else {
+            return evidence;
+        };
+        let lag = fmt::latency(load.lag_p99_us as f64);
+        evidence.push_str(&match first {
+            Bottleneck::ServerCpu => format!(
+                "; requests queued in pelt behind connections waiting on it ({} of the median \
+                 second's started late, lag p99 {lag}): it served {}/s of the {}/s asked, and \
+                 more connections would move the queue into the server",
+                pct(late),
+                fmt::rate(load.completed_per_s),
+                fmt::rate(load.rate.unwrap_or(0.0)),
+            ),
+            Bottleneck::Pelt if shares.worker >= SATURATED => {
+                format!("; requests started late as a result (lag p99 {lag})")
+            }
+            Bottleneck::Pelt => String::new(),
+            _ => format!(
+                "; requests queued in pelt ({} of the median second's started late, lag p99 \
+                 {lag})",
+                pct(late)
+            ),
+        });
+        evidence
     }
 
     /// Nothing at its limit: latency-bound (the closed loop's rate is its connections over
     /// the server's latency), or not known when no server was monitored.
     fn unsaturated(
         server: Option<&ProcessSummary>,
-        server_share: f64,
-        worker_pct: Option<String>,
+        shares: &Shares,
         queued: Option<f64>,
         load: &Load,
     ) -> Verdict {
-        let pelt = worker_pct.map_or(String::new(), |w| {
+        let pelt = shares.worker_pct().map_or(String::new(), |w| {
             format!("pelt's busiest worker used {w} of a core")
         });
         let Some(server) = server else {
@@ -927,7 +985,7 @@ impl Verdict {
             evidence: format!(
                 "nothing was saturated: the server used {} of the {} it may use{}, so the \
                  server waits on something else (a database, a sleep, a lock){}",
-                pct(server_share),
+                pct(shares.server),
                 cores(server.cpu_capacity),
                 if pelt.is_empty() {
                     String::new()

@@ -10,6 +10,14 @@ use std::fmt::Write as _;
 
 /// What ran and how it ended, before the figures.
 pub fn text(s: &mut String, r: &Report) {
+    what_ran(s, r);
+    requests_from(s, r);
+    load_model(s, r);
+    ended(s, r);
+}
+
+/// What ran, and over TLS how.
+fn what_ran(s: &mut String, r: &Report) {
     let i = &r.info;
     let fleet = r.fleet.as_ref().map(|f| (f.agents.len(), true));
     let _ = writeln!(s, "{}", title(i, fleet));
@@ -37,12 +45,11 @@ pub fn text(s: &mut String, r: &Report) {
         };
         let _ = writeln!(s, "TLS: {verified}{resumption}{handshakes}");
     }
-    let limit = match (i.duration_limit_s, i.requests_limit) {
-        (Some(d), Some(n)) => format!("limit {d}s or {} requests", thousands(n)),
-        (Some(d), None) => format!("limit {d}s"),
-        (None, Some(n)) => format!("limit {} requests", thousands(n)),
-        (None, None) => String::new(),
-    };
+}
+
+/// Where the requests came from (a template, a scenario, a file).
+fn requests_from(s: &mut String, r: &Report) {
+    let i = &r.info;
     if let Some(set) = &i.request_set {
         let file = set
             .file
@@ -71,6 +78,11 @@ pub fn text(s: &mut String, r: &Report) {
             let _ = writeln!(s, "skipped: {}", skipped(k));
         }
     }
+}
+
+/// The open loop's rate (or a replay's), and the stages.
+fn load_model(s: &mut String, r: &Report) {
+    let i = &r.info;
     if let Some(r) = &i.replay {
         let _ = writeln!(
             s,
@@ -98,6 +110,17 @@ pub fn text(s: &mut String, r: &Report) {
     if let Some(st) = &i.stages {
         let _ = writeln!(s, "stages: {}", stages(st));
     }
+}
+
+/// How long it ran, after which warm-up, and why it stopped.
+fn ended(s: &mut String, r: &Report) {
+    let i = &r.info;
+    let limit = match (i.duration_limit_s, i.requests_limit) {
+        (Some(d), Some(n)) => format!("limit {d}s or {} requests", thousands(n)),
+        (Some(d), None) => format!("limit {d}s"),
+        (None, Some(n)) => format!("limit {} requests", thousands(n)),
+        (None, None) => String::new(),
+    };
     let lost = r.fleet.as_ref().map_or(0, |f| f.lost.len());
     let stopped = if r.interrupted && lost > 0 {
         format!("stopped early: {} lost", plural(lost, "agent"))
