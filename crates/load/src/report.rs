@@ -25,6 +25,24 @@ impl Prepared {
             .started_at
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
+        p.histograms(&mut report, result);
+        p.targets(&mut report, result);
+        p.scenario(&mut report, result);
+        report.warmup = result
+            .warmup
+            .as_ref()
+            .map(|w| WarmupReport::new(w, p.config.warmup.as_secs_f64()));
+        p.load_model(&mut report, result);
+        p.tls(&mut report, result);
+        report.resources = p.resources(&report);
+        report.notes.extend(queue_note(&report));
+        report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();
+        report
+    }
+
+    /// The histograms beside the main one: service time and lag, handshakes, the warm-up.
+    fn histograms(&self, report: &mut Report, result: &RunResult) {
+        let p = self;
         if let Some(h) = report.histograms.as_mut() {
             if p.config.rate.is_some() {
                 h.service_time_us = Some(result.stats.service.clone());
@@ -35,6 +53,11 @@ impl Prepared {
             }
             h.warmup_latency_us = result.warmup.as_ref().map(|w| w.latency.clone());
         }
+    }
+
+    /// Per-target figures (and the notes on a file read as the run went, or too many names).
+    fn targets(&self, report: &mut Report, result: &RunResult) {
+        let p = self;
         let names = match (&p.config.targets, &p.config.feed) {
             (Some(set), _) => Some(set.names()),
             (None, Some(_)) => Some(&p.config.names[..]),
@@ -79,6 +102,11 @@ impl Prepared {
                 ));
             }
         }
+    }
+
+    /// A scenario run: iterations, checks, captures.
+    fn scenario(&self, report: &mut Report, result: &RunResult) {
+        let p = self;
         if let (Some(run), Some(counts)) = (&p.config.scenario, &result.scenario) {
             report.scenario = Some(pelt_stats::ScenarioReport {
                 file: p
@@ -120,10 +148,11 @@ impl Prepared {
                 h.iteration_us = Some(counts.duration.clone());
             }
         }
-        report.warmup = result
-            .warmup
-            .as_ref()
-            .map(|w| WarmupReport::new(w, p.config.warmup.as_secs_f64()));
+    }
+
+    /// Open or closed loop: where latency counts from, the open loop's figures and notes.
+    fn load_model(&self, report: &mut Report, result: &RunResult) {
+        let p = self;
         if p.config.rate.is_some() {
             report.latency_from = LatencyFrom::Due;
             if let Some(r) = &p.config.replay {
@@ -160,6 +189,11 @@ impl Prepared {
                     .into(),
             );
         }
+    }
+
+    /// HTTPS: handshakes, and a note when the certificate was not verified.
+    fn tls(&self, report: &mut Report, result: &RunResult) {
+        let p = self;
         if let Some(tls) = &p.info.tls {
             report.tls_handshakes = Some(pelt_stats::HandshakesReport {
                 full: result.stats.handshakes_full,
@@ -174,10 +208,6 @@ impl Prepared {
                 );
             }
         }
-        report.resources = p.resources(&report);
-        report.notes.extend(queue_note(&report));
-        report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();
-        report
     }
 
     /// `--monitor`: the measured seconds' resources summed up, with the verdict.
