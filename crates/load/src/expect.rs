@@ -236,42 +236,7 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
         let (n, unit) = time_value(value)?;
         (metric, n, unit)
     } else {
-        let metric = match lower.as_str() {
-            "errors" | "error" => Metric::Errors,
-            "rps" => Metric::Rps,
-            "events_per_s" => Metric::EventsPerSecond,
-            "checks" => Metric::Checks,
-            "iterations_failed" => Metric::IterationsFailed,
-            "server_cpu" => Metric::ServerCpu,
-            "pelt_cpu" => Metric::PeltCpu,
-            "server_rss" => Metric::ServerRss,
-            "ws_held" => Metric::WsHeld,
-            "ws_drops" => Metric::WsDrops,
-            c if c.len() == 3 && c.ends_with("xx") && (b'1'..=b'5').contains(&c.as_bytes()[0]) => {
-                Metric::Class(u16::from(c.as_bytes()[0] - b'0'))
-            }
-            c => match values::status(c) {
-                Ok(code) if c.chars().all(|ch| ch.is_ascii_digit()) => Metric::Code(code),
-                _ => return Err(format!("unknown metric '{name}'; {HELP}")),
-            },
-        };
-        let (num, unit) = match value.strip_suffix('%') {
-            _ if metric == Metric::ServerRss => bytes(value)?,
-            None if matches!(metric, Metric::ServerCpu | Metric::PeltCpu) => (value, Unit::Cores),
-            Some(p) if metric != Metric::Rps && metric != Metric::EventsPerSecond => {
-                (p.trim(), Unit::Percent)
-            }
-            Some(_) => return Err(format!("{lower} is a rate, not a share: {lower}>5000")),
-            None if metric == Metric::Rps || metric == Metric::EventsPerSecond => {
-                (value.strip_suffix("/s").unwrap_or(value), Unit::PerSecond)
-            }
-            None => (value, Unit::Count),
-        };
-        let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
-        if unit == Unit::Percent && n > 100.0 {
-            return Err(format!("{n}% is more than 100%"));
-        }
-        (metric, n, unit)
+        counted(name, &lower, value)?
     };
     Ok(Expectation {
         text: t.to_string(),
@@ -280,6 +245,47 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
         limit,
         unit,
     })
+}
+
+/// A metric that is not a latency (`errors`, `rps`, `5xx`, `server_cpu`, ...) and its value:
+/// a count, a share, a rate, cores or bytes.
+fn counted(name: &str, lower: &str, value: &str) -> Result<(Metric, f64, Unit), String> {
+    let metric = match lower {
+        "errors" | "error" => Metric::Errors,
+        "rps" => Metric::Rps,
+        "events_per_s" => Metric::EventsPerSecond,
+        "checks" => Metric::Checks,
+        "iterations_failed" => Metric::IterationsFailed,
+        "server_cpu" => Metric::ServerCpu,
+        "pelt_cpu" => Metric::PeltCpu,
+        "server_rss" => Metric::ServerRss,
+        "ws_held" => Metric::WsHeld,
+        "ws_drops" => Metric::WsDrops,
+        c if c.len() == 3 && c.ends_with("xx") && (b'1'..=b'5').contains(&c.as_bytes()[0]) => {
+            Metric::Class(u16::from(c.as_bytes()[0] - b'0'))
+        }
+        c => match values::status(c) {
+            Ok(code) if c.chars().all(|ch| ch.is_ascii_digit()) => Metric::Code(code),
+            _ => return Err(format!("unknown metric '{name}'; {HELP}")),
+        },
+    };
+    let (num, unit) = match value.strip_suffix('%') {
+        _ if metric == Metric::ServerRss => bytes(value)?,
+        None if matches!(metric, Metric::ServerCpu | Metric::PeltCpu) => (value, Unit::Cores),
+        Some(p) if metric != Metric::Rps && metric != Metric::EventsPerSecond => {
+            (p.trim(), Unit::Percent)
+        }
+        Some(_) => return Err(format!("{lower} is a rate, not a share: {lower}>5000")),
+        None if metric == Metric::Rps || metric == Metric::EventsPerSecond => {
+            (value.strip_suffix("/s").unwrap_or(value), Unit::PerSecond)
+        }
+        None => (value, Unit::Count),
+    };
+    let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
+    if unit == Unit::Percent && n > 100.0 {
+        return Err(format!("{n}% is more than 100%"));
+    }
+    Ok((metric, n, unit))
 }
 
 /// A size's number and unit: `1GiB`, `512MB`, `100000` (bytes).
@@ -312,8 +318,9 @@ impl Expectation {
         &self.text
     }
 
-    /// Checks the expectation against a finished run.
-    pub fn check(&self, r: &Report) -> Threshold {
+    /// The run's figure this expectation reads, in its unit; NaN where the run cannot say
+    /// (no response, no scenario, not sampled).
+    fn actual(&self, r: &Report) -> f64 {
         let ended = (r.requests.completed + r.requests.errors) as f64;
         let share = |n: u64| {
             if ended > 0.0 {
@@ -357,7 +364,7 @@ impl Expectation {
                 f64::NAN
             }
         };
-        let actual = match (&self.metric, self.unit) {
+        match (&self.metric, self.unit) {
             // No response, no latency: a latency objective cannot be said to hold.
             (Metric::Latency(_) | Metric::Ttfb(_), _) if r.requests.completed == 0 => f64::NAN,
             (Metric::Latency(f), Unit::Time(per_unit, _)) => f.of(&r.latency_us) / per_unit,
@@ -409,7 +416,12 @@ impl Expectation {
             }
             (_, Unit::Percent) => share(count),
             _ => count as f64,
-        };
+        }
+    }
+
+    /// Checks the expectation against a finished run.
+    pub fn check(&self, r: &Report) -> Threshold {
+        let actual = self.actual(r);
         let passed = match self.op {
             Op::Lt => actual < self.limit,
             Op::Le => actual <= self.limit,
