@@ -501,6 +501,30 @@ impl Metrics {
             "Time to the first byte of complete responses, from where latency starts.",
             &self.ttfb,
         );
+        self.stream_families(f);
+        self.websocket_families(f);
+        let Some(lag) = &self.lag else { return };
+        f.counter(
+            "pelt_requests_late_total",
+            "Open loop: requests that started over 1 ms after their due time.",
+            self.late,
+        );
+        if let Some(last) = self.last_lag {
+            f.quantiles(
+                "pelt_lag_last_second_seconds",
+                "Open loop: the last second's lag (due time to start, pelt's own delay) percentiles.",
+                last,
+            );
+        }
+        f.histogram(
+            "pelt_lag_seconds",
+            "Open loop: the lag of every request started (due time to start, pelt's own delay).",
+            lag,
+        );
+    }
+
+    /// Event streams: events, streams, their time to first event and gaps.
+    fn stream_families(&self, f: &mut Families) {
         if let Some(m) = &self.streams {
             f.counter(
                 "pelt_stream_events_total",
@@ -528,6 +552,10 @@ impl Metrics {
                 &m.gap,
             );
         }
+    }
+
+    /// A WebSocket run's counts.
+    fn websocket_families(&self, f: &mut Families) {
         if let Some(w) = &self.websocket {
             let counters = [
                 (
@@ -570,24 +598,6 @@ impl Metrics {
                 f.counter(name, help, v);
             }
         }
-        let Some(lag) = &self.lag else { return };
-        f.counter(
-            "pelt_requests_late_total",
-            "Open loop: requests that started over 1 ms after their due time.",
-            self.late,
-        );
-        if let Some(last) = self.last_lag {
-            f.quantiles(
-                "pelt_lag_last_second_seconds",
-                "Open loop: the last second's lag (due time to start, pelt's own delay) percentiles.",
-                last,
-            );
-        }
-        f.histogram(
-            "pelt_lag_seconds",
-            "Open loop: the lag of every request started (due time to start, pelt's own delay).",
-            lag,
-        );
     }
 
     /// Metrics of one agent of a fleet run described by `info`: labelled `agent`, without
