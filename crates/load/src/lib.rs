@@ -46,7 +46,6 @@ mod report;
 pub mod scenario;
 pub mod sources;
 mod spec;
-mod streamed;
 pub mod study;
 pub mod target;
 mod template;

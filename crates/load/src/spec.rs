@@ -260,7 +260,7 @@ impl Default for ReplaySpec {
 /// How a `--targets` file is read (`--targets-read`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TargetsRead {
-    /// As the run goes when the file is [`crate::streamed::STREAM_FROM`] bytes or more and
+    /// As the run goes when the file is [`crate::prepare::streamed::STREAM_FROM`] bytes or more and
     /// can be streamed, else whole.
     #[default]
     Auto,

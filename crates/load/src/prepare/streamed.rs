@@ -16,7 +16,7 @@
 //! also in file order and without a warm-up (its requests would come out of `-n`). A HAR file
 //! is one JSON document, read whole; standard input cannot be read twice.
 
-use crate::prepare::{EncoderState, From, SetBuilder};
+use super::{EncoderState, From, SetBuilder};
 use crate::replay::TimeOrder;
 use crate::sources::{BadLines, TargetEntry, TargetsFormat};
 use crate::spec::{LoadSpec, TargetOrder, TargetsRead};
@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 pub const STREAM_FROM: u64 = 64 << 20;
 
 /// What the first pass found: what the run and its report need before the run.
+#[derive(Default)]
 pub(crate) struct Scan {
     /// Requests in the file (once through).
     pub len: u64,
@@ -217,6 +218,24 @@ struct Encoding {
 }
 
 impl Encoding {
+    /// Encodes the entries of a run on `origin`'s URL, as `spec` asks.
+    fn new(
+        spec: &LoadSpec,
+        from: &From,
+        headers: &[(String, String)],
+        body: &[u8],
+        origin: &str,
+    ) -> Result<Encoding, String> {
+        Ok(Encoding {
+            spec: spec.clone(),
+            from: from.clone(),
+            headers: headers.to_vec(),
+            body: body.to_vec(),
+            first: target::parse(origin).map_err(|e| e.to_string())?,
+            state: None,
+        })
+    }
+
     /// Encodes entry `k` and gives it to `take` (its bytes, HEAD flag and name number);
     /// `Ok(false)`: it has templates.
     fn encode(
@@ -305,7 +324,7 @@ pub(crate) fn prepare(
     let lines = match format {
         TargetsFormat::Json => Lines::Json,
         _ => {
-            let (format, origin) = crate::prepare::log_layout(spec, &file)?;
+            let (format, origin) = super::log_layout(spec, &file)?;
             Lines::Log { format, origin }
         }
     };
@@ -314,17 +333,7 @@ pub(crate) fn prepare(
     let mut pass = Pass::open(path, &lines, skip, timed).map_err(SpecError)?;
     let from: From = ("targets", Some(file.clone()));
     let mut encoding: Option<Encoding> = None;
-    let mut scan = Scan {
-        len: 0,
-        span_ns: 0,
-        first_url: String::new(),
-        methods: String::new(),
-        names: Vec::new(),
-        recorded: Vec::new(),
-        max_len: 0,
-        encoded_bytes: 0,
-        skipped: None,
-    };
+    let mut scan = Scan::default();
     let (mut first_ns, mut last_ns) = (0i128, 0i128);
     let mut methods: Vec<String> = Vec::new();
     while let Some((t, e)) = pass.next().map_err(SpecError)? {
@@ -338,14 +347,8 @@ pub(crate) fn prepare(
                 };
                 scan.first_url.clone_from(&e.url);
                 first_ns = t;
-                encoding.insert(Encoding {
-                    spec: spec.clone(),
-                    from: from.clone(),
-                    headers: headers.to_vec(),
-                    body: body.to_vec(),
-                    first: target::parse(&origin).map_err(|e| SpecError(e.to_string()))?,
-                    state: None,
-                })
+                encoding
+                    .insert(Encoding::new(spec, &from, headers, body, &origin).map_err(SpecError)?)
             }
         };
         let method = e.method.as_deref().unwrap_or(&spec.method);
@@ -394,14 +397,7 @@ pub(crate) fn prepare(
             lines: lines.clone(),
             skip,
             timed,
-            encoding: Encoding {
-                spec: spec.clone(),
-                from: from.clone(),
-                headers: headers.clone(),
-                body: body.clone(),
-                first: target::parse(&origin).map_err(|e| e.to_string())?,
-                state: None,
-            },
+            encoding: Encoding::new(&spec, &from, &headers, &body, &origin)?,
             pass,
             first_ns,
             // Plain targets loop until the run ends, or until `-n` (the source's end).

@@ -1,0 +1,139 @@
+//! The engine's `Config` and the report's `RunInfo`, from the parts prepared before them.
+
+use super::*;
+
+/// The engine's config.
+pub(super) fn config(
+    spec: &LoadSpec,
+    target: &target::Target,
+    shape: Shape,
+    threads: usize,
+    io: engine::IoBackend,
+    tls: Option<engine::TlsClient>,
+    encoded: Encoded,
+) -> Config {
+    let mut config = Config::new(target.addr, encoded.request);
+    config.head_request = spec.method.eq_ignore_ascii_case("HEAD");
+    config.keep_alive = spec.keep_alive;
+    config.connections = shape.connections;
+    config.threads = threads;
+    config.slice = spec.slice;
+    config.duration = shape.duration;
+    config.requests = spec.requests;
+    config.timeout = spec.timeout;
+    config.connect_timeout = spec.connect_timeout;
+    config.rate = shape.rate;
+    config.arrival = spec.arrival;
+    config.max_connections = shape.max_connections;
+    config.batch_window = spec.batch_window;
+    config.streams = spec.event_streams.clone();
+    config.warmup = spec.warmup.unwrap_or_default();
+    config.grace = spec.grace;
+    config.io = io;
+    config.pipeline = spec.pipeline;
+    config.connect_rate = spec.connect_rate;
+    config.tls = tls;
+    config.targets = encoded.set;
+    config.unix_socket = spec.unix_socket.clone();
+    config.sample_every = spec.sample_every;
+    config.sample_responses = spec.sample_responses;
+    config.stages = shape.stages;
+    config.http2 = encoded.http2;
+    config
+}
+
+/// What the report says about the run (a fleet agent's, its part).
+pub(super) fn run_info(
+    spec: &LoadSpec,
+    target: &target::Target,
+    config: &Config,
+    method: String,
+    request_set: Option<RequestSetInfo>,
+) -> RunInfo {
+    let open = config.rate.is_some();
+    let t = &spec.tls;
+    let stages = config.stages.as_ref().map(|s| StagesInfo {
+        of: s.of().name().to_string(),
+        start: s.start(),
+        stages: s
+            .stages()
+            .iter()
+            .map(|st| StageInfo {
+                duration_s: st.duration.as_secs_f64(),
+                target: st.target,
+            })
+            .collect(),
+    });
+    let mut info = RunInfo {
+        // A template's braces as typed (the URL parser percent-encodes them in the path).
+        target: as_typed(&target.display).into_owned(),
+        method,
+        connections: config.connections,
+        threads: config.effective_threads(),
+        keep_alive: config.keep_alive,
+        io: match config.io {
+            engine::IoBackend::Uring => Io::Uring,
+            engine::IoBackend::Epoll => Io::Epoll,
+        },
+        pipeline: config.pipeline,
+        http: if config.http2.is_some() {
+            Http::Http2
+        } else {
+            Http::Http1
+        },
+        streams: config.http2.as_ref().map(|h| h.streams),
+        connect_rate: config.connect_rate,
+        tls: target.tls_host.is_some().then(|| pelt_stats::TlsInfo {
+            insecure: t.insecure,
+            resumption: !t.full_handshake,
+            cacert: t.cacert.as_ref().map(|p| p.display().to_string()),
+            version: t.version.map(|v| v.name().to_string()),
+            sni: t.sni.clone(),
+        }),
+        load_model: if open {
+            LoadModel::Open
+        } else {
+            LoadModel::Closed
+        },
+        rate: config.rate.map(|r| r.as_f64()),
+        arrival: open.then_some(config.arrival),
+        max_connections: open.then_some(config.max_connections),
+        batch_window_us: open.then_some(config.batch_window.as_micros() as u64),
+        warmup_s: config.warmup.as_secs_f64(),
+        grace_s: config.grace.as_secs_f64(),
+        duration_limit_s: config.duration.map(|d| d.as_secs_f64()),
+        requests_limit: config.requests,
+        timeout_s: spec.timeout.as_secs_f64(),
+        request_set,
+        unix_socket: spec.unix_socket.as_ref().map(|p| p.display().to_string()),
+        stages,
+        replay: config.replay.as_ref().map(|r| pelt_stats::ReplayInfo {
+            recorded: r.len() as u64,
+            span_s: r.span_ns() as f64 * r.speed() / 1e9,
+            speed: r.speed(),
+            laps: r.laps(),
+        }),
+    };
+    if let Some(slice) = spec.slice {
+        info_part(&mut info, slice, config.threads);
+    }
+    info
+}
+
+/// A fleet agent's report says what its part was, so the parts of a fleet's reports add up
+/// to the run asked for (`pelt merge` adds these).
+pub(super) fn info_part(info: &mut RunInfo, slice: engine::Slice, threads: usize) {
+    let exact = |n: usize| slice.part(n as u64, threads) as usize;
+    let f = slice.fraction(threads);
+    info.connections = exact(info.connections);
+    info.max_connections = info.max_connections.map(exact);
+    info.requests_limit = info.requests_limit.map(|n| slice.part(n, threads));
+    info.rate = info.rate.map(|r| r * f);
+    info.connect_rate = info.connect_rate.map(|r| r * f);
+    if let Some(s) = info.stages.as_mut() {
+        s.start *= f;
+        for st in &mut s.stages {
+            st.target *= f;
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! A [`LoadSpec`] validated into a [`Prepared`] run: the engine's `Config` (the request
+//! built once, the host resolved once, the TLS client set up, the fd limit raised) and the
+//! report's `RunInfo`. Every problem is a [`SpecError`] whose message is the one line the CLI
+//! prints, before any traffic.
+
+use crate::sources::{self, TargetEntry, TargetsFormat, TargetsSource};
+use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder};
+use crate::template::{LineFiles, Marked};
+use crate::{target, tls, values};
+use pelt_engine::{self as engine, Config};
+use pelt_stats::{Http, Io, LoadModel, RequestSetInfo, RunInfo, StageInfo, StagesInfo};
+mod encode;
+mod entries;
+mod info;
+mod monitor;
+mod names;
+mod protocol;
+mod scenario;
+mod shape;
+pub(crate) mod streamed;
+
+pub(crate) use self::encode::{EncoderState, SetBuilder};
+pub(crate) use self::entries::{entries, log_layout, From};
+use self::{
+    encode::*, entries::*, info::*, monitor::*, names::*, protocol::*, scenario::*, shape::*,
+};
+
+/// Bad input: the spec cannot run. The message is one line that names the problem (and the
+/// CLI flag it came from).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+fn bad(message: impl std::fmt::Display) -> SpecError {
+    SpecError(message.to_string())
+}
+
+/// A validated run: what the engine runs, and what the report says about it.
+pub struct Prepared {
+    pub config: Config,
+    pub info: RunInfo,
+    pub expect: Vec<crate::expect::Expectation>,
+    /// `--monitor`: what to sample, and what it matched when the run was prepared.
+    pub monitor: Option<(crate::monitor::Watch, String)>,
+    /// `--monitor-remote`: the monitor reached and authenticated, taken by the run, and what
+    /// it watches, as the report says it.
+    pub remote_monitor: std::sync::Mutex<Option<crate::fleet::monitor::RemoteMonitor>>,
+    pub remote_watching: Option<String>,
+    /// A replayed recording's own latencies, by target name number (`None`: none recorded).
+    pub recorded: Vec<Option<pelt_stats::LatencyHistogram>>,
+}
+
+/// Validates `spec` and does the I/O a run needs first: resolves the host, reads the body
+/// file, reads the TLS files, raises the soft fd limit to the hard one and checks the
+/// connections fit. Nothing is sent.
+pub fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
+    prepare_here(spec, Here::Connects)
+}
+
+/// What this process does with the run it prepares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Here {
+    /// Runs it: resolves the host, needs the file descriptors.
+    Connects,
+    /// Coordinates a fleet that runs it: resolves the host, opens no connection.
+    Coordinates,
+    /// Describes it for machines elsewhere (`pelt k8s`): the host may resolve only there.
+    Describes,
+}
+
+/// [`prepare`], for a process that does `here` with the run: the request's parts, the load's
+/// shape, the entries, the target, room for the connections, the requests as encoded, the TLS
+/// client and the backend, then the engine's config and the report's info.
+pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, SpecError> {
+    let (headers, body) = request_parts(spec)?;
+    let mut shape = Shape::of(spec)?;
+    let program = match &spec.requests_from {
+        Requests::Scenario(source) => Some(scenario_program(spec, source)?),
+        _ => None,
+    };
+    // A targets file read as the run goes: its first pass, instead of the entries read whole.
+    let replaying = crate::replay::checked(spec)?;
+    let streamed = match streamed::chosen(spec)? {
+        Some((path, format)) => streamed::prepare(spec, &path, format, &headers, &body)?,
+        None => None,
+    };
+    let mut entries = match (&program, &streamed) {
+        (Some(p), _) => Some(scenario_entries(spec, p)?),
+        (None, Some(_)) => None,
+        (None, None) => entries(spec, &body)?,
+    };
+    let replay = match (entries.as_mut(), &streamed) {
+        (_, Some(_)) if !replaying => None,
+        (_, Some((scan, _))) => Some(
+            engine::Replay::streamed(scan.len, scan.span_ns, spec.replay.speed, spec.replay.laps)
+                .map_err(|e| bad(format!("--replay: {e}")))?,
+        ),
+        (Some(e), None) => crate::replay::replay(spec, &mut e.list, e.from.1.as_deref())?,
+        (None, None) => crate::replay::replay(spec, &mut Vec::new(), None)?,
+    };
+    if let Some(r) = &replay {
+        shape.replay(spec, r);
+    }
+    // With targets and no URL, the first target's origin is the run's.
+    let url = match (&entries, &streamed, spec.url.is_empty()) {
+        (Some(e), _, true) => e.list[0].url.as_str(),
+        (_, Some((scan, _)), true) => scan.first_url.as_str(),
+        _ => spec.url.as_str(),
+    };
+    let target = target_of(spec, url, here)?;
+    let threads = spec.threads.unwrap_or_else(engine::default_threads);
+    check_room(spec, &shape, threads, here)?;
+    tls_flags_fit(spec, &target)?;
+    let websocket = websocket(spec, &target, &headers, &body, entries.as_ref())?;
+    let mut encoded = Encoded::of(
+        spec,
+        &target,
+        &headers,
+        body,
+        &entries,
+        url,
+        shape.rate.is_some(),
+    )?;
+    let (mut method, mut set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
+    let mut recorded = std::mem::take(&mut encoded.recorded);
+    let mut feed = None;
+    if let Some((scan, f)) = streamed {
+        method = scan.methods;
+        set_info = Some(RequestSetInfo {
+            from: "targets".to_string(),
+            file: spec_file(spec),
+            entries: scan.len as usize,
+            order: "sequential".to_string(),
+            seed: None,
+            skipped: scan.skipped,
+            encoded_bytes: scan.encoded_bytes as usize,
+        });
+        recorded = scan.recorded;
+        feed = Some((std::sync::Arc::new(f), scan.names));
+    }
+    let tls = tls_client(spec, &target)?;
+    let io = io_backend(spec.io)?;
+    let requests = shape.requests;
+    let mut config = config(spec, &target, shape, threads, io, tls, encoded);
+    config.requests = requests;
+    config.replay = replay.map(std::sync::Arc::new);
+    if let Some((f, names)) = feed {
+        config.feed = Some(f);
+        config.names = names;
+    }
+    config.websocket = websocket;
+    if let (Some(program), Some(e)) = (program, &entries) {
+        config.scenario = Some(std::sync::Arc::new(scenario_run(program, &e.list)?));
+    }
+    let info = run_info(spec, &target, &config, method, set_info);
+    let monitor = monitor(spec, &target, here)?;
+    let remote_monitor = remote_monitor(spec, here)?;
+    Ok(Prepared {
+        config,
+        info,
+        expect: spec.expect.clone(),
+        monitor,
+        remote_watching: remote_monitor.as_ref().map(|r| r.describe()),
+        remote_monitor: std::sync::Mutex::new(remote_monitor),
+        recorded,
+    })
+}
+
+/// The command line's headers, parsed.
+type Headers = Vec<(String, String)>;
+
+/// The headers parsed, the method checked and the body read.
+fn request_parts(spec: &LoadSpec) -> Result<(Headers, Vec<u8>), SpecError> {
+    let headers = spec
+        .headers
+        .iter()
+        .map(|h| {
+            pelt_codec::request::parse_header(h).map_err(|e| {
+                let shown = values::quote(&values::masked_header(h));
+                bad(format!("invalid header {shown}: {e}"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    pelt_codec::request::validate_method(&spec.method).map_err(|e| {
+        bad(format!(
+            "invalid method {}: {e}",
+            values::quote(&spec.method)
+        ))
+    })?;
+    let body = match &spec.body {
+        Body::Bytes(b) => b.clone(),
+        Body::File(p) if p.is_dir() => {
+            return Err(bad(format!(
+                "cannot read --body-file {}: it is a directory",
+                p.display()
+            )))
+        }
+        Body::File(p) => std::fs::read(p)
+            .map_err(|e| bad(format!("cannot read --body-file {}: {e}", p.display())))?,
+        Body::None => Vec::new(),
+    };
+    Ok((headers, body))
+}
+
+/// A seed for `--order random` without `--seed` (reported, so the run can be repeated).
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The `--targets` file, as the report names it.
+fn spec_file(spec: &LoadSpec) -> Option<String> {
+    match &spec.requests_from {
+        Requests::Targets {
+            source: TargetsSource::File(path),
+            ..
+        } => Some(path.display().to_string()),
+        _ => None,
+    }
+}
