@@ -292,14 +292,18 @@ impl Ledger {
         self.interval.sent += 1;
     }
 
-    /// A complete response to request `seq`, at the times `at` says.
+    /// A complete response to request `seq`, at the times `at` says. A response is never
+    /// earlier than its request's send: the kernel's arrival stamps, read on the wall clock,
+    /// can come out a few microseconds before it (the wall clock slews against the monotonic
+    /// one between two readings), and would then put the latency below the lag.
     #[inline]
     pub fn response(&mut self, warm: bool, target: u32, seq: u64, status: u16, at: Times) {
-        let service = micros(at.sent, at.done);
+        let (first, done) = (at.first.max(at.sent), at.done.max(at.sent));
+        let service = micros(at.sent, done);
         let (latency, ttfb) = if self.open {
-            (micros(at.due, at.done), micros(at.due, at.first))
+            (micros(at.due, done), micros(at.due, first))
         } else {
-            (service, micros(at.sent, at.first))
+            (service, micros(at.sent, first))
         };
         if let Some(t) = self.target(warm, target) {
             t.record_response(status, latency, ttfb);
