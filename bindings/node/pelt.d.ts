@@ -595,10 +595,10 @@ export interface Result {
   requests_limit: number | null
   timeout_s: number
   request_set: {
-    from: string
+    from: 'targets' | 'bodies' | 'url' | 'scenario'
     file: string | null
     entries: number
-    order: string
+    order: 'sequential' | 'random'
     seed: number | null
     encoded_bytes: number
     /** What the targets file held that the run left out; absent when none were. */

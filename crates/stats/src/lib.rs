@@ -42,7 +42,7 @@ pub use merge::{check_mergeable, merge, merge_figures, merge_points};
 pub use report::{
     BytesReport, CaptureReport, CheckReport, HandshakesReport, Histograms, IterationsReport,
     OpenLoopReport, ReplayInfo, Report, RequestSetInfo, RequestsReport, RunInfo, ScenarioReport,
-    SkippedInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
+    SetFrom, SetOrder, SkippedInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use resources::{
     Bottleneck, HostSample, HostSummary, Load, ProcessSample, ProcessSummary, ResourceSample,

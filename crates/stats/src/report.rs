@@ -95,17 +95,60 @@ pub struct StageInfo {
     pub target: f64,
 }
 
+/// Where a run's many requests came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetFrom {
+    /// The command line's request, with templates.
+    Url,
+    /// `--targets`.
+    Targets,
+    /// `--bodies`.
+    Bodies,
+    /// `--scenario`: its steps, entry k step k.
+    Scenario,
+}
+
+impl SetFrom {
+    /// As the JSON and the messages name it (`--targets`, `--bodies`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SetFrom::Url => "url",
+            SetFrom::Targets => "targets",
+            SetFrom::Bodies => "bodies",
+            SetFrom::Scenario => "scenario",
+        }
+    }
+}
+
+/// The order a run's many requests are sent in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetOrder {
+    /// Request i of the run sends entry i mod entries.
+    Sequential,
+    /// A draw per request from the seed.
+    Random,
+}
+
+impl std::fmt::Display for SetOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SetOrder::Sequential => "sequential",
+            SetOrder::Random => "random",
+        })
+    }
+}
+
 /// The requests of a run with many (`--targets` or `--bodies`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestSetInfo {
-    /// `targets`, `bodies`, or `url` (the command line's request, with templates).
-    pub from: String,
+    pub from: SetFrom,
     /// The file (`-`: standard input; `null`: given by a program).
     pub file: Option<String>,
     /// How many requests the set holds.
     pub entries: usize,
-    /// `sequential` (request i sends entry i mod entries) or `random`.
-    pub order: String,
+    pub order: SetOrder,
     /// With random order or templates: the seed (`--seed`, or the one chosen; give it to
     /// repeat the order and the `{{rand}}`/`{{uuid}}` values).
     pub seed: Option<u64>,

@@ -56,9 +56,9 @@ fn requests_from(s: &mut String, r: &Report) {
             .as_deref()
             .map_or(String::new(), |f| format!(" {f}"));
         let seed = set.seed.map_or(String::new(), |s| format!(" (--seed {s})"));
-        if set.from == "url" {
+        if set.from == pelt_stats::SetFrom::Url {
             let _ = writeln!(s, "request: a template, rendered per request{seed}");
-        } else if set.from == "scenario" {
+        } else if set.from == pelt_stats::SetFrom::Scenario {
             let _ = writeln!(
                 s,
                 "scenario:{file}, {} steps, each connection a virtual user{seed}",
@@ -69,7 +69,7 @@ fn requests_from(s: &mut String, r: &Report) {
                 s,
                 "requests: {} from --{}{file}, {} order{seed}, {} encoded",
                 thousands(set.entries as u64),
-                set.from,
+                set.from.name(),
                 set.order,
                 bytes(set.encoded_bytes as f64),
             );

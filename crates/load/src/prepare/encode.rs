@@ -83,7 +83,7 @@ impl Encoded {
                 h.targets = h2_requests;
             }
             e.set_info = Some(RequestSetInfo {
-                from: from.0.to_string(),
+                from: from.0,
                 file: from.1.clone(),
                 skipped: entries.skipped.clone(),
                 ..info
@@ -150,17 +150,21 @@ pub(super) fn build_set(
     } = b;
     set.set_lines(files.files);
     let mut recorded = Vec::new();
-    if matches!(from.0, "targets" | "scenario") {
+    if matches!(from.0, SetFrom::Targets | SetFrom::Scenario) {
         let (names, name_of, by_name) = names.into_parts();
         set.set_names(names, name_of);
         recorded = by_name;
     }
     let random = matches!(order, engine::Order::Random { .. });
     let info = RequestSetInfo {
-        from: String::new(),
+        from: from.0,
         file: None,
         entries: set.len(),
-        order: if random { "random" } else { "sequential" }.to_string(),
+        order: if random {
+            SetOrder::Random
+        } else {
+            SetOrder::Sequential
+        },
         // What random draws (the order, {{rand}}, {{uuid}}) came from.
         seed: (random || set.has_templates()).then_some(chosen),
         skipped: None,
@@ -338,8 +342,8 @@ impl SetBuilder<'_> {
         }
         .encode()
         .map_err(|err| bad(format!("{at}: invalid request: {err}")))?;
-        let scenario = self.from.0 == "scenario";
-        if self.from.0 == "targets" || scenario {
+        let scenario = self.from.0 == SetFrom::Scenario;
+        if self.from.0 == SetFrom::Targets || scenario {
             self.names.add(e, method, &p.path);
         }
         let head = method.eq_ignore_ascii_case("HEAD");

@@ -3,7 +3,7 @@
 use super::*;
 
 /// Where many requests came from: `targets` or `bodies`, and the file.
-pub(crate) type From = (&'static str, Option<String>);
+pub(crate) type From = (SetFrom, Option<String>);
 
 /// A run's many requests: the entries, where they came from, and (a scenario's) the variables
 /// `{{name}}` marks.
@@ -48,14 +48,14 @@ pub(crate) fn entries(spec: &LoadSpec, body: &[u8]) -> Result<Option<Entries>, S
                     url: spec.url.clone(),
                     ..TargetEntry::default()
                 };
-                Entries::of(vec![one], ("url", None))
+                Entries::of(vec![one], (SetFrom::Url, None))
             }))
         }
         Requests::Targets { source, format } => match source {
             TargetsSource::List(list) if list.is_empty() => {
                 Err(bad("no targets given (the list is empty)"))
             }
-            TargetsSource::List(list) => Ok(Some(Entries::of(list.clone(), ("targets", None)))),
+            TargetsSource::List(list) => Ok(Some(Entries::of(list.clone(), (SetFrom::Targets, None)))),
             TargetsSource::File(path) => {
                 let text = sources::read_input(path, "--targets").map_err(bad)?;
                 let name = path.display().to_string();
@@ -78,7 +78,7 @@ pub(crate) fn entries(spec: &LoadSpec, body: &[u8]) -> Result<Option<Entries>, S
                     ..TargetEntry::default()
                 })
                 .collect();
-            Ok(Some(Entries::of(list, ("bodies", Some(name)))))
+            Ok(Some(Entries::of(list, (SetFrom::Bodies, Some(name)))))
         }
         // Compiled by `scenario_program`, made entries by `scenario_entries`.
         Requests::Scenario(_) => Ok(None),
@@ -120,7 +120,7 @@ pub(super) fn targets_file(
     });
     Ok(Entries {
         skipped,
-        ..Entries::of(list, ("targets", Some(name)))
+        ..Entries::of(list, (SetFrom::Targets, Some(name)))
     })
 }
 

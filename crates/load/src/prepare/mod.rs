@@ -8,7 +8,9 @@ use crate::spec::{Body, IoChoice, LoadSpec, Requests, TargetOrder};
 use crate::template::{LineFiles, Marked};
 use crate::{target, tls, values};
 use pelt_engine::{self as engine, Config};
-use pelt_stats::{Http, Io, LoadModel, RequestSetInfo, RunInfo, StageInfo, StagesInfo};
+use pelt_stats::{
+    Http, Io, LoadModel, RequestSetInfo, RunInfo, SetFrom, SetOrder, StageInfo, StagesInfo,
+};
 mod encode;
 mod entries;
 mod info;
@@ -134,10 +136,10 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     if let Some((scan, f)) = streamed {
         method = scan.methods;
         set_info = Some(RequestSetInfo {
-            from: "targets".to_string(),
+            from: SetFrom::Targets,
             file: spec_file(spec),
             entries: scan.len as usize,
-            order: "sequential".to_string(),
+            order: SetOrder::Sequential,
             seed: None,
             skipped: scan.skipped,
             encoded_bytes: scan.encoded_bytes as usize,

@@ -11,7 +11,7 @@ impl Where<'_> {
     /// `WHERE: ` before a message (empty for the command line's request).
     pub(super) fn prefix(&self) -> String {
         match self.0 .0 {
-            "url" => String::new(),
+            SetFrom::Url => String::new(),
             _ => format!("{self}: "),
         }
     }
@@ -19,7 +19,7 @@ impl Where<'_> {
     /// `WHERE, PART` (or `PART` for the command line's request).
     pub(super) fn with(&self, part: &str) -> String {
         match self.0 .0 {
-            "url" => part.to_string(),
+            SetFrom::Url => part.to_string(),
             _ => format!("{self}, {part}"),
         }
     }
@@ -28,9 +28,9 @@ impl Where<'_> {
 impl std::fmt::Display for Where<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.0 {
-            ("url", _) => write!(f, "the request"),
-            (kind, Some(file)) => write!(f, "--{kind} {file} line {}", self.1),
-            (kind, None) => write!(f, "{} {}", kind.trim_end_matches('s'), self.2 + 1),
+            (SetFrom::Url, _) => write!(f, "the request"),
+            (kind, Some(file)) => write!(f, "--{} {file} line {}", kind.name(), self.1),
+            (kind, None) => write!(f, "{} {}", kind.name().trim_end_matches('s'), self.2 + 1),
         }
     }
 }

@@ -81,7 +81,7 @@ pub(super) fn scenario_entries(
         .collect();
     Ok(Entries {
         list,
-        from: ("scenario", Some(spec_path(spec))),
+        from: (SetFrom::Scenario, Some(spec_path(spec))),
         vars: program.variables.clone(),
         skipped: None,
     })

@@ -331,7 +331,7 @@ pub(crate) fn prepare(
     let skip = spec.skip_bad_lines;
     let timed = spec.replay.on;
     let mut pass = Pass::open(path, &lines, skip, timed).map_err(SpecError)?;
-    let from: From = ("targets", Some(file.clone()));
+    let from: From = (pelt_stats::SetFrom::Targets, Some(file.clone()));
     let mut encoding: Option<Encoding> = None;
     let mut scan = Scan::default();
     let (mut first_ns, mut last_ns) = (0i128, 0i128);
