@@ -55,7 +55,9 @@ pub(crate) fn entries(spec: &LoadSpec, body: &[u8]) -> Result<Option<Entries>, S
             TargetsSource::List(list) if list.is_empty() => {
                 Err(bad("no targets given (the list is empty)"))
             }
-            TargetsSource::List(list) => Ok(Some(Entries::of(list.clone(), (SetFrom::Targets, None)))),
+            TargetsSource::List(list) => {
+                Ok(Some(Entries::of(list.clone(), (SetFrom::Targets, None))))
+            }
             TargetsSource::File(path) => {
                 let text = sources::read_input(path, "--targets").map_err(bad)?;
                 let name = path.display().to_string();
