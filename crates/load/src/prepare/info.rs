@@ -2,7 +2,18 @@
 
 use super::*;
 
-/// The engine's config.
+/// What a run sends besides its encoded requests, each prepared by its own stage: a replay's
+/// times, a targets file read as the run goes (and its per-target names), WebSocket, a
+/// scenario's users.
+pub(super) struct Sources {
+    pub(super) replay: Option<engine::Replay>,
+    pub(super) feed: Option<(std::sync::Arc<engine::Feed>, Vec<String>)>,
+    pub(super) websocket: Option<engine::WebSocket>,
+    pub(super) scenario: Option<engine::scenario::ScenarioRun>,
+}
+
+/// The engine's config, whole: nothing is set on it after.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn config(
     spec: &LoadSpec,
     target: &target::Target,
@@ -11,6 +22,7 @@ pub(super) fn config(
     io: engine::IoBackend,
     tls: Option<engine::TlsClient>,
     encoded: Encoded,
+    sources: Sources,
 ) -> Config {
     let mut config = Config::new(target.addr, encoded.request);
     config.head_request = spec.method.eq_ignore_ascii_case("HEAD");
@@ -19,7 +31,8 @@ pub(super) fn config(
     config.threads = threads;
     config.slice = spec.slice;
     config.duration = shape.duration;
-    config.requests = spec.requests;
+    // -n, or a replay's count (its recording's requests, over its laps).
+    config.requests = shape.requests;
     config.timeout = spec.timeout;
     config.connect_timeout = spec.connect_timeout;
     config.rate = shape.rate;
@@ -39,6 +52,13 @@ pub(super) fn config(
     config.sample_responses = spec.sample_responses;
     config.stages = shape.stages;
     config.http2 = encoded.http2;
+    config.replay = sources.replay.map(std::sync::Arc::new);
+    if let Some((feed, names)) = sources.feed {
+        config.feed = Some(feed);
+        config.names = names;
+    }
+    config.websocket = sources.websocket;
+    config.scenario = sources.scenario.map(std::sync::Arc::new);
     config
 }
 

@@ -149,18 +149,17 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     }
     let tls = tls_client(spec, &target)?;
     let io = io_backend(spec.io)?;
-    let requests = shape.requests;
-    let mut config = config(spec, &target, shape, threads, io, tls, encoded);
-    config.requests = requests;
-    config.replay = replay.map(std::sync::Arc::new);
-    if let Some((f, names)) = feed {
-        config.feed = Some(f);
-        config.names = names;
-    }
-    config.websocket = websocket;
-    if let (Some(program), Some(e)) = (program, &entries) {
-        config.scenario = Some(std::sync::Arc::new(scenario_run(program, &e.list)?));
-    }
+    let scenario = match (program, &entries) {
+        (Some(program), Some(e)) => Some(scenario_run(program, &e.list)?),
+        _ => None,
+    };
+    let sources = Sources {
+        replay,
+        feed,
+        websocket,
+        scenario,
+    };
+    let config = config(spec, &target, shape, threads, io, tls, encoded, sources);
     let info = run_info(spec, &target, &config, method, set_info);
     let monitor = monitor(spec, &target, here)?;
     let remote_monitor = remote_monitor(spec, here)?;
