@@ -5,9 +5,9 @@
 //! tests/golden/rendered/. A change to how pelt writes a result shows here as a diff; one meant
 //! is committed with `PELT_BLESS=1 cargo test --test golden`.
 //!
-//! The HTML page is compared without its inlined scripts (Chart.js and the drawing code, the
-//! same for every result; tests/report.rs draws them in a browser): its head, its body and its
-//! data block are.
+//! The HTML page is compared without its inlined scripts and stylesheet (Chart.js, the drawing
+//! code and the style, the same for every result; tests/report.rs draws them in a browser): its
+//! head, its body and its data block are.
 
 mod util;
 
@@ -29,21 +29,24 @@ fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
 
-/// The page without the bodies of its scripts but its data block.
+/// The page without the bodies of its scripts but its data block, and of its stylesheet: what
+/// every page inlines alike.
 fn without_scripts(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut rest = html;
-    while let Some(at) = rest.find("<script>") {
-        let body = at + "<script>".len();
-        let end = rest[body..]
-            .find("</script>")
-            .map_or(rest.len(), |e| body + e);
-        out.push_str(&rest[..body]);
-        out.push_str("...");
-        rest = &rest[end..];
+    let mut page = html.to_string();
+    for (open, close) in [("<script>", "</script>"), ("<style>", "</style>")] {
+        let mut out = String::with_capacity(page.len());
+        let mut rest = page.as_str();
+        while let Some(at) = rest.find(open) {
+            let body = at + open.len();
+            let end = rest[body..].find(close).map_or(rest.len(), |e| body + e);
+            out.push_str(&rest[..body]);
+            out.push_str("...");
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        page = out;
     }
-    out.push_str(rest);
-    out
+    page
 }
 
 /// `kind`'s outputs, each as (the copy's file name, its bytes).

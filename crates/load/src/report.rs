@@ -228,7 +228,6 @@ impl Prepared {
 fn queue_note(report: &Report) -> Option<String> {
     let load = Load::of(report);
     let late = load.queued()?;
-    let pct = |share: f64| format!("{:.0}%", share * 100.0);
     let (place, raise) = if load.users {
         ("user", "--max-users")
     } else {
@@ -253,7 +252,7 @@ fn queue_note(report: &Report) -> Option<String> {
             Some(b) if b < SATURATED => format!(
                 "pelt kept only {} of its {place}s busy, so it was short of CPU: add threads \
                  (-t), or --monitor to see",
-                pct(b)
+                fmt::share(b)
             ),
             _ => format!(
                 "every {place} was busy{cap}: the server's CPU or its latency held them \
@@ -265,7 +264,7 @@ fn queue_note(report: &Report) -> Option<String> {
     Some(format!(
         "requests queued in pelt: {} of the median second's requests started over {} late \
          (lag p99 {}): {why}",
-        pct(late),
+        fmt::share(late),
         fmt::latency(LATE_THRESHOLD_US as f64),
         fmt::latency(load.lag_p99_us as f64),
     ))

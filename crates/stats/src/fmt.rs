@@ -19,6 +19,11 @@ pub fn rate(per_s: f64) -> String {
     format!("{}.{}", thousands(tenths / 10), tenths % 10)
 }
 
+/// A share as a whole per cent: `0.973` -> `97%`.
+pub fn share(s: f64) -> String {
+    format!("{:.0}%", s * 100.0)
+}
+
 /// Microseconds as `87us`, `1.24ms`, `2.50s`.
 pub fn latency(us: f64) -> String {
     if us < 1_000.0 {

@@ -668,11 +668,6 @@ struct Limit {
     why: String,
 }
 
-/// "97%".
-fn pct(share: f64) -> String {
-    format!("{:.0}%", share * 100.0)
-}
-
 /// Each party's share of what it may use in the median whole second.
 struct Shares {
     /// pelt's busiest worker, of a core; `seen`: pelt's workers were sampled (a fleet's
@@ -737,7 +732,7 @@ impl Shares {
 
     /// pelt's busiest worker's share, where pelt was sampled.
     fn worker_pct(&self) -> Option<String> {
-        self.pelt_seen.then(|| pct(self.worker))
+        self.pelt_seen.then(|| fmt::share(self.worker))
     }
 
     /// The parties whose CPU or link was at its limit: the server's CPU, pelt's worker, a
@@ -751,7 +746,7 @@ impl Shares {
                 why: format!(
                     "the server used {} of the {} it may use in the median second ({:.1} us of \
                      CPU per request)",
-                    pct(self.server),
+                    fmt::share(self.server),
                     cores(server.cpu_capacity),
                     server.cpu_us_per_request,
                 ),
@@ -764,7 +759,7 @@ impl Shares {
                 why: format!(
                     "pelt's busiest worker used {} of a core in the median second: add threads \
                      (-t) or generator machines (--agents)",
-                    pct(self.worker)
+                    fmt::share(self.worker)
                 ),
             });
         }
@@ -775,7 +770,7 @@ impl Shares {
                 why: format!(
                     "{} ran at {} of its link speed in the median second",
                     self.link_name,
-                    pct(self.link)
+                    fmt::share(self.link)
                 ),
             });
         }
@@ -790,8 +785,8 @@ impl Shares {
                     "the server's machine's {} cores were {} busy in the median second, while \
                      the server used {} of what it may use: something else there takes its CPU",
                     self.far_cores,
-                    pct(self.far),
-                    pct(self.server)
+                    fmt::share(self.far),
+                    fmt::share(self.server)
                 ),
             });
         } else if self.host >= SATURATED {
@@ -803,7 +798,7 @@ impl Shares {
                      pelt nor the server used all it could: they share too few cores (pin them \
                      apart with taskset, or run pelt on another machine)",
                     self.host_cores,
-                    pct(self.host)
+                    fmt::share(self.host)
                 ),
             });
         }
@@ -816,7 +811,7 @@ impl Shares {
     fn queue_limit(&self, server: bool, late: f64, load: &Load) -> Option<Limit> {
         let started = format!(
             "{} of the median second's requests started late (lag p99 {})",
-            pct(late),
+            fmt::share(late),
             fmt::latency(load.lag_p99_us as f64)
         );
         let worker = self.worker_pct();
@@ -827,7 +822,7 @@ impl Shares {
                 why: format!(
                     "{started} while pelt kept only {} of its {} connections busy{}: its threads \
                      did not run in time (a CPU quota, or other work on its cores)",
-                    pct(b),
+                    fmt::share(b),
                     fmt::thousands(load.connections),
                     worker.map_or(String::new(), |w| format!(
                         " and its busiest worker used {w} of a core"
@@ -851,7 +846,7 @@ impl Shares {
                         "every {place} was busy while neither CPU was (the server at {}{}): \
                          {}{asked}, so {started}; raise -c or {raise} to carry more, or lower \
                          --rate",
-                        pct(self.server),
+                        fmt::share(self.server),
                         worker.map_or(String::new(), |w| format!(", pelt's busiest worker at {w}")),
                         load.cap_text()
                             .unwrap_or_else(|| "the server's latency capped the rate".into()),
@@ -928,7 +923,7 @@ impl Verdict {
                 "; requests queued in pelt behind connections waiting on it ({} of the median \
                  second's started late, lag p99 {lag}): it served {}/s of the {}/s asked, and \
                  more connections would move the queue into the server",
-                pct(late),
+                fmt::share(late),
                 fmt::rate(load.completed_per_s),
                 fmt::rate(load.rate.unwrap_or(0.0)),
             ),
@@ -939,7 +934,7 @@ impl Verdict {
             _ => format!(
                 "; requests queued in pelt ({} of the median second's started late, lag p99 \
                  {lag})",
-                pct(late)
+                fmt::share(late)
             ),
         });
         evidence
@@ -961,7 +956,7 @@ impl Verdict {
                 format!(
                     "; {} of the median second's requests queued in pelt behind busy \
                      connections: the server's CPU or its latency held them",
-                    pct(late)
+                    fmt::share(late)
                 )
             });
             return Verdict {
@@ -985,7 +980,7 @@ impl Verdict {
             evidence: format!(
                 "nothing was saturated: the server used {} of the {} it may use{}, so the \
                  server waits on something else (a database, a sleep, a lock){}",
-                pct(shares.server),
+                fmt::share(shares.server),
                 cores(server.cpu_capacity),
                 if pelt.is_empty() {
                     String::new()
