@@ -4,7 +4,7 @@
 
 mod util;
 
-use pelt_engine::{Config, IoBackend, Rate, RunResult, Slice};
+use pelt_engine::{Config, IoBackend, Load, Rate, RunResult, Slice};
 use pelt_server::ServerConfig;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -66,12 +66,11 @@ fn a_request_count_split_over_slices_is_sent_exactly_once() {
 fn an_open_loop_rate_split_over_slices_holds_in_total() {
     let (server, _) = serve(ServerConfig::default());
     let mut c = config(&server);
-    c.rate = Rate::per_second(2_000.0);
     c.duration = Some(Duration::from_secs(1));
     // Up to 10 connections a worker, so a due request never waits for a busy one (one that
     // waited past the end would not be sent, rightly).
     c.connections = 6;
-    c.max_connections = 60;
+    c.load = Load::open(Rate::per_second(2_000.0).expect("a rate"), 60);
     let runs = in_slices(&c, &[2, 2, 2]);
     // Request i of the schedule is due at i / 2000 s and goes to worker i mod 6: each slice
     // sends its third of the 2,000 due in the second, and nothing is sent twice.

@@ -35,7 +35,7 @@ impl LiveView {
             errors: 0,
             ended: 0,
             shown: false,
-            ramped: config.stages.as_ref().map(|s| s.of()),
+            ramped: config.load.stages().map(|s| s.of()),
         })
     }
 

@@ -44,8 +44,7 @@ pub fn start(a: &MetricsArgs, run: &pelt_load::Prepared) -> Result<Option<Live>>
     let info = &run.info;
     let names: Vec<String> = run
         .config
-        .targets
-        .as_ref()
+        .targets()
         .map_or(Vec::new(), |t| t.names().to_vec());
     if a.metrics_listen.is_none() && a.metrics_push.is_none() {
         if a.metrics_run.is_some() {

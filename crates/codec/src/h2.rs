@@ -671,6 +671,8 @@ impl Session {
         }
     }
 
+    /// One frame (DATA apart): HEADERS and CONTINUATION (`header_frame`), SETTINGS
+    /// (`settings`), and the control frames.
     fn frame(
         &mut self,
         head: FrameHead,
@@ -678,114 +680,19 @@ impl Session {
         out: &mut Vec<u8>,
         on: &mut impl FnMut(Event) -> u32,
     ) -> Result<(), H2Error> {
-        let need_stream = |nonzero: bool| -> Result<(), H2Error> {
-            if (head.stream != 0) != nonzero {
-                let which = if nonzero {
-                    "on stream 0"
-                } else {
-                    "on a stream"
-                };
-                return Err(err(
-                    code::PROTOCOL_ERROR,
-                    format!("a frame of type {} {which}", head.kind),
-                ));
-            }
-            Ok(())
-        };
-        let need_len = |ok: bool| -> Result<(), H2Error> {
-            if !ok {
-                return Err(err(
-                    code::FRAME_SIZE_ERROR,
-                    format!("a frame of type {} with {} bytes", head.kind, head.len),
-                ));
-            }
-            Ok(())
-        };
         match head.kind {
-            kind::HEADERS => {
-                need_stream(true)?;
-                let block = strip_headers(head.flags, payload)?;
-                let end_stream = head.flags & flag::END_STREAM != 0;
-                if head.flags & flag::END_HEADERS != 0 {
-                    self.decode(head.stream, block, end_stream, on)?;
-                } else {
-                    self.block.clear();
-                    self.block.extend_from_slice(block);
-                    self.block_stream = head.stream;
-                    self.block_end_stream = end_stream;
-                }
-            }
-            kind::CONTINUATION => {
-                if self.block_stream == 0 {
-                    return Err(err(
-                        code::PROTOCOL_ERROR,
-                        "CONTINUATION with no header block open",
-                    ));
-                }
-                if self.block.len() + payload.len() > MAX_HEADER_BLOCK {
-                    return Err(err(
-                        code::PROTOCOL_ERROR,
-                        format!("a header block over {MAX_HEADER_BLOCK} bytes"),
-                    ));
-                }
-                self.block.extend_from_slice(payload);
-                if head.flags & flag::END_HEADERS != 0 {
-                    let block = std::mem::take(&mut self.block);
-                    let stream = std::mem::replace(&mut self.block_stream, 0);
-                    let result = self.decode(stream, &block, self.block_end_stream, on);
-                    self.block = block;
-                    result?;
-                }
-            }
-            kind::PRIORITY => need_stream(true)?,
+            kind::HEADERS | kind::CONTINUATION => self.header_frame(head, payload, on)?,
+            kind::PRIORITY => need_stream(&head, true)?,
             kind::RST_STREAM => {
-                need_stream(true)?;
-                need_len(head.len == 4)?;
+                need_stream(&head, true)?;
+                need_len(&head, head.len == 4)?;
                 let code = u32::from_be_bytes(payload.try_into().unwrap());
                 on(Event::Reset {
                     stream: head.stream,
                     code,
                 });
             }
-            kind::SETTINGS => {
-                need_stream(false)?;
-                if head.flags & flag::ACK != 0 {
-                    return need_len(head.len == 0);
-                }
-                need_len(head.len.is_multiple_of(6))?;
-                let mut window_delta = 0;
-                for s in payload.chunks_exact(6) {
-                    let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-                    match u16::from_be_bytes([s[0], s[1]]) {
-                        3 => self.max_streams = value,
-                        4 => {
-                            if value as i64 > MAX_WINDOW {
-                                return Err(err(
-                                    code::FLOW_CONTROL_ERROR,
-                                    format!("SETTINGS_INITIAL_WINDOW_SIZE {value}"),
-                                ));
-                            }
-                            window_delta += value as i64 - self.initial_window as i64;
-                            self.initial_window = value;
-                        }
-                        5 => {
-                            if !(16_384..=16_777_215).contains(&value) {
-                                return Err(err(
-                                    code::PROTOCOL_ERROR,
-                                    format!("SETTINGS_MAX_FRAME_SIZE {value}"),
-                                ));
-                            }
-                            self.max_frame = value as usize;
-                        }
-                        // Header table size: pelt's blocks never use the dynamic table.
-                        // Unknown settings are ignored, as the protocol requires.
-                        _ => {}
-                    }
-                }
-                frame_header(out, 0, kind::SETTINGS, flag::ACK, 0);
-                self.settled = true;
-                on(Event::Settings { window_delta });
-            }
+            kind::SETTINGS => self.settings(head, payload, out, on)?,
             kind::PUSH_PROMISE => {
                 return Err(err(
                     code::PROTOCOL_ERROR,
@@ -793,16 +700,16 @@ impl Session {
                 ))
             }
             kind::PING => {
-                need_stream(false)?;
-                need_len(head.len == 8)?;
+                need_stream(&head, false)?;
+                need_len(&head, head.len == 8)?;
                 if head.flags & flag::ACK == 0 {
                     frame_header(out, 8, kind::PING, flag::ACK, 0);
                     out.extend_from_slice(payload);
                 }
             }
             kind::GOAWAY => {
-                need_stream(false)?;
-                need_len(head.len >= 8)?;
+                need_stream(&head, false)?;
+                need_len(&head, head.len >= 8)?;
                 let last_stream =
                     u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                         & 0x7fff_ffff;
@@ -815,29 +722,129 @@ impl Session {
                     debug: &payload[8..],
                 });
             }
-            kind::WINDOW_UPDATE => {
-                need_len(head.len == 4)?;
-                let increment = u32::from_be_bytes(payload.try_into().unwrap()) & 0x7fff_ffff;
-                if increment == 0 {
-                    return Err(err(code::PROTOCOL_ERROR, "a WINDOW_UPDATE of 0"));
-                }
-                if head.stream == 0 {
-                    self.send_window += increment as i64;
-                    if self.send_window > MAX_WINDOW {
-                        return Err(err(
-                            code::FLOW_CONTROL_ERROR,
-                            "the connection's send window over 2^31-1",
-                        ));
-                    }
-                }
-                on(Event::WindowUpdate {
-                    stream: head.stream,
-                    increment,
-                });
-            }
+            kind::WINDOW_UPDATE => self.window_update(head, payload, on)?,
             // Unknown frame types are ignored, as the protocol requires.
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A HEADERS or CONTINUATION frame: a header block decoded once whole.
+    fn header_frame(
+        &mut self,
+        head: FrameHead,
+        payload: &[u8],
+        on: &mut impl FnMut(Event) -> u32,
+    ) -> Result<(), H2Error> {
+        if head.kind == kind::HEADERS {
+            need_stream(&head, true)?;
+            let block = strip_headers(head.flags, payload)?;
+            let end_stream = head.flags & flag::END_STREAM != 0;
+            if head.flags & flag::END_HEADERS != 0 {
+                return self.decode(head.stream, block, end_stream, on);
+            }
+            self.block.clear();
+            self.block.extend_from_slice(block);
+            self.block_stream = head.stream;
+            self.block_end_stream = end_stream;
+            return Ok(());
+        }
+        if self.block_stream == 0 {
+            return Err(err(
+                code::PROTOCOL_ERROR,
+                "CONTINUATION with no header block open",
+            ));
+        }
+        if self.block.len() + payload.len() > MAX_HEADER_BLOCK {
+            return Err(err(
+                code::PROTOCOL_ERROR,
+                format!("a header block over {MAX_HEADER_BLOCK} bytes"),
+            ));
+        }
+        self.block.extend_from_slice(payload);
+        if head.flags & flag::END_HEADERS != 0 {
+            let block = std::mem::take(&mut self.block);
+            let stream = std::mem::replace(&mut self.block_stream, 0);
+            let result = self.decode(stream, &block, self.block_end_stream, on);
+            self.block = block;
+            result?;
+        }
+        Ok(())
+    }
+
+    /// The server's SETTINGS: acknowledged, and the session settled.
+    fn settings(
+        &mut self,
+        head: FrameHead,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+        on: &mut impl FnMut(Event) -> u32,
+    ) -> Result<(), H2Error> {
+        need_stream(&head, false)?;
+        if head.flags & flag::ACK != 0 {
+            return need_len(&head, head.len == 0);
+        }
+        need_len(&head, head.len.is_multiple_of(6))?;
+        let mut window_delta = 0;
+        for s in payload.chunks_exact(6) {
+            let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            match u16::from_be_bytes([s[0], s[1]]) {
+                3 => self.max_streams = value,
+                4 => {
+                    if value as i64 > MAX_WINDOW {
+                        return Err(err(
+                            code::FLOW_CONTROL_ERROR,
+                            format!("SETTINGS_INITIAL_WINDOW_SIZE {value}"),
+                        ));
+                    }
+                    window_delta += value as i64 - self.initial_window as i64;
+                    self.initial_window = value;
+                }
+                5 => {
+                    if !(16_384..=16_777_215).contains(&value) {
+                        return Err(err(
+                            code::PROTOCOL_ERROR,
+                            format!("SETTINGS_MAX_FRAME_SIZE {value}"),
+                        ));
+                    }
+                    self.max_frame = value as usize;
+                }
+                // Header table size: pelt's blocks never use the dynamic table.
+                // Unknown settings are ignored, as the protocol requires.
+                _ => {}
+            }
+        }
+        frame_header(out, 0, kind::SETTINGS, flag::ACK, 0);
+        self.settled = true;
+        on(Event::Settings { window_delta });
+        Ok(())
+    }
+
+    /// A WINDOW_UPDATE, for the connection (stream 0) or a stream.
+    fn window_update(
+        &mut self,
+        head: FrameHead,
+        payload: &[u8],
+        on: &mut impl FnMut(Event) -> u32,
+    ) -> Result<(), H2Error> {
+        need_len(&head, head.len == 4)?;
+        let increment = u32::from_be_bytes(payload.try_into().unwrap()) & 0x7fff_ffff;
+        if increment == 0 {
+            return Err(err(code::PROTOCOL_ERROR, "a WINDOW_UPDATE of 0"));
+        }
+        if head.stream == 0 {
+            self.send_window += increment as i64;
+            if self.send_window > MAX_WINDOW {
+                return Err(err(
+                    code::FLOW_CONTROL_ERROR,
+                    "the connection's send window over 2^31-1",
+                ));
+            }
+        }
+        on(Event::WindowUpdate {
+            stream: head.stream,
+            increment,
+        });
         Ok(())
     }
 
@@ -955,6 +962,33 @@ fn strip_headers(flags: u8, payload: &[u8]) -> Result<&[u8], H2Error> {
         ));
     }
     Ok(&p[..p.len() - pad])
+}
+
+/// A frame of `head`'s type must be on a stream (`nonzero`) or on the connection (stream 0).
+fn need_stream(head: &FrameHead, nonzero: bool) -> Result<(), H2Error> {
+    if (head.stream != 0) == nonzero {
+        return Ok(());
+    }
+    let which = if nonzero {
+        "on stream 0"
+    } else {
+        "on a stream"
+    };
+    Err(err(
+        code::PROTOCOL_ERROR,
+        format!("a frame of type {} {which}", head.kind),
+    ))
+}
+
+/// A frame of `head`'s type must have a length that is `ok`.
+fn need_len(head: &FrameHead, ok: bool) -> Result<(), H2Error> {
+    if ok {
+        return Ok(());
+    }
+    Err(err(
+        code::FRAME_SIZE_ERROR,
+        format!("a frame of type {} with {} bytes", head.kind, head.len),
+    ))
 }
 
 #[cfg(test)]

@@ -444,113 +444,23 @@ impl ResponseParser {
         };
         let mut i = 0;
         while i < rest.len() {
-            let b = rest[i];
-            match st {
-                Chunk::Data { remaining } => {
-                    let take = remaining.min((rest.len() - i) as u64);
-                    on_body(&rest[i..i + take as usize], self.event_stream);
-                    i += take as usize;
-                    self.body_bytes += take;
-                    st = if take == remaining {
-                        Chunk::DataCr
-                    } else {
-                        Chunk::Data {
-                            remaining: remaining - take,
-                        }
-                    };
-                    continue;
-                }
-                Chunk::Size { size, digits } => {
-                    if let Some(d) = hex_value(b) {
-                        let size = size
-                            .checked_mul(16)
-                            .and_then(|s| s.checked_add(d))
-                            .ok_or(ParseError::BadChunk)?;
-                        st = Chunk::Size {
-                            size,
-                            digits: digits.saturating_add(1),
-                        };
-                    } else if digits == 0 {
-                        return Err(ParseError::BadChunk);
-                    } else if b == b'\r' {
-                        st = Chunk::SizeLf { size };
-                    } else if b == b';' {
-                        self.line_bytes = 0;
-                        st = Chunk::ExtStart { size };
-                    } else if b == b' ' || b == b'\t' {
-                        self.line_bytes = 0;
-                        st = Chunk::SizeWs { size };
-                    } else {
-                        return Err(ParseError::BadChunk);
+            if let Chunk::Data { remaining } = st {
+                let take = remaining.min((rest.len() - i) as u64);
+                on_body(&rest[i..i + take as usize], self.event_stream);
+                i += take as usize;
+                self.body_bytes += take;
+                st = if take == remaining {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data {
+                        remaining: remaining - take,
                     }
-                }
-                Chunk::SizeWs { size } => {
-                    self.count_line_byte()?;
-                    match b {
-                        b' ' | b'\t' => {}
-                        b';' => st = Chunk::ExtStart { size },
-                        _ => return Err(ParseError::BadChunk),
-                    }
-                }
-                Chunk::ExtStart { size } => {
-                    self.count_line_byte()?;
-                    match b {
-                        b' ' | b'\t' => {}
-                        _ if crate::request::is_token_char(b) => st = Chunk::ExtBody { size },
-                        _ => return Err(ParseError::BadChunk),
-                    }
-                }
-                Chunk::ExtBody { size } => {
-                    self.count_line_byte()?;
-                    match b {
-                        b'\r' => st = Chunk::SizeLf { size },
-                        b';' => st = Chunk::ExtStart { size },
-                        b'\n' | 0 => return Err(ParseError::BadChunk),
-                        _ => {}
-                    }
-                }
-                Chunk::SizeLf { size } => {
-                    if b != b'\n' {
-                        return Err(ParseError::BadChunk);
-                    }
-                    self.line_bytes = 0;
-                    st = if size == 0 {
-                        Chunk::Trailer {
-                            at_line_start: true,
-                        }
-                    } else {
-                        Chunk::Data { remaining: size }
-                    };
-                }
-                Chunk::DataCr => {
-                    if b != b'\r' {
-                        return Err(ParseError::BadChunk);
-                    }
-                    st = Chunk::DataLf;
-                }
-                Chunk::DataLf => {
-                    if b != b'\n' {
-                        return Err(ParseError::BadChunk);
-                    }
-                    st = Chunk::Size { size: 0, digits: 0 };
-                }
-                Chunk::Trailer { at_line_start } => {
-                    self.count_line_byte()?;
-                    if at_line_start && b == b'\r' {
-                        st = Chunk::TrailerEndLf;
-                    } else if at_line_start && b == b'\n' {
-                        self.state = State::Chunked(st);
-                        return Ok((i + 1, true));
-                    } else {
-                        st = Chunk::Trailer {
-                            at_line_start: b == b'\n',
-                        };
-                    }
-                }
-                Chunk::TrailerEndLf => {
-                    if b != b'\n' {
-                        return Err(ParseError::BadChunk);
-                    }
+                };
+                continue;
+            }
+            match self.chunk_byte(st, rest[i])? {
+                Some(next) => st = next,
+                None => {
                     self.state = State::Chunked(st);
                     return Ok((i + 1, true));
                 }
@@ -559,6 +469,93 @@ impl ResponseParser {
         }
         self.state = State::Chunked(st);
         Ok((rest.len(), false))
+    }
+
+    /// One byte of the chunked framing (a size line, its extensions, the CRLF after the
+    /// data, the trailers) in state `st`: the state after it, or `None` when it ended the
+    /// message. Chunk data is read apart, in runs (`parse_chunked`).
+    #[inline]
+    fn chunk_byte(&mut self, st: Chunk, b: u8) -> Result<Option<Chunk>, ParseError> {
+        Ok(Some(match st {
+            Chunk::Data { .. } => st,
+            Chunk::Size { size, digits } => {
+                if let Some(d) = hex_value(b) {
+                    let size = size
+                        .checked_mul(16)
+                        .and_then(|s| s.checked_add(d))
+                        .ok_or(ParseError::BadChunk)?;
+                    Chunk::Size {
+                        size,
+                        digits: digits.saturating_add(1),
+                    }
+                } else if digits == 0 {
+                    return Err(ParseError::BadChunk);
+                } else if b == b'\r' {
+                    Chunk::SizeLf { size }
+                } else if b == b';' {
+                    self.line_bytes = 0;
+                    Chunk::ExtStart { size }
+                } else if b == b' ' || b == b'\t' {
+                    self.line_bytes = 0;
+                    Chunk::SizeWs { size }
+                } else {
+                    return Err(ParseError::BadChunk);
+                }
+            }
+            Chunk::SizeWs { size } => {
+                self.count_line_byte()?;
+                match b {
+                    b' ' | b'\t' => st,
+                    b';' => Chunk::ExtStart { size },
+                    _ => return Err(ParseError::BadChunk),
+                }
+            }
+            Chunk::ExtStart { size } => {
+                self.count_line_byte()?;
+                match b {
+                    b' ' | b'\t' => st,
+                    _ if crate::request::is_token_char(b) => Chunk::ExtBody { size },
+                    _ => return Err(ParseError::BadChunk),
+                }
+            }
+            Chunk::ExtBody { size } => {
+                self.count_line_byte()?;
+                match b {
+                    b'\r' => Chunk::SizeLf { size },
+                    b';' => Chunk::ExtStart { size },
+                    b'\n' | 0 => return Err(ParseError::BadChunk),
+                    _ => st,
+                }
+            }
+            Chunk::SizeLf { size } => {
+                if b != b'\n' {
+                    return Err(ParseError::BadChunk);
+                }
+                self.line_bytes = 0;
+                if size == 0 {
+                    Chunk::Trailer {
+                        at_line_start: true,
+                    }
+                } else {
+                    Chunk::Data { remaining: size }
+                }
+            }
+            Chunk::DataCr if b == b'\r' => Chunk::DataLf,
+            Chunk::DataLf if b == b'\n' => Chunk::Size { size: 0, digits: 0 },
+            Chunk::DataCr | Chunk::DataLf => return Err(ParseError::BadChunk),
+            Chunk::Trailer { at_line_start } => {
+                self.count_line_byte()?;
+                match b {
+                    b'\r' if at_line_start => Chunk::TrailerEndLf,
+                    b'\n' if at_line_start => return Ok(None),
+                    _ => Chunk::Trailer {
+                        at_line_start: b == b'\n',
+                    },
+                }
+            }
+            Chunk::TrailerEndLf if b == b'\n' => return Ok(None),
+            Chunk::TrailerEndLf => return Err(ParseError::BadChunk),
+        }))
     }
 }
 

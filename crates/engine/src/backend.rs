@@ -335,7 +335,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         let mut config = Config::new(addr, Vec::new());
-        config.rate = crate::Rate::per_second(1000.0);
+        config.load = crate::Load::open(crate::Rate::per_second(1000.0).expect("a rate"), 1);
         let mut io = io(&config).expect("the backend");
         listener.set_nonblocking(true).expect("nonblocking");
         let connect = io.connect(0, &Endpoint::Tcp(addr)).expect("connect");

@@ -51,7 +51,7 @@ pub(crate) fn run_worker(
     plan: WorkerPlan,
     stop: &AtomicBool,
 ) -> WorkerOutcome {
-    let open = config.rate.is_some();
+    let open = config.load.is_open();
     match config.io {
         IoBackend::Epoll => {
             let io = crate::epoll::EpollIo::new(open);

@@ -285,7 +285,7 @@ mod tests {
             worker: 0,
             workers: 1,
             connections: config.connections,
-            max_connections: config.max_connections.max(config.connections),
+            max_connections: config.load.max_connections(config.connections),
             budget: config.requests,
             start,
             end: config.duration.map(|d| start + d),
@@ -294,7 +294,7 @@ mod tests {
             clock: std::sync::Arc::new(crate::Clock::new(1)),
             feed: None,
         };
-        let batch = config.request.repeat(config.pipeline.max(1));
+        let batch = config.request.repeat(config.pipeline());
         let connects = io.connects.clone();
         let elapsed = io.elapsed.clone();
         let outcome = crate::worker::run(config, &batch, plan, &AtomicBool::new(false), Ok(io));
@@ -430,7 +430,7 @@ mod tests {
 
     fn h2_config(requests: u64, streams: usize) -> Config {
         let mut c = config(requests);
-        c.http2 = Some(Http2 {
+        c.wire = crate::Wire::Http2(Http2 {
             header_block: pelt_codec::h2::encode_headers("GET", "http", "t", "/", &[], 0),
             body: vec![],
             streams,
@@ -454,7 +454,7 @@ mod tests {
     fn transitions() {
         let pipelined = || {
             let mut c = config(4);
-            c.pipeline = 4;
+            c.wire = crate::Wire::Http1 { pipeline: 4 };
             c
         };
         let timeout = || {
@@ -472,8 +472,7 @@ mod tests {
         };
         let open_loop = || {
             let mut c = config(20);
-            c.rate = crate::Rate::per_second(5_000.0);
-            c.max_connections = 1;
+            c.load = crate::Load::open(crate::Rate::per_second(5_000.0).expect("a rate"), 1);
             c
         };
         let cases = vec![
@@ -676,7 +675,10 @@ mod tests {
                 target: 3.0,
             },
         ];
-        c.stages = Some(crate::Stages::new(crate::Ramped::Connections, 0.0, stages).unwrap());
+        let stages = crate::Stages::new(crate::Ramped::Connections, 0.0, stages).unwrap();
+        c.load = crate::Load::Closed {
+            stages: Some(stages),
+        };
         c.duration = Some(Duration::from_millis(250));
         let (s, connects, took) = run(&c, FakeIo::new((0..3).map(|_| answers(OK)).collect()));
         assert_eq!(connects, 3);

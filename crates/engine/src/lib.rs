@@ -34,6 +34,7 @@ mod epoll;
 mod fake;
 mod feed;
 mod ledger;
+mod load;
 mod model;
 mod replay;
 mod requests;
@@ -56,6 +57,7 @@ use std::time::{Duration, Instant};
 
 pub use choice::IoBackend;
 pub use feed::{Block, Feed, Source as FeedSource, BLOCK as FEED_BLOCK, BLOCKS as FEED_BLOCKS};
+pub use load::{Load, OpenLoop, Pace};
 pub use pelt_stats::{Arrival, StopReason};
 pub use replay::{Replay, SPEED_RANGE as REPLAY_SPEEDS};
 pub use requests::{Order, RequestSet};
@@ -78,7 +80,7 @@ pub const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
 /// File descriptors pelt keeps for itself besides one per connection.
 pub const RESERVED_FDS: u64 = 64;
-/// The open loop's batch window by default ([`Config::batch_window`]): short enough that
+/// The open loop's batch window by default ([`OpenLoop::batch_window`]): short enough that
 /// pelt's lag stays well under the report's 1 ms warning, long enough to wake once for
 /// several requests and responses at higher rates.
 pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_micros(100);
@@ -107,12 +109,11 @@ pub fn default_threads() -> usize {
 pub struct Config {
     /// Resolved target address.
     pub addr: SocketAddr,
-    /// The request, encoded once; every connection writes these bytes (unless `targets`).
+    /// The request, encoded once; every connection writes these bytes (with `Requests::One`).
     pub request: Vec<u8>,
-    /// Many requests (`--targets`, `--bodies`), each encoded once; `None`: `request` only.
-    /// Every entry goes to `addr`. With HTTP/2, `Http2::targets` holds them as HTTP/2 sends
-    /// them, in the same order.
-    pub targets: Option<RequestSet>,
+    /// Where the requests come from: the one request, a set, a file read as the run goes, or
+    /// a scenario's steps.
+    pub requests_from: Requests,
     /// The request is a HEAD request (its responses carry no body).
     pub head_request: bool,
     /// Keep connections open between requests (`false`: one request per connection).
@@ -131,33 +132,13 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Which I/O backend runs the workers.
     pub io: IoBackend,
-    /// Open loop: requests are due at this global rate (`None`: closed loop). With rate
-    /// `stages`, the stages' peak (the schedule follows the stages).
-    pub rate: Option<Rate>,
-    /// `--stages`: the arrival rate (with `rate`) or the active connections (closed loop, with
-    /// `connections` their peak) move along these. The run's second `t` is the stages' `t`.
-    pub stages: Option<Stages>,
-    /// `--replay`: the due times come from a recording (`rate` is then its mean rate, and
-    /// `targets` its entries, in time order).
-    pub replay: Option<std::sync::Arc<Replay>>,
-    /// A `--targets` file read as the run goes (`feed.rs`): its entries, encoded, come from
-    /// here (`targets` is then `None`, and `names` has the per-target names). A replay's
-    /// `replay` has the recording's length and span but no times; plain targets loop, and the
-    /// source ends after `requests`. HTTP/1.1 only.
-    pub feed: Option<std::sync::Arc<Feed>>,
-    /// With `feed`: the per-target names its entries' name numbers index.
-    pub names: Vec<String>,
-    /// Open loop: how due times are spaced.
-    pub arrival: Arrival,
-    /// Open loop: connections pelt may open when a request is due and none is free (at least
-    /// `connections`).
-    pub max_connections: usize,
+    /// The load model: closed loop, or open loop with its pace (a rate, rate stages, a
+    /// replay's times), spacing, added connections and batch window.
+    pub load: Load,
     /// Sent but not measured, before the measured part (which `duration` and `requests` count).
     pub warmup: Duration,
     /// After a stop signal, how long to wait for requests in flight.
     pub grace: Duration,
-    /// HTTP/1.1 pipelining: requests in flight per connection (1: none).
-    pub pipeline: usize,
     /// New connections per second at the start, over all workers (`None`: as fast as they
     /// connect).
     pub connect_rate: Option<f64>,
@@ -166,10 +147,8 @@ pub struct Config {
     pub unix_socket: Option<std::path::PathBuf>,
     /// HTTPS: the TLS client settings and the name the server must prove (`None`: http).
     pub tls: Option<TlsClient>,
-    /// HTTP/2 (`None`: HTTP/1.1): the request as HTTP/2 sends it, and streams per connection.
-    pub http2: Option<Http2>,
-    /// WebSocket (`None`: HTTP): the upgrade and the messages.
-    pub websocket: Option<WebSocket>,
+    /// What the connections speak: HTTP/1.1 (and its pipelining), HTTP/2 or WebSocket.
+    pub wire: Wire,
     /// Sample every this many measured requests that end, per worker (`None`: none): each
     /// second's point then carries them to `on_second` ([`pelt_stats::Sample`], at most
     /// [`pelt_stats::SAMPLES_PER_SECOND`] per worker, the rest counted as dropped).
@@ -177,19 +156,11 @@ pub struct Config {
     /// Sampled requests keep their responses' bytes, head and body (HTTP/1.1; Node.js's
     /// loadtest `statusCallback`). Off: no response byte is copied.
     pub sample_responses: bool,
-    /// Open loop: requests due within one window of this length start together at its end
-    /// (one wake-up for them all), and responses that arrive meanwhile are read then, booked
-    /// at the kernel's arrival time (the socket's receive timestamp). Their wait shows in the lag.
-    /// `ZERO`: each request starts at its own due time and responses are read as they come.
-    pub batch_window: Duration,
     /// One process's part of a run spread over several (a fleet): `None` runs it all here.
     pub slice: Option<Slice>,
     /// How streamed responses (server-sent events) are read: `--stream`, its limit and end
     /// marker.
     pub streams: Streams,
-    /// Scenarios (`--scenario`): each connection is a virtual user running the program;
-    /// `targets` holds each step's request, by step id.
-    pub scenario: Option<std::sync::Arc<scenario::ScenarioRun>>,
 }
 
 /// A fleet run is one run whose workers live in several processes: this process runs workers
@@ -251,19 +222,15 @@ impl Slice {
         elapsed: Duration,
     ) -> Option<u64> {
         let limit = config.requests.map(|n| self.part(n, threads));
-        let Some(rate) = config.rate else {
+        let Some(open) = config.load.open_loop() else {
             return limit;
         };
         // A recording read as the run goes: its times are in its blocks, not here.
-        if config.replay.is_some() && config.feed.is_some() {
+        if config.load.replay().is_some() && config.feed().is_some() {
             return limit;
         }
         let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        let pace = || match (&config.replay, &config.stages) {
-            (Some(replay), _) => schedule::Pace::Replay(replay.clone()),
-            (None, Some(s)) if s.of() == Ramped::Rate => schedule::Pace::Staged(s.clone()),
-            (None, _) => schedule::Pace::Constant(rate),
-        };
+        let pace = || open.pace.schedule();
         let due: u64 = (self.first..self.first + threads)
             .map(|w| {
                 schedule::Schedule::new(pace(), Arrival::Constant, w, self.workers)
@@ -271,6 +238,116 @@ impl Slice {
             })
             .sum();
         Some(limit.map_or(due, |n| n.min(due)))
+    }
+}
+
+/// Where a run's requests come from: one of four.
+#[derive(Debug, Clone, Default)]
+pub enum Requests {
+    /// `Config::request`, every time.
+    #[default]
+    One,
+    /// Many requests (`--targets`, `--bodies`), each encoded once. Every entry goes to
+    /// `Config::addr`. With HTTP/2, `Http2::targets` holds them as HTTP/2 sends them, in the
+    /// same order.
+    Set(RequestSet),
+    /// A targets file read as the run goes (`feed.rs`): its entries, encoded, come from `feed`,
+    /// and `names` are the per-target names their name numbers index. A replay's `Load` has
+    /// the recording's length and span but no times; plain targets loop, and the source ends
+    /// after `Config::requests`. HTTP/1.1 only.
+    Fed {
+        feed: std::sync::Arc<Feed>,
+        names: Vec<String>,
+    },
+    /// A scenario (`--scenario`): each connection is a virtual user running the program, and
+    /// `steps` holds each step's request, by step id.
+    Scenario {
+        steps: RequestSet,
+        run: std::sync::Arc<scenario::ScenarioRun>,
+    },
+}
+
+impl Config {
+    /// The requests' set: the targets, or a scenario's steps.
+    #[inline]
+    pub fn targets(&self) -> Option<&RequestSet> {
+        match &self.requests_from {
+            Requests::Set(set) | Requests::Scenario { steps: set, .. } => Some(set),
+            Requests::One | Requests::Fed { .. } => None,
+        }
+    }
+
+    /// A targets file read as the run goes.
+    #[inline]
+    pub fn feed(&self) -> Option<&std::sync::Arc<Feed>> {
+        match &self.requests_from {
+            Requests::Fed { feed, .. } => Some(feed),
+            _ => None,
+        }
+    }
+
+    /// With a feed, the per-target names its entries' name numbers index (none otherwise).
+    pub fn names(&self) -> &[String] {
+        match &self.requests_from {
+            Requests::Fed { names, .. } => names,
+            _ => &[],
+        }
+    }
+
+    /// The scenario's program and users' settings.
+    #[inline]
+    pub fn scenario(&self) -> Option<&std::sync::Arc<scenario::ScenarioRun>> {
+        match &self.requests_from {
+            Requests::Scenario { run, .. } => Some(run),
+            _ => None,
+        }
+    }
+}
+
+/// What the connections speak: one of three, each with what only it needs.
+#[derive(Debug, Clone)]
+pub enum Wire {
+    /// HTTP/1.1, with `pipeline` requests in flight per connection (1: none), written
+    /// together (wrk's pipelining).
+    Http1 { pipeline: usize },
+    /// HTTP/2: the request as HTTP/2 sends it, and streams per connection.
+    Http2(Http2),
+    /// WebSocket: the upgrade and the messages.
+    WebSocket(WebSocket),
+}
+
+impl Default for Wire {
+    fn default() -> Wire {
+        Wire::Http1 { pipeline: 1 }
+    }
+}
+
+impl Config {
+    /// HTTP/1.1's requests in flight per connection (1 for the other protocols).
+    #[inline]
+    pub fn pipeline(&self) -> usize {
+        match self.wire {
+            Wire::Http1 { pipeline } => pipeline.max(1),
+            Wire::Http2(_) | Wire::WebSocket(_) => 1,
+        }
+    }
+
+    /// The HTTP/2 request and streams, on an HTTP/2 run.
+    #[inline]
+    pub fn http2(&self) -> Option<&Http2> {
+        match &self.wire {
+            Wire::Http2(h2) => Some(h2),
+            Wire::Http1 { .. } | Wire::WebSocket(_) => None,
+        }
+    }
+
+    /// The upgrade and messages, on a WebSocket run.
+    #[inline]
+    pub fn websocket(&self) -> Option<&WebSocket> {
+        match &self.wire {
+            Wire::WebSocket(ws) => Some(ws),
+            Wire::Http1 { .. } | Wire::Http2(_) => None,
+        }
     }
 }
 
@@ -340,7 +417,7 @@ impl Config {
         Config {
             addr,
             request,
-            targets: None,
+            requests_from: Requests::One,
             head_request: false,
             keep_alive: true,
             connections: DEFAULT_CONNECTIONS,
@@ -350,27 +427,17 @@ impl Config {
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             io: IoBackend::Epoll,
-            rate: None,
-            stages: None,
-            replay: None,
-            feed: None,
-            names: Vec::new(),
-            arrival: Arrival::Constant,
-            max_connections: DEFAULT_CONNECTIONS,
+            load: Load::default(),
             warmup: Duration::ZERO,
             grace: DEFAULT_GRACE,
-            pipeline: 1,
             connect_rate: None,
             tls: None,
             unix_socket: None,
-            http2: None,
-            websocket: None,
+            wire: Wire::default(),
             sample_every: None,
             sample_responses: false,
-            batch_window: DEFAULT_BATCH_WINDOW,
             slice: None,
             streams: Streams::default(),
-            scenario: None,
         }
     }
 
@@ -496,7 +563,7 @@ pub fn run(
     let mut started_at = std::time::SystemTime::now();
     let mut start = Instant::now();
     let end = config.duration.map(|d| start + config.warmup + d);
-    let max_connections = config.max_connections.max(config.connections) as u64;
+    let max_connections = config.load.max_connections(config.connections) as u64;
     // This process's workers, numbered within the whole run (see `Slice`).
     let (first, workers) = config.slice.map_or((0, threads), |s| (s.first, s.workers));
     let (tx, rx) = mpsc::channel();
@@ -506,23 +573,23 @@ pub fn run(
     // With many requests, the entries back to back: a write sends one entry from there, or
     // several copied together.
     let repeated;
-    let batch = match &config.targets {
+    let batch = match config.targets() {
         Some(set) => set.bytes(),
         None => {
-            repeated = config.request.repeat(config.pipeline.max(1));
+            repeated = config.request.repeat(config.pipeline());
             &repeated[..]
         }
     };
     // A streamed replay: the reader, and each worker's channel of blocks from it.
-    let (reader, mut feeds, primed) = match &config.feed {
+    let (reader, mut feeds, primed) = match config.feed() {
         Some(f) => {
             // Open loop, the workers go at the schedule's pace together: each takes its indices
             // from every block. A closed loop's go at their own speeds: the blocks are dealt.
-            let share = match config.rate {
-                Some(_) => feed::Share::Every,
-                None => feed::Share::Dealt,
+            let share = match config.load.is_open() {
+                true => feed::Share::Every,
+                false => feed::Share::Dealt,
             };
-            let (reader, blocks, primed) = feed::start(f, threads, share, config.rate.is_some());
+            let (reader, blocks, primed) = feed::start(f, threads, share, config.load.is_open());
             (
                 Some(reader),
                 blocks.into_iter().map(Some).collect(),
@@ -532,11 +599,12 @@ pub fn run(
         None => (None, (0..threads).map(|_| None).collect::<Vec<_>>(), None),
     };
     let quit_reading = AtomicBool::new(false);
-    let mut timeline = TimelineBuilder::new(threads, first, config.warmup, config.stages.clone());
+    let mut timeline =
+        TimelineBuilder::new(threads, first, config.warmup, config.load.stages().cloned());
     // A slice's points carry its part of what the stages ask for, so a fleet's parts add up.
     timeline.part = config.slice.map_or(1.0, |s| s.fraction(threads));
     let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
-        if let (Some(reader), Some(f)) = (reader, &config.feed) {
+        if let (Some(reader), Some(f)) = (reader, config.feed()) {
             let quit = &quit_reading;
             std::thread::Builder::new()
                 .name("pelt-reader".into())
@@ -557,8 +625,8 @@ pub fn run(
                     max_connections: share(max_connections, workers, w) as usize,
                     // Plain targets read as the run goes in a closed loop: the workers take what
                     // they are dealt, and the source ends after `-n`.
-                    budget: match (&config.feed, &config.rate) {
-                        (Some(_), None) => None,
+                    budget: match (config.feed(), config.load.is_open()) {
+                        (Some(_), false) => None,
                         _ => config.requests.map(|n| share(n, workers, w)),
                     },
                     start,

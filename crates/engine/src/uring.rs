@@ -322,7 +322,7 @@ fn sockaddr_unix(path: &std::path::Path) -> (libc::sockaddr_storage, libc::sockl
 impl UringIo {
     /// A ring and buffer ring sized for `max_conns` connections.
     pub fn new(config: &Config, max_conns: usize) -> Result<UringIo, Errno> {
-        if config.rate.is_some() {
+        if config.load.is_open() {
             // Timer slack would add up to 50 us to every timed wake-up: lag, not server time.
             let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
         }
@@ -340,7 +340,7 @@ impl UringIo {
         } else {
             (conns.next_power_of_two().clamp(512, 4096), 4 * 1024)
         };
-        let stamps = config.rate.is_some().then(|| {
+        let stamps = config.load.is_open().then(|| {
             // SAFETY: msghdr is plain data; all zero is an empty header (no name, no iovec).
             let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
             msg.msg_controllen = STAMP_CONTROL;

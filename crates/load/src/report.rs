@@ -44,7 +44,7 @@ impl Prepared {
     fn histograms(&self, report: &mut Report, result: &RunResult) {
         let p = self;
         if let Some(h) = report.histograms.as_mut() {
-            if p.config.rate.is_some() {
+            if p.config.load.is_open() {
                 h.service_time_us = Some(result.stats.service.clone());
                 h.lag_us = Some(result.stats.lag.clone());
             }
@@ -58,13 +58,13 @@ impl Prepared {
     /// Per-target figures (and the notes on a file read as the run went, or too many names).
     fn targets(&self, report: &mut Report, result: &RunResult) {
         let p = self;
-        let names = match (&p.config.targets, &p.config.feed) {
+        let names = match (p.config.targets(), p.config.feed()) {
             (Some(set), _) => Some(set.names()),
-            (None, Some(_)) => Some(&p.config.names[..]),
+            (None, Some(_)) => Some(p.config.names()),
             (None, None) => None,
         };
-        if let Some(feed) = &p.config.feed {
-            let what = match &p.config.replay {
+        if let Some(feed) = p.config.feed() {
+            let what = match p.config.load.replay() {
                 Some(_) => "the recording",
                 None => "the targets file",
             };
@@ -107,7 +107,7 @@ impl Prepared {
     /// A scenario run: iterations, checks, captures.
     fn scenario(&self, report: &mut Report, result: &RunResult) {
         let p = self;
-        if let (Some(run), Some(counts)) = (&p.config.scenario, &result.scenario) {
+        if let (Some(run), Some(counts)) = (p.config.scenario(), &result.scenario) {
             report.scenario = Some(pelt_stats::ScenarioReport {
                 file: p
                     .info
@@ -153,9 +153,9 @@ impl Prepared {
     /// Open or closed loop: where latency counts from, the open loop's figures and notes.
     fn load_model(&self, report: &mut Report, result: &RunResult) {
         let p = self;
-        if p.config.rate.is_some() {
+        if p.config.load.is_open() {
             report.latency_from = LatencyFrom::Due;
-            if let Some(r) = &p.config.replay {
+            if let Some(r) = p.config.load.replay() {
                 let file = p.info.request_set.as_ref().and_then(|s| s.file.clone());
                 report.notes.push(format!(
                     "replay of {} recorded requests{}{} at {}x{}: each was due at its recorded \
@@ -169,7 +169,7 @@ impl Prepared {
             }
             let open = OpenLoopReport::new(&result.stats, result.backlog_at_end);
             if open.backlog_at_end > 0 {
-                let (what, busy) = match p.config.scenario {
+                let (what, busy) = match p.config.scenario() {
                     Some(_) => ("iterations", "user"),
                     None => ("requests", "connection"),
                 };

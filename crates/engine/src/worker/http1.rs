@@ -2,7 +2,6 @@
 //! bytes repeated), responses parsed back to back as they come, and what a close means.
 
 use super::*;
-use crate::stream::StreamReader;
 use crate::template::Render;
 use pelt_codec::{Parsed, ParserOptions, ResponseParser};
 
@@ -26,15 +25,6 @@ pub(super) struct H1Conn {
     /// Many requests, pipelined: the entries of one write copied together (they are not
     /// contiguous in the set), handed over with `send_buf`; empty when nothing waits.
     scratch: Vec<u8>,
-    /// `Config::sample_responses` or scenarios: the bytes of the response being parsed, so
-    /// far.
-    capture: Vec<u8>,
-    /// Scenarios: the last complete response's bytes, and the step it answered and the seat
-    /// of the user that sent it (until the worker takes it).
-    answer: Vec<u8>,
-    answered: Option<(u32, u32)>,
-    /// The response being read, when it is a stream (server-sent events).
-    stream: StreamReader,
 }
 
 impl Default for H1Conn {
@@ -44,10 +34,6 @@ impl Default for H1Conn {
             write_pos: 0,
             write_end: 0,
             scratch: Vec::new(),
-            capture: Vec::new(),
-            answer: Vec::new(),
-            answered: None,
-            stream: StreamReader::default(),
         }
     }
 }
@@ -56,6 +42,7 @@ impl Protocol for Http1 {
     type Stream = ();
     type Conn = H1Conn;
     const MULTIPLEXED: bool = false;
+    const RAW: bool = true;
 
     fn reset(conn: &mut H1Conn, config: &Config) {
         conn.parser.reset();
@@ -63,18 +50,9 @@ impl Protocol for Http1 {
         conn.write_pos = 0;
         conn.write_end = 0;
         conn.scratch.clear();
-        conn.capture.clear();
-        conn.answered = None;
-        conn.stream.forget();
-        if let Some(set) = config.targets.as_ref().filter(|_| config.pipeline > 1) {
+        if let Some(set) = config.targets().filter(|_| config.pipeline() > 1) {
             // Room for one write of the longest entries (kept across sockets).
-            conn.scratch.reserve(set.max_len() * config.pipeline);
-        }
-    }
-
-    fn answer(conn: &mut H1Conn, users: &mut Users, now: Instant) {
-        if let Some((step, user)) = conn.answered.take() {
-            users.answered_raw(user as usize, step, &conn.answer, now);
+            conn.scratch.reserve(set.max_len() * config.pipeline());
         }
     }
 
@@ -84,7 +62,7 @@ impl Protocol for Http1 {
     }
 
     #[inline]
-    fn room<I: Io, T: Transport>(w: &Worker<'_, I, Self, T>, i: usize) -> usize {
+    fn room<I: Io, T: Transport, S: Source>(w: &Worker<'_, I, Self, T, S>, i: usize) -> usize {
         w.conns[i].slots.free()
     }
 
@@ -102,7 +80,11 @@ impl Protocol for Http1 {
     /// requests taken since: over TLS, those taken during the handshake go after the read
     /// that ended it.
     #[inline]
-    fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+    fn write<I: Io, T: Transport, S: Source>(
+        w: &mut Worker<'_, I, Self, T, S>,
+        i: usize,
+        now: Instant,
+    ) {
         let conn = &w.conns[i];
         if Self::writing(&conn.proto) {
             send(w, i, now);
@@ -112,7 +94,7 @@ impl Protocol for Http1 {
     }
 
     /// Parses one read's bytes as the responses to the requests on `conn`, back to back, and
-    /// books each one that completes.
+    /// hands each to the sink (which books the ones that complete).
     #[inline]
     fn receive(
         conn: &mut Conn<Self>,
@@ -140,87 +122,11 @@ impl Protocol for Http1 {
                 });
                 return AfterRead::Close;
             }
-            if let Some(set) = &config.targets {
-                let front = conn.slots.front().expect("a request is in flight");
-                if let Some(head) = set.head(front.target as usize) {
-                    conn.proto.parser.set_head_request(head);
-                }
-            } else if config.feed.is_some() {
-                let front = conn.slots.front().expect("a request is in flight");
-                conn.proto.parser.set_head_request(front.head);
+            match read_response(conn, ledger, config, &data[pos..], at) {
+                Ok(n) => pos += n,
+                Err(after) => return after,
             }
-            let keep = config.sample_responses || config.scenario.is_some();
-            // The oldest request's response starts with these bytes, if it had not already.
-            conn.slots.first_byte(at);
-            let Conn { slots, proto, .. } = &mut *conn;
-            let H1Conn { parser, stream, .. } = proto;
-            let streams = &config.streams;
-            let mut cut = false;
-            let parsed = parser.parse_with(&data[pos..], &mut |bytes, event_stream| {
-                if !stream.is_on() {
-                    if !streams.reads(event_stream) {
-                        return;
-                    }
-                    let front = slots.front().expect("a request is in flight");
-                    let start = ledger.origin(front.due, front.sent);
-                    stream.begin(front.warm, start, front.sent, at, event_stream);
-                }
-                cut |= stream.feed(bytes, at, ledger, streams);
-            });
-            match parsed {
-                Ok((_, Parsed::Partial)) if cut => {
-                    // Its event limit came: pelt ends the stream (a new connection takes the
-                    // next request).
-                    if keep {
-                        capture(&mut conn.proto.capture, &data[pos..]);
-                    }
-                    end_stream(conn, ledger, at);
-                    return AfterRead::Close;
-                }
-                Ok((_, Parsed::Partial)) => {
-                    if keep {
-                        capture(&mut conn.proto.capture, &data[pos..]);
-                    }
-                    return AfterRead::Keep;
-                }
-                Ok((n, Parsed::Complete(response))) => {
-                    if keep {
-                        capture(&mut conn.proto.capture, &data[pos..pos + n]);
-                        if config.sample_responses {
-                            ledger.keep_response(&conn.proto.capture);
-                        }
-                        if config.scenario.is_some() {
-                            let h1 = &mut conn.proto;
-                            std::mem::swap(&mut h1.answer, &mut h1.capture);
-                            let front = conn.slots.front().expect("a request is in flight");
-                            h1.answered = Some((front.target, front.user));
-                        }
-                        conn.proto.capture.clear();
-                    }
-                    pos += n;
-                    completed = true;
-                    let slot = conn.slots.pop().expect("a request is in flight");
-                    let stream = &mut conn.proto.stream;
-                    if response.event_stream && !stream.is_on() && config.streams.reads(true) {
-                        // An event stream with an empty body: a stream without events.
-                        let start = ledger.origin(slot.due, slot.sent);
-                        stream.begin(slot.warm, start, slot.sent, at, true);
-                    }
-                    // A stream ends with its response (or where its marker or limit came).
-                    let done = stream.finish(at, ledger);
-                    let times = Times {
-                        due: slot.due,
-                        sent: slot.sent,
-                        first: slot.first.unwrap_or(at),
-                        done,
-                    };
-                    ledger.response(slot.warm, slot.target, slot.seq, response.status, times);
-                    if !(response.keep_alive && config.keep_alive) {
-                        return AfterRead::Close;
-                    }
-                }
-                Err(e) => return AfterRead::Fail(parse_error_kind(&e), e.to_string()),
-            }
+            completed = true;
         }
         // A response to a request not yet fully written: the server did not read it all.
         if completed && conn.slots.len == 0 && (sending || Self::writing(&conn.proto)) {
@@ -229,7 +135,11 @@ impl Protocol for Http1 {
         AfterRead::Keep
     }
 
-    fn on_eof<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant) {
+    fn on_eof<I: Io, T: Transport, S: Source>(
+        w: &mut Worker<'_, I, Self, T, S>,
+        i: usize,
+        now: Instant,
+    ) {
         if !w.transport.clean_close(i) && w.conns[i].slots.len > 0 {
             // Without close_notify a close proves nothing: a close-delimited body may be cut.
             let kind = match read_eof(&mut w.conns[i].proto.parser) {
@@ -247,23 +157,12 @@ impl Protocol for Http1 {
         }
         match read_eof(&mut w.conns[i].proto.parser) {
             Ok(response) => {
-                let slot = w.conns[i].slots.pop().expect("a request is in flight");
-                w.ledger.keep_response(&w.conns[i].proto.capture);
+                let conn = &mut w.conns[i];
+                let slot = conn.slots.pop().expect("a request is in flight");
                 // A stream the close ended (an event cut short by it is not an event).
-                let done = w.conns[i].proto.stream.finish(now, &mut w.ledger);
-                let times = Times {
-                    due: slot.due,
-                    sent: slot.sent,
-                    first: slot.first.unwrap_or(now),
-                    done,
-                };
-                let (warm, target, seq) = (slot.warm, slot.target, slot.seq);
-                w.ledger.response(warm, target, seq, response.status, times);
+                conn.sink.end(&slot, response.status, now, &mut w.ledger);
                 // Scenarios: the user reads a response the close ended, too.
-                if let Some(users) = &mut w.users {
-                    let kept = &w.conns[i].proto.capture;
-                    users.answered_raw(slot.user as usize, slot.target, kept, now);
-                }
+                w.answer(i, now);
                 w.fail_all(i, ErrorKind::Closed, now, || {
                     "the server closed the connection with pipelined requests unanswered"
                         .to_string()
@@ -279,19 +178,17 @@ impl Protocol for Http1 {
     /// connection closed. Otherwise the oldest request went unanswered (or its stream sent
     /// nothing) for --timeout: it and the rest on the connection time out (an HTTP/1.1
     /// response cannot be skipped), and the connection is dropped.
-    fn expire<I: Io, T: Transport>(
-        w: &mut Worker<'_, I, Self, T>,
+    fn expire<I: Io, T: Transport, S: Source>(
+        w: &mut Worker<'_, I, Self, T, S>,
         i: usize,
         now: Instant,
     ) -> Option<Instant> {
         let t = w.config.timeout;
         let front = w.conns[i].slots.front().copied()?;
-        let stream = &mut w.conns[i].proto.stream;
-        if let Some(at) = stream.end_at(now, &w.config.streams) {
+        let sink = &mut w.conns[i].sink;
+        if let Some(at) = sink.end_at(&front, now, &w.config.streams) {
             end_stream(&mut w.conns[i], &mut w.ledger, at);
-            if let Some(users) = &mut w.users {
-                Http1::answer(&mut w.conns[i].proto, users, now);
-            }
+            w.answer(i, now);
             w.fail_all(i, ErrorKind::Closed, now, || {
                 "pipelined behind a stream pelt ended (--stream-limit, --stream-end)".to_string()
             });
@@ -299,17 +196,17 @@ impl Protocol for Http1 {
             w.refill(i, now);
             return None;
         }
-        let deadline = stream.deadline(front.sent, t);
+        let deadline = sink.deadline(&front, t);
+        let streaming = sink.is_stream(&front);
         if now < deadline {
             // A stream's limits (time, marker) come with its reads: looked at every scan. A
             // response not yet known to be one may become one, cut at its time limit.
             let limit = w.config.streams.max_time.map(|l| front.sent + l);
-            return Some(match stream.is_on() {
+            return Some(match streaming {
                 true => now,
                 false => limit.map_or(deadline, |l| l.min(deadline)),
             });
         }
-        let streaming = stream.is_on();
         w.fail(i, ErrorKind::Timeout, now, || {
             if streaming {
                 format!("the stream sent nothing for {t:?}")
@@ -321,38 +218,92 @@ impl Protocol for Http1 {
     }
 }
 
+/// Reads the oldest request's response from `data` (the sink hands its body to its stream,
+/// keeps what a sample or a user wants, and books it once complete). Returns the bytes it
+/// took when it completed on a connection that stays open; otherwise what the connection
+/// does now (keep it: the response goes on in the next read).
+#[inline]
+fn read_response(
+    conn: &mut Conn<Http1>,
+    ledger: &mut Ledger,
+    config: &Config,
+    data: &[u8],
+    at: Instant,
+) -> Result<usize, AfterRead> {
+    let front = conn.slots.front().expect("a request is in flight");
+    if let Some(set) = config.targets() {
+        if let Some(head) = set.head(front.target as usize) {
+            conn.proto.parser.set_head_request(head);
+        }
+    } else if config.feed().is_some() {
+        conn.proto.parser.set_head_request(front.head);
+    }
+    // The oldest request's response starts with these bytes, if it had not already.
+    conn.slots.first_byte(at);
+    let Conn {
+        slots, proto, sink, ..
+    } = &mut *conn;
+    let streams = &config.streams;
+    let parsed = proto.parser.parse_with(data, &mut |bytes, event_stream| {
+        let slot = slots.front_mut();
+        sink.head(slot, event_stream, at, ledger, streams);
+        sink.body(slot, bytes, at, ledger, streams);
+    });
+    match parsed {
+        Ok((_, Parsed::Partial)) => {
+            sink.raw(slots.front_mut(), data);
+            if sink.take_cut() {
+                // Its event limit came: pelt ends the stream (a new connection takes the
+                // next request).
+                end_stream(conn, ledger, at);
+                return Err(AfterRead::Close);
+            }
+            Err(AfterRead::Keep)
+        }
+        Ok((n, Parsed::Complete(response))) => {
+            sink.raw(slots.front_mut(), &data[..n]);
+            sink.take_cut();
+            let mut slot = slots.pop().expect("a request is in flight");
+            if response.event_stream {
+                // An event stream with an empty body: a stream without events.
+                sink.head(&mut slot, true, at, ledger, streams);
+            }
+            // A stream ends with its response (or where its marker or limit came).
+            sink.end(&slot, response.status, at, ledger);
+            if !(response.keep_alive && config.keep_alive) {
+                return Err(AfterRead::Close);
+            }
+            Ok(n)
+        }
+        Err(e) => Err(AfterRead::Fail(parse_error_kind(&e), e.to_string())),
+    }
+}
+
 /// pelt ends the stream the oldest request is reading (at its marker, at its limit): the
-/// request is booked as a response with its status, at the stream's end; the caller closes
-/// the connection.
+/// request is booked as a response with its status, at the stream's end (a scenario's user
+/// is handed what came of it: a cut response does not read whole, so the user goes on as
+/// after a response kept only in part); the caller closes the connection.
 fn end_stream(conn: &mut Conn<Http1>, ledger: &mut Ledger, at: Instant) {
     let slot = conn.slots.pop().expect("a request is in flight");
-    let h1 = &mut conn.proto;
-    let done = h1.stream.finish(at, ledger);
-    // Scenarios: the user is handed what came of it (a cut response does not read whole:
-    // the user goes on, as after a response kept only in part).
-    std::mem::swap(&mut h1.answer, &mut h1.capture);
-    h1.capture.clear();
-    h1.answered = Some((slot.target, slot.user));
-    let times = Times {
-        due: slot.due,
-        sent: slot.sent,
-        first: slot.first.unwrap_or(done),
-        done,
-    };
-    ledger.response(slot.warm, slot.target, slot.seq, h1.parser.status(), times);
+    let status = conn.proto.parser.status();
+    conn.sink.end(&slot, status, at, ledger);
 }
 
 /// Writes the requests not written yet, together: the first k of the repeated request, or
 /// with many requests the one entry (from the set itself) or the entries copied together.
 #[inline]
-fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, now: Instant) {
+fn start_write<I: Io, T: Transport, S: Source>(
+    w: &mut Worker<'_, I, Http1, T, S>,
+    i: usize,
+    now: Instant,
+) {
     let conn = &mut w.conns[i];
     let n = conn.unwritten;
     conn.slots.mark_sent(n, now);
     conn.unwritten = 0;
-    let (start, end) = match &w.config.targets {
+    let (start, end) = match w.config.targets() {
         // A streamed replay: the requests' bytes, copied as they were taken.
-        None if w.config.feed.is_some() => {
+        None if w.config.feed().is_some() => {
             conn.proto.scratch.extend_from_slice(&conn.fed);
             conn.fed.clear();
             (0, 0)
@@ -362,8 +313,8 @@ fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, n
             for k in conn.slots.len - n..conn.slots.len {
                 let slot = *conn.slots.get_mut(k);
                 let t = slot.target as usize;
-                let user = slot.user as usize;
-                let (vars, cookie) = w.users.as_ref().map_or((&[][..], ""), |u| u.render(user));
+                let user = slot.user;
+                let (vars, cookie) = w.source.render(user);
                 match set.template(t) {
                     Some(template) => template.render(
                         &mut conn.proto.scratch,
@@ -401,7 +352,11 @@ fn start_write<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, n
 
 /// Hands what is left of the write under way to the transport.
 #[inline]
-fn send<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, now: Instant) {
+fn send<I: Io, T: Transport, S: Source>(
+    w: &mut Worker<'_, I, Http1, T, S>,
+    i: usize,
+    now: Instant,
+) {
     let h1 = &mut w.conns[i].proto;
     let sent = if h1.scratch.is_empty() {
         let bytes = &w.batch[h1.write_pos..h1.write_end];
@@ -416,10 +371,4 @@ fn send<I: Io, T: Transport>(w: &mut Worker<'_, I, Http1, T>, i: usize, now: Ins
         Ok(n) => h1.write_pos += n,
         Err(e) => w.fail(i, errno_kind(e, false), now, || format!("write: {e}")),
     }
-}
-
-/// Keeps `bytes` of the response being parsed, up to what a sample keeps.
-fn capture(kept: &mut Vec<u8>, bytes: &[u8]) {
-    let room = pelt_stats::SAMPLED_RESPONSE_MAX.saturating_sub(kept.len());
-    kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
 }

@@ -2,19 +2,20 @@
 //! the server's limit allows, frames flushed once per batch of events, responses booked at
 //! END_STREAM, GOAWAY and RST_STREAM, and streams past the timeout reset.
 //!
-//! Templates and scenarios give each open stream a [`Lane`]: the request rendered for it (a
-//! template renders HTTP/1.1 text, turned into a header block and a body by
-//! [`h2::encode_request`]) and, for a scenario's user, its response as it comes (header fields
-//! and body bytes from the session). Lanes are made when the connection starts, one per
-//! stream it may carry, and reused: no allocation per request once they have grown.
+//! Templates give each open stream a request rendered for it (`http2/lanes.rs`). What a
+//! response carries (its head, fields, body, end) is read from the frames (`http2/frames.rs`)
+//! and goes to the connection's sink (`sink.rs`), which keeps what the run's features need.
+
+mod frames;
+mod lanes;
 
 use super::*;
-use crate::scenario::Response;
-use crate::stream::{StreamReader, Streams};
+use crate::stream::Streams;
 use crate::template::Render;
 use crate::Http2 as Request;
+use frames::{end_streams, receive};
+use lanes::{prepare_lane, stream_request, Lanes};
 use pelt_codec::h2::{self as h2, Session};
-use pelt_codec::response::Fields;
 
 /// The HTTP/2 protocol: the request, and the batching of each connection's frames.
 pub(super) struct Http2<'a> {
@@ -24,32 +25,6 @@ pub(super) struct Http2<'a> {
     /// Templates: a request rendered as HTTP/1.1 text, and its body while its length is found.
     text: Vec<u8>,
     scratch: Vec<u8>,
-}
-
-/// One stream's storage, for templates and scenarios.
-#[derive(Default)]
-struct Lane {
-    /// The request rendered from its template (`rendered`), else the entry's own is sent.
-    block: Vec<u8>,
-    body: Vec<u8>,
-    rendered: bool,
-    /// Scenarios: the seat of the user whose request it is, and its step.
-    user: u32,
-    step: u32,
-    /// Scenarios: its response so far (the final status once it ended), or its failure.
-    status: u16,
-    fields: Fields,
-    data: Vec<u8>,
-    failed: bool,
-}
-
-/// The header block and body of entry `target` (the request itself without `--targets`).
-#[inline]
-fn entry(request: &Request, target: u32) -> (&[u8], &[u8]) {
-    match request.targets.get(target as usize) {
-        Some(t) => (&t.header_block, &t.body),
-        None => (&request.header_block, &request.body),
-    }
 }
 
 impl<'a> Http2<'a> {
@@ -74,101 +49,8 @@ pub(super) struct H2 {
     settle_by: Instant,
     /// A request body waits for a window (its DATA goes when a WINDOW_UPDATE opens it).
     blocked: bool,
-    /// Templates and scenarios: a lane per stream the connection may carry (none otherwise).
+    /// Templates: a lane per stream the connection may carry (none otherwise).
     lanes: Lanes,
-    /// The readers of the streams that carry event streams.
-    readers: Readers,
-}
-
-/// A connection's stream readers: made when a response is an event stream, kept for the
-/// next one (at most one per stream the connection may carry).
-#[derive(Default)]
-struct Readers {
-    all: Vec<StreamReader>,
-    free: Vec<u32>,
-    /// Readers in use.
-    on: usize,
-    /// A read brought a stream to its event limit: pelt resets it after the read.
-    cut: bool,
-}
-
-impl Readers {
-    /// A reader for a stream: its number plus one.
-    fn take(&mut self) -> u32 {
-        self.on += 1;
-        match self.free.pop() {
-            Some(r) => r + 1,
-            None => {
-                self.all.push(StreamReader::default());
-                self.all.len() as u32
-            }
-        }
-    }
-
-    /// Reader `r` (plus one; 0: none).
-    #[inline]
-    fn get(&mut self, r: u32) -> Option<&mut StreamReader> {
-        let r = r.checked_sub(1)?;
-        self.all.get_mut(r as usize)
-    }
-
-    /// The stream's response ended at `at` (its final status booked apart): its figures are
-    /// booked and the reader goes back. Returns when it ended (for pelt's cuts, earlier).
-    fn finish(&mut self, r: u32, at: Instant, ledger: &mut Ledger) -> Instant {
-        let Some(reader) = self.get(r) else {
-            return at;
-        };
-        let done = reader.finish(at, ledger);
-        self.put_back(r);
-        done
-    }
-
-    /// The stream failed: the reader goes back, its stream not booked.
-    fn release(&mut self, r: u32) {
-        if let Some(reader) = self.get(r) {
-            reader.forget();
-            self.put_back(r);
-        }
-    }
-
-    fn put_back(&mut self, r: u32) {
-        self.free.push(r - 1);
-        self.on -= 1;
-    }
-}
-
-/// A connection's lanes: all of them, those not in use, and those whose stream the last read
-/// ended (for `answer`).
-#[derive(Default)]
-struct Lanes {
-    all: Vec<Lane>,
-    free: Vec<u32>,
-    ended: Vec<u32>,
-}
-
-impl Lanes {
-    fn new(n: usize) -> Lanes {
-        Lanes {
-            all: (0..n).map(|_| Lane::default()).collect(),
-            free: (0..n as u32).rev().collect(),
-            ended: Vec::with_capacity(n),
-        }
-    }
-
-    /// `slot`'s stream ended with a final `status` (0: without one): its lane goes back,
-    /// its outcome kept for `answer` when `answers` (scenarios).
-    fn end(&mut self, slot: &Slot<Stream>, status: u16, answers: bool) {
-        let Some(l) = slot.stream.lane.checked_sub(1) else {
-            return;
-        };
-        self.free.push(l);
-        if answers {
-            let lane = &mut self.all[l as usize];
-            lane.status = status;
-            lane.failed = status == 0;
-            self.ended.push(l);
-        }
-    }
 }
 
 /// One request's stream.
@@ -185,8 +67,6 @@ pub(super) struct Stream {
     send_window: i64,
     /// Its lane, plus one (0: none).
     lane: u32,
-    /// Its reader (an event stream), plus one (0: none).
-    reader: u32,
 }
 
 impl Slots<Stream> {
@@ -197,7 +77,7 @@ impl Slots<Stream> {
     }
 }
 
-type W<'w, 'a, I, T> = Worker<'w, I, Http2<'a>, T>;
+type W<'w, 'a, I, T, S> = Worker<'w, I, Http2<'a>, T, S>;
 
 impl<'a> Protocol for Http2<'a> {
     type Stream = Stream;
@@ -217,7 +97,7 @@ impl<'a> Protocol for Http2<'a> {
     /// SETTINGS say how many, closed loop takes one (to connect) and open loop queues up to
     /// --streams.
     #[inline]
-    fn room<I: Io, T: Transport>(w: &W<'_, 'a, I, T>, i: usize) -> usize {
+    fn room<I: Io, T: Transport, S: Source>(w: &W<'_, 'a, I, T, S>, i: usize) -> usize {
         let c = &w.conns[i];
         let limit = match c.proto.as_ref() {
             Some(h) if h.session.settled() => {
@@ -253,15 +133,11 @@ impl<'a> Protocol for Http2<'a> {
         let mut out = Vec::with_capacity(4096);
         h2::client_preface(&mut out);
         let mut session = Session::new();
-        if config.scenario.is_some() {
+        if conn.sink.wants_fields() {
             session.read_responses();
         }
-        let templates = config.targets.as_ref().is_some_and(|s| s.has_templates());
-        let lanes = if templates || config.scenario.is_some() {
-            conn.slots.ring.len()
-        } else {
-            0
-        };
+        let templates = config.targets().is_some_and(|s| s.has_templates());
+        let lanes = if templates { conn.slots.ring.len() } else { 0 };
         conn.proto = Some(Box::new(H2 {
             session,
             out,
@@ -269,36 +145,14 @@ impl<'a> Protocol for Http2<'a> {
             settle_by: now + config.connect_timeout,
             blocked: false,
             lanes: Lanes::new(lanes),
-            readers: Readers::default(),
         }));
         Ok(())
-    }
-
-    /// Hands each scenario response (or failed stream) the last read ended to its user.
-    fn answer(conn: &mut Option<Box<H2>>, users: &mut Users, now: Instant) {
-        let Some(h2) = conn.as_mut() else {
-            return;
-        };
-        for &k in &h2.lanes.ended {
-            let lane = &h2.lanes.all[k as usize];
-            if lane.failed {
-                users.failed(lane.user as usize, now);
-            } else {
-                let r = Response {
-                    status: lane.status,
-                    headers: lane.fields.as_slice(),
-                    body: &lane.data,
-                };
-                users.answered(lane.user as usize, lane.step, &r, now);
-            }
-        }
-        h2.lanes.ended.clear();
     }
 
     /// Once the server's SETTINGS are in: opens streams for the requests not written yet,
     /// sends the request bodies the windows now let through, and acts on a GOAWAY; then
     /// queues the frames for the turn's flush.
-    fn write<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+    fn write<I: Io, T: Transport, S: Source>(w: &mut W<'_, 'a, I, T, S>, i: usize, now: Instant) {
         let settled = w.conns[i]
             .proto
             .as_ref()
@@ -323,15 +177,15 @@ impl<'a> Protocol for Http2<'a> {
         receive(conn, ledger, config, data, arrived, now)
     }
 
-    fn on_eof<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+    fn on_eof<I: Io, T: Transport, S: Source>(w: &mut W<'_, 'a, I, T, S>, i: usize, now: Instant) {
         on_eof(w, i, now);
     }
 
     /// No SETTINGS from the server in time: the connection fails. Streams older than
     /// --timeout end as timeouts (each reset with CANCEL); the connection and its other
     /// streams go on.
-    fn expire<I: Io, T: Transport>(
-        w: &mut W<'_, 'a, I, T>,
+    fn expire<I: Io, T: Transport, S: Source>(
+        w: &mut W<'_, 'a, I, T, S>,
         i: usize,
         now: Instant,
     ) -> Option<Instant> {
@@ -346,7 +200,7 @@ impl<'a> Protocol for Http2<'a> {
             });
             return None;
         }
-        if h2.readers.on > 0 {
+        if w.conns[i].sink.streaming() > 0 {
             // Deadlines differ per stream: looked at every scan.
             expire_streamed(w, i, now);
             return Some(now);
@@ -365,7 +219,7 @@ impl<'a> Protocol for Http2<'a> {
 
     /// Hands every connection's queued frames to the transport: every stream a turn's reads
     /// completed restarts in one write.
-    fn flush<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, now: Instant) {
+    fn flush<I: Io, T: Transport, S: Source>(w: &mut W<'_, 'a, I, T, S>, now: Instant) {
         if w.proto.deferred.is_empty() {
             return;
         }
@@ -386,7 +240,7 @@ impl<'a> Protocol for Http2<'a> {
 
 /// Queues connection `i`'s frames for the turn's flush (`Protocol::flush`).
 #[inline]
-fn flush<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize) {
+fn flush<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize) {
     if let Some(h2) = w.conns[i].proto.as_mut() {
         if !h2.out.is_empty() && !h2.deferred {
             h2.deferred = true;
@@ -397,7 +251,7 @@ fn flush<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize) {
 
 /// Hands the frames queued on connection `i` to the transport (what the socket does not take
 /// waits for it to be writable).
-fn flush_now<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+fn flush_now<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize, now: Instant) {
     let Some(h2) = w.conns[i].proto.as_mut() else {
         return;
     };
@@ -411,13 +265,17 @@ fn flush_now<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instan
 
 /// Opens a stream for each request not written yet on connection `i`, as far as the server's
 /// stream limit allows, with its HEADERS and as much of its body as the windows allow.
-fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+fn open_streams<I: Io, T: Transport, S: Source>(
+    w: &mut W<'_, '_, I, T, S>,
+    i: usize,
+    now: Instant,
+) {
     let Worker {
         config,
         conns,
         proto,
         values,
-        users,
+        source,
         ..
     } = w;
     let request = proto.request;
@@ -448,9 +306,7 @@ fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Ins
         if lane == 0 && !lanes.all.is_empty() {
             let l = lanes.free.pop().expect("a lane for every slot");
             lane = l + 1;
-            let (vars, cookie) = users
-                .as_ref()
-                .map_or((&[][..], ""), |u| u.render(slot.user as usize));
+            let (vars, cookie) = source.render(slot.user);
             let render = Render {
                 seq: slot.seq,
                 rng: values,
@@ -463,6 +319,7 @@ fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Ins
         // A fresh stream (a request retried after a GOAWAY starts over); the request keeps
         // its entry and index.
         slot.sent = now;
+        slot.reply = 0;
         slot.stream = Stream {
             id,
             send_window: window,
@@ -481,62 +338,9 @@ fn open_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Ins
     conn.unwritten -= n;
 }
 
-/// Makes `lane` ready for `slot`'s stream: its user and step, its response cleared, and its
-/// request rendered when its entry is a template.
-fn prepare_lane<'c>(
-    lane: &mut Lane,
-    config: &'c Config,
-    proto: &mut Http2<'_>,
-    slot: &Slot<Stream>,
-    mut render: Render<'c>,
-) {
-    lane.user = slot.user;
-    lane.step = slot.target;
-    lane.status = 0;
-    lane.failed = false;
-    lane.fields.clear();
-    lane.data.clear();
-    lane.rendered = false;
-    let Some(set) = config.targets.as_ref() else {
-        return;
-    };
-    let Some(template) = set.template(slot.target as usize) else {
-        return;
-    };
-    render.lines = set.lines();
-    proto.text.clear();
-    template.render(&mut proto.text, &mut proto.scratch, &mut render);
-    lane.block.clear();
-    lane.body.clear();
-    let scheme = if config.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    // A template renders a valid request unless a value put a line break in a header (a
-    // captured value can hold one): the entry's own request goes then, as a lane not
-    // rendered.
-    lane.rendered =
-        h2::encode_request(&proto.text, scheme, &mut lane.block, &mut lane.body).is_ok();
-}
-
-/// The header block and body `slot`'s stream sends: its lane's rendered request, or its
-/// entry's.
-#[inline]
-fn stream_request<'r>(
-    request: &'r Request,
-    lanes: &'r [Lane],
-    slot: &Slot<Stream>,
-) -> (&'r [u8], &'r [u8]) {
-    match slot.stream.lane.checked_sub(1).map(|l| &lanes[l as usize]) {
-        Some(lane) if lane.rendered => (&lane.block, &lane.body),
-        _ => entry(request, slot.target),
-    }
-}
-
 /// Sends the request bodies the windows now let through (only while one waits for a
 /// window).
-fn send_bodies<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize) {
+fn send_bodies<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize) {
     let request = w.proto.request;
     let conn = &mut w.conns[i];
     let Some(h2) = conn.proto.as_mut().filter(|h| h.blocked) else {
@@ -564,7 +368,11 @@ fn send_bodies<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize) {
 /// Acts on the server's GOAWAY, if one came: streams above its last id go again, on a new
 /// connection once the ones the server will finish have finished. Returns whether
 /// connection `i` closed for it.
-fn goaway<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) -> bool {
+fn goaway<I: Io, T: Transport, S: Source>(
+    w: &mut W<'_, '_, I, T, S>,
+    i: usize,
+    now: Instant,
+) -> bool {
     let conn = &mut w.conns[i];
     let Some(last) = conn.proto.as_ref().and_then(|h| h.session.goaway()) else {
         return false;
@@ -594,13 +402,14 @@ fn goaway<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
 
 /// The streams on connection `i` older than --timeout end as timeouts (each reset with
 /// CANCEL); the connection and its other streams go on.
-fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+fn expire_streams<I: Io, T: Transport, S: Source>(
+    w: &mut W<'_, '_, I, T, S>,
+    i: usize,
+    now: Instant,
+) {
     let timeout = w.config.timeout;
     loop {
         let conn = &mut w.conns[i];
-        let Some(h2) = conn.proto.as_mut() else {
-            return;
-        };
         let Some(slot) = conn.slots.front().copied() else {
             break;
         };
@@ -608,14 +417,8 @@ fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: I
             break;
         }
         conn.slots.pop();
-        if slot.stream.id == 0 {
-            // Never written: the server's stream limit left no room within the timeout.
-            conn.unwritten -= 1;
-        } else {
-            h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
-        }
-        h2.lanes.end(&slot, 0, false);
-        w.lost(&slot, ErrorKind::Timeout, now, || {
+        cancel(conn, &slot);
+        w.lost(i, &slot, ErrorKind::Timeout, now, || {
             format!("no complete response within {timeout:?}")
         });
     }
@@ -623,64 +426,59 @@ fn expire_streams<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: I
     w.refill(i, now);
 }
 
+/// `slot`, taken off `conn`, is given up: its stream reset with CANCEL (one never written
+/// gives its place back), its lane back.
+fn cancel(conn: &mut Conn<Http2<'_>>, slot: &Slot<Stream>) {
+    let Some(h2) = conn.proto.as_mut() else {
+        return;
+    };
+    if slot.stream.id == 0 {
+        // Never written: the server's stream limit left no room within the timeout.
+        conn.unwritten -= 1;
+    } else {
+        h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
+    }
+    h2.lanes.give_back(slot);
+}
+
 /// A connection carrying event streams, at a deadline scan: the streams past their time limit
 /// end (booked, reset); a stream that sent nothing for --timeout, or a request with no
 /// response within it, ends as a timeout (reset with CANCEL). Deadlines differ per stream, so
 /// every stream is looked at.
-fn expire_streamed<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+fn expire_streamed<I: Io, T: Transport, S: Source>(
+    w: &mut W<'_, '_, I, T, S>,
+    i: usize,
+    now: Instant,
+) {
     let timeout = w.config.timeout;
-    let answers = w.config.scenario.is_some();
+    let conn = &mut w.conns[i];
+    let Some(h2) = conn.proto.as_mut() else {
+        return;
+    };
+    let (out, lanes) = (&mut h2.out, &mut h2.lanes);
+    let streams = &w.config.streams;
+    end_streams(
+        &mut conn.slots,
+        out,
+        lanes,
+        &mut conn.sink,
+        &mut w.ledger,
+        streams,
+        now,
+    );
     let mut k = 0;
-    loop {
-        let Worker {
-            conns,
-            ledger,
-            config,
-            ..
-        } = &mut *w;
-        let conn = &mut conns[i];
-        let Some(h2) = conn.proto.as_mut() else {
-            return;
-        };
-        if k == 0 {
-            let H2 {
-                out,
-                lanes,
-                readers,
-                ..
-            } = &mut **h2;
-            end_streams(
-                &mut conn.slots,
-                out,
-                lanes,
-                readers,
-                ledger,
-                &config.streams,
-                now,
-                answers,
-            );
-        }
-        if k >= conn.slots.len {
-            break;
-        }
+    while k < w.conns[i].slots.len {
+        let conn = &mut w.conns[i];
         let slot = *conn.slots.get_mut(k);
-        let reader = h2.readers.get(slot.stream.reader);
-        let streaming = reader.is_some();
-        let deadline = reader.map_or(slot.sent + timeout, |r| r.deadline(slot.sent, timeout));
-        if now < deadline {
+        let streaming = conn.sink.is_stream(&slot);
+        if now < conn.sink.deadline(&slot, timeout) {
             k += 1;
             continue;
         }
         conn.slots.remove(k);
-        if slot.stream.id == 0 {
-            conn.unwritten -= 1;
-        } else {
-            h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
-        }
+        cancel(conn, &slot);
         // The user hears of it from `lost`.
-        h2.lanes.end(&slot, 0, false);
-        h2.readers.release(slot.stream.reader);
-        w.lost(&slot, ErrorKind::Timeout, now, || {
+        w.lost(i, &slot, ErrorKind::Timeout, now, || {
             if streaming {
                 format!("the stream sent nothing for {timeout:?}")
             } else {
@@ -688,16 +486,14 @@ fn expire_streamed<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: 
             }
         });
     }
-    if let Some(users) = &mut w.users {
-        Http2::answer(&mut w.conns[i].proto, users, now);
-    }
+    w.answer(i, now);
     flush(w, i);
     w.refill(i, now);
 }
 
 /// The server closed the connection. The open streams end as `closed`; the requests not
 /// written yet (after a GOAWAY, or over the stream limit) go on a new one.
-fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+fn on_eof<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize, now: Instant) {
     let settled = w.conns[i].proto.as_ref().map(|h| h.session.settled());
     if settled == Some(false) {
         return w.fail(i, ErrorKind::Closed, now, || {
@@ -708,7 +504,7 @@ fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
     }
     for _ in 0..w.conns[i].written() {
         let slot = w.conns[i].slots.pop().expect("a request is in flight");
-        w.lost(&slot, ErrorKind::Closed, now, || {
+        w.lost(i, &slot, ErrorKind::Closed, now, || {
             "the server closed the HTTP/2 connection with the stream open".to_string()
         });
     }
@@ -717,229 +513,5 @@ fn on_eof<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) 
         w.connect(i, now);
     } else {
         w.refill(i, now);
-    }
-}
-
-/// Reads one read's frames, and books each response that completes (at its END_STREAM) or
-/// stream the server reset. Scenarios: each ended stream's response, or its failure, is kept
-/// in its lane for `answer`. Event streams are read as their DATA comes; one that reached its
-/// event limit is reset and booked after the read.
-fn receive(
-    conn: &mut Conn<Http2<'_>>,
-    ledger: &mut Ledger,
-    config: &Config,
-    data: &[u8],
-    arrived: Option<Instant>,
-    now: Instant,
-) -> AfterRead {
-    let answers = config.scenario.is_some();
-    let streams = &config.streams;
-    let Conn { proto, slots, .. } = conn;
-    let Some(h2) = proto.as_mut() else {
-        return AfterRead::Keep;
-    };
-    let H2 {
-        session,
-        out,
-        lanes,
-        readers,
-        ..
-    } = &mut **h2;
-    let at = arrived.unwrap_or(now);
-    let finish = |slots: &mut Slots<Stream>,
-                  k: usize,
-                  ledger: &mut Ledger,
-                  lanes: &mut Lanes,
-                  readers: &mut Readers| {
-        let slot = slots.remove(k);
-        lanes.end(&slot, slot.stream.status, answers);
-        if slot.stream.status == 0 {
-            readers.release(slot.stream.reader);
-            ledger.error(
-                slot.warm,
-                slot.target,
-                slot.seq,
-                ErrorKind::Protocol,
-                || format!("stream {} ended without a final :status", slot.stream.id),
-            );
-            return;
-        }
-        let done = readers.finish(slot.stream.reader, at, ledger);
-        book(ledger, &slot, done);
-    };
-    // Scenarios: where a response's fields and bytes go (a stream pelt gave up on has none).
-    let lane_of = |slots: &Slots<Stream>, stream: u32| {
-        let k = slots.position(stream)?;
-        slots.ring[(slots.head + k) % slots.ring.len()]
-            .stream
-            .lane
-            .checked_sub(1)
-    };
-    let result = session.receive(data, out, &mut |event| match event {
-        h2::Event::Headers {
-            stream,
-            status,
-            end_stream,
-            event_stream,
-        } => {
-            // A stream pelt gave up on (timed out) is not found: its frames are dropped.
-            let Some(k) = slots.position(stream) else {
-                return 0;
-            };
-            let slot = slots.get_mut(k);
-            // Its response's first frame: the time to first byte ends here.
-            slot.first.get_or_insert(at);
-            let s = &mut slot.stream;
-            // 1xx heads come first and trailers last; the first final status is the one.
-            if s.status == 0 {
-                s.status = status.filter(|&s| s >= 200).unwrap_or(0);
-                if s.status == 0 && answers {
-                    // An interim head's fields are not the response's.
-                    if let Some(l) = s.lane.checked_sub(1) {
-                        lanes.all[l as usize].fields.clear();
-                    }
-                }
-                if s.status != 0 && streams.reads(event_stream) {
-                    s.reader = readers.take();
-                    let start = ledger.origin(slot.due, slot.sent);
-                    if let Some(r) = readers.get(s.reader) {
-                        r.begin(slot.warm, start, slot.sent, at, event_stream);
-                    }
-                }
-            }
-            if end_stream {
-                finish(slots, k, ledger, lanes, readers);
-            }
-            0
-        }
-        h2::Event::Field {
-            stream,
-            name,
-            value,
-        } => {
-            // The status is the lane's own; the other fields are what a check reads.
-            match lane_of(slots, stream) {
-                Some(l) if !name.starts_with(b":") => {
-                    lanes.all[l as usize].fields.push_bytes(name, value)
-                }
-                _ => {}
-            }
-            0
-        }
-        h2::Event::Body { stream, bytes } => {
-            let Some(k) = slots.position(stream) else {
-                return 0;
-            };
-            let s = slots.get_mut(k).stream;
-            if let Some(r) = readers.get(s.reader) {
-                readers.cut |= r.feed(bytes, at, ledger, streams);
-            }
-            if let Some(l) = s.lane.checked_sub(1) {
-                let kept = &mut lanes.all[l as usize].data;
-                let room = pelt_stats::SAMPLED_RESPONSE_MAX.saturating_sub(kept.len());
-                kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            }
-            0
-        }
-        h2::Event::Data {
-            stream,
-            len,
-            end_stream,
-        } => {
-            let Some(k) = slots.position(stream) else {
-                return 0;
-            };
-            if end_stream {
-                finish(slots, k, ledger, lanes, readers);
-                return 0;
-            }
-            let s = &mut slots.get_mut(k).stream;
-            s.unacked += len;
-            if s.unacked < h2::WINDOW / 2 {
-                return 0;
-            }
-            std::mem::take(&mut s.unacked)
-        }
-        h2::Event::Reset { stream, code } => {
-            if let Some(k) = slots.position(stream) {
-                let slot = slots.remove(k);
-                lanes.end(&slot, 0, answers);
-                readers.release(slot.stream.reader);
-                ledger.error(
-                    slot.warm,
-                    slot.target,
-                    slot.seq,
-                    ErrorKind::StreamReset,
-                    || format!("the server reset stream {stream}: {}", h2::code_name(code)),
-                );
-            }
-            0
-        }
-        h2::Event::WindowUpdate { stream, increment } => {
-            if let Some(k) = (stream != 0).then(|| slots.position(stream)).flatten() {
-                slots.get_mut(k).stream.send_window += increment as i64;
-            }
-            0
-        }
-        h2::Event::Settings { window_delta } => {
-            for k in 0..slots.len {
-                let s = &mut slots.get_mut(k).stream;
-                if s.id != 0 {
-                    s.send_window += window_delta;
-                }
-            }
-            0
-        }
-        // After the read, the worker acts on the session's GOAWAY.
-        h2::Event::GoAway { .. } => 0,
-    });
-    if let Err(e) = result {
-        return AfterRead::Fail(ErrorKind::Protocol, e.to_string());
-    }
-    if std::mem::take(&mut readers.cut) {
-        end_streams(slots, out, lanes, readers, ledger, streams, now, answers);
-    }
-    AfterRead::Keep
-}
-
-/// Books `slot`'s response (its final status in its stream), complete at `done`.
-#[inline]
-fn book(ledger: &mut Ledger, slot: &Slot<Stream>, done: Instant) {
-    let times = Times {
-        due: slot.due,
-        sent: slot.sent,
-        first: slot.first.unwrap_or(done),
-        done,
-    };
-    ledger.response(slot.warm, slot.target, slot.seq, slot.stream.status, times);
-}
-
-/// pelt ends every event stream on the connection it must end by `now` (its limit came, or
-/// its marker and the grace after it): each is reset (CANCEL) and its request booked as a
-/// response at the stream's end.
-#[allow(clippy::too_many_arguments)]
-fn end_streams(
-    slots: &mut Slots<Stream>,
-    out: &mut Vec<u8>,
-    lanes: &mut Lanes,
-    readers: &mut Readers,
-    ledger: &mut Ledger,
-    streams: &Streams,
-    now: Instant,
-    answers: bool,
-) {
-    let mut k = 0;
-    while k < slots.len {
-        let s = slots.get_mut(k).stream;
-        let end = readers.get(s.reader).and_then(|r| r.end_at(now, streams));
-        if end.is_none() {
-            k += 1;
-            continue;
-        }
-        let slot = slots.remove(k);
-        h2::rst_stream(out, s.id, h2::code::CANCEL);
-        lanes.end(&slot, slot.stream.status, answers);
-        let done = readers.finish(s.reader, now, ledger);
-        book(ledger, &slot, done);
     }
 }

@@ -2,22 +2,28 @@
 //! and transport.
 //!
 //! A backend (`epoll.rs`, `uring.rs`, and `fake.rs` in tests) implements [`Io`]: it owns the
-//! sockets and the syscalls and reports what happened as [`Event`]s. The protocol (HTTP/1.1 or
-//! HTTP/2) and the transport (plain or TLS) are chosen once per run, as the worker's type
-//! parameters ([`Protocol`], [`Transport`]), so the loop has no protocol or TLS branches and
-//! each keeps its own state: HTTP/2's per-stream fields ride in the slots only of HTTP/2
-//! connections, TLS sessions live in the TLS transport. The loop (`Worker::run`, each pass one
-//! `turn`) is: reap I/O events -> advance the connections -> let the model fill free slots ->
-//! submit I/O -> wait for the next event or deadline.
+//! sockets and the syscalls and reports what happened as [`Event`]s. The protocol (HTTP/1.1,
+//! HTTP/2, WebSocket), the transport (plain or TLS) and the request source (the request or
+//! targets, a file read as the run goes, scenario users) are chosen once per run, as the
+//! worker's type parameters ([`Protocol`], [`Transport`], [`Source`]), so the loop has no
+//! protocol, TLS or source branches and each keeps its own state: HTTP/2's per-stream fields
+//! ride in the slots only of HTTP/2 connections, TLS sessions live in the TLS transport. The
+//! loop (`Worker::run`, each pass one `turn`) is: reap I/O events -> advance the connections ->
+//! let the model fill free slots -> submit I/O -> wait for the next event or deadline.
 //!
 //! Where each concern lives:
-//! - this file: the loop, `refill` (the model gives a connection requests), connecting,
+//! - this file: the loop, `refill` (the source gives a connection requests), connecting,
 //!   reading (`on_readable`), failures, closes and deadlines;
+//! - `setup.rs`: the choices made once, the load model and picker, the start and the end;
+//! - `source.rs`, `users.rs`: what a connection sends next (`Source`);
+//! - `sink.rs`: what a response's head, fields, body and end become (`Sink`): booking, event
+//!   streams, a user's answer, samples;
 //! - `slots.rs`: `Conn`, its phase and its slots (the requests in flight, oldest first);
 //! - `protocol.rs`: the two traits, `Protocol` and `Transport`;
 //! - `http1.rs`: HTTP/1.1 writes (a batch of pipelined requests), the response parser's
-//!   results (`parse`), and what an EOF means;
-//! - `http2.rs`: the HTTP/2 session, streams, frames flushed once per batch, GOAWAY, resets;
+//!   results (`read_response`), and what an EOF means;
+//! - `http2.rs`: the HTTP/2 session, streams, frames flushed once per batch, GOAWAY, resets
+//!   (reading frames in `http2/frames.rs`, templated requests in `http2/lanes.rs`);
 //! - `ws.rs`: WebSocket: the upgrade, messages as frames, replies in order, pings, closes;
 //! - `plain.rs`: bytes straight to and from the socket;
 //! - `tls.rs`: the handshake, decrypting each read, and the handshake's end.
@@ -26,16 +32,23 @@ mod http1;
 mod http2;
 mod plain;
 mod protocol;
+mod setup;
+mod sink;
 mod slots;
+mod source;
 mod tls;
 mod users;
 mod ws;
+
+pub(crate) use setup::run;
 
 use http1::Http1;
 use http2::Http2;
 use plain::Plain;
 use protocol::{AfterRead, Protocol, Transport};
+use sink::Sink;
 use slots::{Conn, Phase, Slot, Slots};
+use source::{Arrival, Draw, Fed, Paced, Source};
 use tls::Tls;
 use users::Users;
 use ws::Ws;
@@ -48,20 +61,12 @@ use crate::model::Model;
 use crate::requests::Picker;
 use crate::schedule::{Pace, Schedule};
 use crate::stages::{Ramped, Stages};
-use crate::{Config, StopReason, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
+use crate::{Config, StopReason, Wire, WorkerOutcome, WorkerPlan, RECONNECT_BACKOFF};
 use pelt_stats::ErrorKind;
 use rustix::io::Errno;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// HTTP/2, closed loop: ended streams restart in groups of `--streams` / this (at least 1).
-/// Restarting each as it ends made a write, a TLS record and a TCP segment per request or
-/// two, as fast as responses came; in groups a write carries several HEADERS frames, as
-/// h2load's do (against nginx, 4 x 100 streams: 1.9 segments per request, both ways,
-/// became 1.4, and pelt's CPU per request fell by a third) while 90 % or more of the
-/// streams stay busy.
-const STREAM_GROUPS: usize = 10;
 
 /// Open loop: the longest wait that leaves completions unread (see `Worker::due_wake`), or
 /// the batch window if longer: below a thousand requests a second per worker, every
@@ -77,7 +82,7 @@ pub(crate) const DEADLINE_SCAN: Duration = Duration::from_millis(10);
 /// nothing timed cost nothing between scans.
 const SCAN_AT_MOST: Duration = Duration::from_secs(1);
 
-struct Worker<'a, I: Io, P: Protocol, T: Transport> {
+struct Worker<'a, I: Io, P: Protocol, T: Transport, S: Source> {
     config: &'a Config,
     io: I,
     /// The request repeated `--pipeline` times: writes of k requests send its first k.
@@ -107,8 +112,8 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     picker: Picker,
     /// The values templates draw (`{{rand}}`, `{{uuid}}`), seeded per worker.
     values: fastrand::Rng,
-    /// Scenarios: each connection's virtual user (`None`: no scenario).
-    users: Option<Users>,
+    /// Where requests come from (see `source.rs`).
+    source: S,
     ledger: Ledger,
     /// Open loop with a batch window: the window in nanoseconds (0: none), and the clock
     /// that turns the kernel's arrival stamps into `Instant`s.
@@ -130,249 +135,7 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport> {
     transport: T,
 }
 
-/// See `Worker::horizon`.
-fn horizon(config: &Config) -> Duration {
-    let streams = &config.streams;
-    if streams.max_events.is_some() || streams.end_marker.is_some() {
-        // A stream's event limit or marker, read at any time, ends it at the next scan.
-        return DEADLINE_SCAN;
-    }
-    let ping = config.websocket.as_ref().and_then(|ws| ws.ping);
-    [config.timeout, config.connect_timeout, SCAN_AT_MOST]
-        .into_iter()
-        .chain(ping)
-        .chain(streams.max_time)
-        .min()
-        .unwrap_or(SCAN_AT_MOST)
-        .max(DEADLINE_SCAN)
-}
-
-/// Requests one connection may carry at once: `--streams` over HTTP/2, else `--pipeline`.
-fn depth(config: &Config) -> usize {
-    match &config.http2 {
-        Some(h2) => h2.streams.max(1),
-        None => config.pipeline.max(1),
-    }
-}
-
-/// Runs one worker on the I/O backend `io` until its plan or `stop` ends it.
-pub(crate) fn run<I: Io>(
-    config: &Config,
-    batch: &[u8],
-    plan: WorkerPlan,
-    stop: &AtomicBool,
-    io: Result<I, Errno>,
-) -> WorkerOutcome {
-    let open = config.rate.is_some();
-    let mut ledger = Ledger::new(
-        plan.worker,
-        open,
-        plan.start,
-        config.warmup,
-        plan.tx.clone(),
-        config.targets.as_ref(),
-    );
-    ledger.sample_every(config.sample_every.unwrap_or(0));
-    if config.feed.is_some() {
-        ledger.by_name(config.names.len());
-    }
-    let io = match io {
-        Ok(io) => io,
-        Err(e) => {
-            let mut plan = plan;
-            let start = plan.begin(Instant::now);
-            ledger.restart(start);
-            // Without its I/O set up nothing can be sent: every request of the budget (or
-            // none, for a duration run) is an error of this kind, so the accounting holds.
-            let n = plan.budget.unwrap_or(0);
-            let entries = config.targets.as_ref().map_or(1, |s| s.len());
-            let order = config
-                .targets
-                .as_ref()
-                .map_or(Default::default(), |s| s.order);
-            let mut picker = Picker::new(entries, order, plan.worker, plan.workers);
-            let now = Instant::now();
-            for _ in 0..n {
-                let (target, seq) = picker.pick(false);
-                ledger.started(false, target, now, now);
-                ledger.error(false, target, seq, errno_kind(e, false), || {
-                    format!("setting up {}: {e}", config.io.name())
-                });
-            }
-            ledger.finish();
-            return WorkerOutcome {
-                main: ledger.main,
-                warm: ledger.warm,
-                reason: StopReason::Requests,
-                backlog: 0,
-                scenario: None,
-            };
-        }
-    };
-    let setup = Setup {
-        config,
-        batch,
-        plan,
-        stop,
-        io,
-        ledger,
-    };
-    if let Some(ws) = &config.websocket {
-        let proto = Ws::new(ws, setup.plan.worker);
-        return match &config.tls {
-            None => setup.drive(proto, Plain),
-            Some(tls) => setup.drive(proto, Tls::new(tls)),
-        };
-    }
-    match (&config.http2, &config.tls) {
-        (None, None) => setup.drive(Http1::new(), Plain),
-        (None, Some(tls)) => setup.drive(Http1::new(), Tls::new(tls)),
-        (Some(h2), None) => setup.drive(Http2::new(h2), Plain),
-        (Some(h2), Some(tls)) => setup.drive(Http2::new(h2), Tls::new(tls)),
-    }
-}
-
-/// What a worker has before its protocol and transport are chosen.
-struct Setup<'a, I: Io> {
-    config: &'a Config,
-    batch: &'a [u8],
-    plan: WorkerPlan,
-    stop: &'a AtomicBool,
-    io: I,
-    ledger: Ledger,
-}
-
-impl<I: Io> Setup<'_, I> {
-    /// Runs the worker with this protocol and transport.
-    fn drive<P: Protocol, T: Transport>(self, proto: P, transport: T) -> WorkerOutcome {
-        let Setup {
-            config,
-            batch,
-            mut plan,
-            stop,
-            io,
-            ledger,
-        } = self;
-        let open = config.rate.is_some();
-        let staged = |of| config.stages.as_ref().filter(|s| s.of() == of).cloned();
-        // A targets file read as the run goes: a replay's schedule reads its times from it;
-        // plain targets' blocks go to the picker.
-        let (replay_feed, targets_feed) = match (&config.replay, plan.feed.take()) {
-            (Some(_), feed) => (feed, None),
-            (None, feed) => (None, feed),
-        };
-        let model = match config.rate {
-            Some(rate) => {
-                let pace = match (&config.replay, replay_feed) {
-                    (Some(replay), Some(blocks)) => {
-                        Pace::Fed(Box::new(Cursor::new(replay.clone(), blocks)))
-                    }
-                    (Some(replay), None) => Pace::Replay(replay.clone()),
-                    (None, _) => staged(Ramped::Rate).map_or(Pace::Constant(rate), Pace::Staged),
-                };
-                let schedule = Schedule::new(pace, config.arrival, plan.worker, plan.workers);
-                Model::open(schedule, plan.budget)
-            }
-            None => Model::closed(plan.budget),
-        };
-        let ramp = staged(Ramped::Connections)
-            .filter(|_| !open)
-            .map(|s| (s, plan.worker, plan.workers));
-        let max_conns = if open {
-            plan.max_connections.max(plan.connections)
-        } else {
-            plan.connections
-        };
-        let depth = depth(config);
-        let mut w = Worker {
-            config,
-            io,
-            batch,
-            depth,
-            // Scenarios: each user's next step goes as soon as it is ready.
-            refill_at: if P::MULTIPLEXED && config.scenario.is_none() {
-                (depth / STREAM_GROUPS).max(1)
-            } else {
-                depth
-            },
-            conns: Vec::with_capacity(max_conns),
-            free: VecDeque::with_capacity(max_conns),
-            max_conns,
-            ramp,
-            active: usize::MAX,
-            model,
-            endpoint: Endpoint::of(config),
-            picker: match (&config.targets, targets_feed) {
-                (_, Some(blocks)) if open => {
-                    Picker::fed(Cursor::every(blocks), plan.worker, plan.workers)
-                }
-                (_, Some(blocks)) => Picker::fed(Cursor::dealt(blocks), plan.worker, plan.workers),
-                (Some(set), None) => Picker::new(set.len(), set.order, plan.worker, plan.workers),
-                (None, None) => Picker::new(1, Default::default(), plan.worker, plan.workers),
-            },
-            values: fastrand::Rng::with_seed(
-                config.targets.as_ref().map_or(0, |s| s.seed)
-                    ^ (plan.worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            ),
-            ledger,
-            users: config.scenario.clone().map(|run| {
-                // Over HTTP/2 each stream of a connection is a user's.
-                let lanes = if P::MULTIPLEXED { depth } else { 1 };
-                Users::new(run, plan.worker, plan.workers, open, lanes)
-            }),
-            window_ns: config.batch_window.as_nanos() as u64,
-            stamps: StampClock::new(),
-            unstamped: false,
-            events: Vec::with_capacity(1024),
-            scan_at: plan.start,
-            horizon: horizon(config),
-            proto,
-            transport,
-        };
-        let now = w.io.now();
-        for _ in 0..plan.connections {
-            w.add_conn(now);
-        }
-        // Set up: the run's time starts when every worker is.
-        let start = plan.begin(|| w.io.now());
-        w.ledger.restart(start);
-        w.scan_at = start;
-        if let Some(end) = plan.end {
-            let end_ns = w.ledger.elapsed_ns(end);
-            w.model.end_at(end_ns);
-        }
-        let now = w.io.now();
-        if let Some(active) = w.ramp_target(now) {
-            w.active = active;
-        }
-        let reason = w.run(&plan, stop);
-        let end = w.io.now();
-        P::at_end(&mut w, end);
-        // Requests due in the last moments before the stop are not a backlog: count those due
-        // more than the late threshold before it, which waited for a busy connection.
-        let late_ns = pelt_stats::LATE_THRESHOLD_US * 1000;
-        let backlog = w
-            .model
-            .backlog(w.ledger.elapsed_ns(w.io.now()).saturating_sub(late_ns));
-        w.ledger.connections = w.open_connections();
-        for c in &w.conns {
-            for k in 0..c.slots.len {
-                let slot = &c.slots.ring[(c.slots.head + k) % c.slots.ring.len()];
-                w.ledger.in_flight(slot.warm, slot.target);
-            }
-        }
-        w.ledger.finish();
-        WorkerOutcome {
-            main: w.ledger.main,
-            warm: w.ledger.warm,
-            reason,
-            backlog,
-            scenario: w.users.map(|u| u.counts),
-        }
-    }
-}
-
-impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
+impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
     /// A connection more (open loop opens them as load needs); returns its index.
     fn add_conn(&mut self, now: Instant) -> usize {
         self.conns.push(Conn::new(self.depth, self.config, now));
@@ -431,8 +194,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 return StopReason::Requests;
             }
             // Scenarios: every user ran out of unique data rows.
-            let conns = self.conns.len();
-            if self.users.as_ref().is_some_and(|u| u.all_done(conns)) && !self.in_flight() {
+            if self.source.done(self.conns.len()) && !self.in_flight() {
                 return StopReason::Requests;
             }
             if self.model.is_open() {
@@ -448,7 +210,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             let wait = wake.saturating_duration_since(now);
             let (mut due, lazy) = self.due_wake(now);
             // Scenarios: a think time's end is a due time too (woken to the microsecond).
-            if let Some(thought) = self.users.as_ref().and_then(Users::next_wake) {
+            if let Some(thought) = self.source.next_wake() {
                 due = Some(due.map_or(thought, |d| d.min(thought)));
             }
             let due = due.map(|d| d.saturating_duration_since(now));
@@ -460,7 +222,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 },
                 &mut now,
             );
-            self.wake_users(now);
+            self.wake(now);
             if now >= self.scan_at {
                 self.scan_deadlines(now);
             }
@@ -471,21 +233,17 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         }
     }
 
-    /// Scenarios: users whose think time has ended send their next step.
-    fn wake_users(&mut self, now: Instant) {
-        let Some(users) = &mut self.users else {
-            return;
-        };
-        if users.next_wake().is_none_or(|at| at > now) {
+    /// The connections the source has something due on (scenarios: users whose think time
+    /// has ended) send it.
+    fn wake(&mut self, now: Instant) {
+        if self.source.next_wake().is_none_or(|at| at > now) {
             return;
         }
-        let woken = users.woken(now);
+        let woken = self.source.woken(now);
         for &i in &woken {
             self.refill(i, now);
         }
-        if let Some(users) = &mut self.users {
-            users.done_with(woken);
-        }
+        self.source.done_with(woken);
     }
 
     /// Closed loop with stages: this worker's share of the active connections at `now`.
@@ -601,8 +359,9 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
             w => due.div_ceil(w).saturating_mul(w),
         };
         let limit = LAZY_LIMIT_NS.max(self.window_ns);
-        // Scenarios: a response makes the user's next step due at once, so none is left unread.
-        let lazy = !self.unstamped && self.users.is_none() && end.saturating_sub(elapsed) <= limit;
+        // A source that answers (scenarios): a response makes a user's next step due at once,
+        // so none is left unread.
+        let lazy = !self.unstamped && !S::ANSWERS && end.saturating_sub(elapsed) <= limit;
         (Some(self.ledger.at_ns(end)), lazy)
     }
 
@@ -617,17 +376,16 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
                 None => return,
             };
             self.conns[i].queued = false;
-            if let Some(users) = &mut self.users {
-                // Scenarios: the arrival is an iteration for an idle user of the connection.
-                if !users.idle(i) {
-                    continue;
-                }
-                let Some(due_ns) = self.model.arrive(elapsed) else {
-                    return;
-                };
-                users.arrive(i, self.ledger.at_ns(due_ns), now);
+            let mut draw = Draw {
+                model: &mut self.model,
+                picker: &mut self.picker,
+                ledger: &self.ledger,
+            };
+            match self.source.arrive(i, &mut draw, elapsed, now) {
+                Arrival::Refill => self.refill(i, now),
+                Arrival::Skip => continue,
+                Arrival::Stop => return,
             }
-            self.refill(i, now);
         }
     }
 
@@ -685,58 +443,22 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         let mut taken = 0;
         let warm = self.ledger.is_warm(now);
         while self.room(i) > 0 {
-            let mut user = 0;
-            let (target, seq, due) = if let Some(users) = &mut self.users {
-                // A scenario's user says what it sends, and when that was due; it may be
-                // thinking, waiting for an arrival, or done. (Asked only while the budget
-                // has room, so no iteration begins that sends nothing.)
-                if self.model.exhausted() {
-                    break;
-                }
-                let Some(seat) = users.ready(i, now).filter(|_| self.model.spend(warm)) else {
-                    break;
-                };
-                let (step, due) = users.take(seat);
-                user = seat as u32;
-                let seq = self.picker.pick(warm).1;
-                (step, seq, if self.model.is_open() { due } else { now })
-            } else {
-                let Some(due_ns) = self.model.take(self.ledger.elapsed_ns(now), warm) else {
-                    break;
-                };
-                let due = if self.model.is_open() {
-                    self.ledger.at_ns(due_ns)
-                } else {
-                    now
-                };
-                let (target, seq) = match self.picker.take_fed(warm) {
-                    None => self.picker.pick(warm),
-                    Some(Some(taken)) => taken,
-                    // The file (or `-n`) has ended: nothing more starts.
-                    Some(None) => {
-                        self.model.spent();
-                        break;
-                    }
-                };
-                (target, seq, due)
-            };
             let conn = &mut self.conns[i];
-            // Read as the run goes: the entry the schedule or the picker took, its bytes
-            // copied now.
-            let (target, head) = match self.model.fed().or(self.picker.taken()) {
-                Some(fed) => {
-                    conn.fed.extend_from_slice(&fed.taken);
-                    (fed.taken_name, fed.taken_head)
-                }
-                None => (target, false),
+            let mut draw = Draw {
+                model: &mut self.model,
+                picker: &mut self.picker,
+                ledger: &self.ledger,
             };
-            self.ledger.started(warm, target, due, now);
+            let Some(next) = self.source.next(i, now, warm, &mut draw, &mut conn.fed) else {
+                break;
+            };
+            self.ledger.started(warm, next.target, next.due, now);
             conn.slots.push(Slot {
-                target,
-                seq,
-                user,
-                head,
-                ..Slot::new(due, now, warm)
+                target: next.target,
+                seq: next.seq,
+                user: next.user,
+                head: next.head,
+                ..Slot::new(next.due, now, warm)
             });
             conn.unwritten += 1;
             taken += 1;
@@ -755,7 +477,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         let can_take = matches!(conn.phase, Phase::Open | Phase::Closed)
             && (P::MULTIPLEXED || !self.writing(i));
         // Scenarios: a connection is free when its user waits for an arrival.
-        let idle = self.users.as_ref().is_none_or(|u| u.idle(i));
+        let idle = self.source.idle(i);
         if self.model.is_open() && can_take && !conn.queued && self.room(i) > 0 && idle {
             self.conns[i].queued = true;
             self.free.push_back(i);
@@ -865,9 +587,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
     /// what the read made due is written.
     #[inline]
     fn after_read(&mut self, i: usize, after: AfterRead, now: Instant) {
-        if let Some(users) = &mut self.users {
-            P::answer(&mut self.conns[i].proto, users, now);
-        }
+        self.answer(i, now);
         match after {
             AfterRead::Keep => {
                 let conn = &mut self.conns[i];
@@ -891,26 +611,33 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         }
     }
 
+    /// The responses (and failures) connection `i`'s sink kept for the source go to it.
+    #[inline]
+    fn answer(&mut self, i: usize, now: Instant) {
+        self.source.answer(&mut self.conns[i].sink, now);
+    }
+
     /// Every request left on connection `i` ends in an error of `kind`.
     fn fail_all(&mut self, i: usize, kind: ErrorKind, now: Instant, message: impl Fn() -> String) {
         while let Some(slot) = self.conns[i].slots.pop() {
-            self.lost(&slot, kind, now, &message);
+            self.lost(i, &slot, kind, now, &message);
         }
         self.conns[i].unwritten = 0;
         self.conns[i].fed.clear();
     }
 
-    /// A request ended in an error of `kind` (its user, in a scenario, is told).
-    fn lost<S>(
+    /// A request of connection `i` ended in an error of `kind` (its user, in a scenario, is
+    /// told).
+    fn lost(
         &mut self,
-        slot: &Slot<S>,
+        i: usize,
+        slot: &Slot<P::Stream>,
         kind: ErrorKind,
         now: Instant,
         message: impl FnOnce() -> String,
     ) {
-        if let Some(users) = &mut self.users {
-            users.failed(slot.user as usize, now);
-        }
+        self.conns[i].sink.release(slot.reply);
+        self.source.failed(slot.user, now);
         self.ledger
             .error(slot.warm, slot.target, slot.seq, kind, message);
     }
@@ -941,6 +668,7 @@ impl<I: Io, P: Protocol, T: Transport> Worker<'_, I, P, T> {
         }
         let conn = &mut self.conns[i];
         conn.phase = Phase::Closed;
+        conn.sink.reset();
         P::reset(&mut conn.proto, self.config);
         self.transport.reset(i);
     }

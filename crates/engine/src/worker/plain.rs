@@ -47,7 +47,12 @@ impl Transport for Plain {
     }
 
     #[inline]
-    fn flush<I: Io, P: Protocol>(_w: &mut Worker<'_, I, P, Self>, _i: usize, _now: Instant) {}
+    fn flush<I: Io, P: Protocol, S: Source>(
+        _w: &mut Worker<'_, I, P, Self, S>,
+        _i: usize,
+        _now: Instant,
+    ) {
+    }
 
     #[inline]
     fn send<I: Io>(

@@ -1,7 +1,7 @@
 //! The two traits the worker is generic over: the protocol (HTTP/1.1, HTTP/2, WebSocket) and the
 //! transport (plain TCP, TLS), and what a read leaves a connection to do.
 
-use super::{Conn, Users, Worker};
+use super::{Conn, Source, Worker};
 use crate::backend::Io;
 use crate::ledger::Ledger;
 use crate::Config;
@@ -34,13 +34,16 @@ pub(super) trait Protocol: Sized {
     /// queue behind it), requests may wait for a stream, and streams restart one by one.
     /// Without: a connection takes requests when its write is done, D at a time.
     const MULTIPLEXED: bool;
+    /// Responses reach the sink as the bytes that came, head and body (HTTP/1.1), not as
+    /// fields and body.
+    const RAW: bool = false;
 
     /// Makes `conn` ready for a fresh socket: forgets what belonged to the last one.
     fn reset(conn: &mut Self::Conn, config: &Config);
     /// Output the protocol has not handed to the transport yet.
     fn writing(conn: &Self::Conn) -> bool;
     /// How many more requests connection `i` may take now.
-    fn room<I: Io, T: Transport>(w: &Worker<'_, I, Self, T>, i: usize) -> usize;
+    fn room<I: Io, T: Transport, S: Source>(w: &Worker<'_, I, Self, T, S>, i: usize) -> usize;
     /// The connection is up (over TLS: the handshake ended inside a read, and the bytes after
     /// it in that read are this protocol's; `alpn`: what the server chose). Starts the
     /// protocol; the worker then calls `write`.
@@ -52,10 +55,11 @@ pub(super) trait Protocol: Sized {
     ) -> Result<(), AfterRead>;
     /// Hands what waits to the transport: the rest of a write under way, the requests not
     /// written yet (on an open connection), and what a read left to say.
-    fn write<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
-    /// Scenarios: hands each response the last read completed (or each stream it ended
-    /// without one) to the user that asked for it, once.
-    fn answer(conn: &mut Self::Conn, users: &mut Users, now: Instant);
+    fn write<I: Io, T: Transport, S: Source>(
+        w: &mut Worker<'_, I, Self, T, S>,
+        i: usize,
+        now: Instant,
+    );
     /// Reads one read's (plain) bytes; `sending`: the transport still holds output.
     /// Responses complete at `arrived` (the kernel's stamp of the read) or, without one, at
     /// `now` (the read's time).
@@ -69,20 +73,24 @@ pub(super) trait Protocol: Sized {
         sending: bool,
     ) -> AfterRead;
     /// The peer closed the connection.
-    fn on_eof<I: Io, T: Transport>(w: &mut Worker<'_, I, Self, T>, i: usize, now: Instant);
+    fn on_eof<I: Io, T: Transport, S: Source>(
+        w: &mut Worker<'_, I, Self, T, S>,
+        i: usize,
+        now: Instant,
+    );
     /// Open connection `i` at a deadline scan: what is past its time (`--timeout`, the
     /// protocol's own handshake) ends. Returns the connection's next deadline (`now`
     /// when it cannot tell cheaply: scanned again in `DEADLINE_SCAN`), `None` when nothing
     /// on it is timed; a deadline the connection sets later, from a read or a write, falls
     /// no sooner than `Worker::horizon` after it is set.
-    fn expire<I: Io, T: Transport>(
-        w: &mut Worker<'_, I, Self, T>,
+    fn expire<I: Io, T: Transport, S: Source>(
+        w: &mut Worker<'_, I, Self, T, S>,
         i: usize,
         now: Instant,
     ) -> Option<Instant>;
     /// Before the worker waits: what the turn queued goes out (HTTP/2 sends each
     /// connection's frames once per turn).
-    fn flush<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}
+    fn flush<I: Io, T: Transport, S: Source>(_w: &mut Worker<'_, I, Self, T, S>, _now: Instant) {}
     /// A connection connects and keeps its socket without a request to send (WebSocket's
     /// hold: each connection upgrades and is held, reconnecting when it ends).
     fn holds(_config: &Config) -> bool {
@@ -90,7 +98,7 @@ pub(super) trait Protocol: Sized {
     }
     /// The run is over, before the figures are taken (WebSocket: counts the sockets held and
     /// sends each a close frame).
-    fn at_end<I: Io, T: Transport>(_w: &mut Worker<'_, I, Self, T>, _now: Instant) {}
+    fn at_end<I: Io, T: Transport, S: Source>(_w: &mut Worker<'_, I, Self, T, S>, _now: Instant) {}
 }
 
 /// What plain TCP (`plain.rs`) and TLS (`tls.rs`) each do between the protocol and the
@@ -123,7 +131,11 @@ pub(super) trait Transport: Sized {
     ) -> AfterRead;
     /// Sends what the transport has to say (its handshake's flights, alerts, what the socket
     /// did not take yet).
-    fn flush<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant);
+    fn flush<I: Io, P: Protocol, S: Source>(
+        w: &mut Worker<'_, I, P, Self, S>,
+        i: usize,
+        now: Instant,
+    );
     /// Hands `bytes` (which stay valid until the worker ends: the request batch) towards the
     /// socket; returns how many were taken.
     fn send<I: Io>(

@@ -1,6 +1,6 @@
 //! A connection's state: its phase, and its requests in flight (slots), oldest first.
 
-use super::Protocol;
+use super::{Protocol, Sink};
 use crate::Config;
 use std::time::Instant;
 
@@ -39,6 +39,9 @@ pub(super) struct Slot<S> {
     pub(super) seq: u64,
     /// Scenarios: the seat of the user that sends it (see `users.rs`).
     pub(super) user: u32,
+    /// What the response features keep of its response: its reply in the connection's
+    /// sink, plus one (0: none; see `sink.rs`).
+    pub(super) reply: u32,
     /// What the protocol keeps per request (HTTP/1.1: nothing; HTTP/2: its stream).
     pub(super) stream: S,
 }
@@ -61,6 +64,7 @@ impl<S: Default> Slot<S> {
             head: false,
             seq: 0,
             user: 0,
+            reply: 0,
             stream: S::default(),
         }
     }
@@ -102,6 +106,13 @@ impl<S: Copy + Default> Slots<S> {
     #[inline]
     pub(super) fn front(&self) -> Option<&Slot<S>> {
         (self.len > 0).then(|| &self.ring[self.head])
+    }
+
+    /// The oldest request (there is one).
+    #[inline]
+    pub(super) fn front_mut(&mut self) -> &mut Slot<S> {
+        debug_assert!(self.len > 0, "a request is in flight");
+        &mut self.ring[self.head]
     }
 
     /// The oldest request's response began at `at`, unless it had begun before.
@@ -157,6 +168,8 @@ pub(super) struct Conn<P: Protocol> {
     pub(super) fed: Vec<u8>,
     /// The protocol's state on the current socket.
     pub(super) proto: P::Conn,
+    /// Where the protocol hands the responses it reads.
+    pub(super) sink: Sink,
 }
 
 impl<P: Protocol> Conn<P> {
@@ -170,6 +183,7 @@ impl<P: Protocol> Conn<P> {
             queued: false,
             fed: Vec::new(),
             proto,
+            sink: Sink::new(config, P::RAW),
         }
     }
 

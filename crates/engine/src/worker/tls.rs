@@ -181,7 +181,11 @@ impl Transport for Tls {
     }
 
     /// Sends what TLS has to say (a handshake flight, alerts, what the socket did not take).
-    fn flush<I: Io, P: Protocol>(w: &mut Worker<'_, I, P, Self>, i: usize, now: Instant) {
+    fn flush<I: Io, P: Protocol, S: Source>(
+        w: &mut Worker<'_, I, P, Self, S>,
+        i: usize,
+        now: Instant,
+    ) {
         let c = &w.transport.conns[i];
         let wants = !c.out.is_empty() || c.session.as_ref().is_some_and(|s| s.wants_write());
         if !wants {

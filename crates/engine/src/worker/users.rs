@@ -12,6 +12,8 @@
 //! request is due when the one before it ended plus its think time (the first at the arrival),
 //! and the worker books its latency from then, so a server stall shows in every step it held up.
 
+use super::sink::{Answer, Sink};
+use super::source::{self, Arrival, Draw, Source};
 use crate::scenario::{Next, Response, Rows, ScenarioCounts, ScenarioRun, User};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -70,7 +72,7 @@ pub(super) struct Users {
     /// This worker's next user number (worker k of n numbers k, k + n, ...).
     next_user: u64,
     stride: u64,
-    pub counts: ScenarioCounts,
+    counts: ScenarioCounts,
     headers: pelt_codec::response::Fields,
     body: Vec<u8>,
     /// Think times under way, soonest first: (end, seat).
@@ -116,8 +118,8 @@ impl Users {
     }
 
     /// Open loop: an iteration arrives for an idle user of connection `i` (see
-    /// [`Users::idle`]), due at `due`.
-    pub(super) fn arrive(&mut self, i: usize, due: Instant, now: Instant) {
+    /// [`Users::waits`]), due at `due`.
+    fn seat_arrival(&mut self, i: usize, due: Instant, now: Instant) {
         let seats = self.seats_of(i, now);
         if let Some(s) = seats.into_iter().find(|&s| seat_idle(&self.seats[s])) {
             self.seats[s].arrival = Some(due);
@@ -125,7 +127,7 @@ impl Users {
     }
 
     /// Open loop: whether a user of connection `i` waits for an arrival (nothing under way).
-    pub(super) fn idle(&self, i: usize) -> bool {
+    fn waits(&self, i: usize) -> bool {
         let range = i * self.lanes..(i + 1) * self.lanes;
         range
             .into_iter()
@@ -135,7 +137,7 @@ impl Users {
     /// A user of connection `i` with a request to send now (its step kept for
     /// [`Users::take`]); `None`: each one has a request out, thinks, waits for an arrival, or
     /// has nothing left to do.
-    pub(super) fn ready(&mut self, i: usize, now: Instant) -> Option<usize> {
+    fn ready(&mut self, i: usize, now: Instant) -> Option<usize> {
         let seats = self.seats_of(i, now);
         seats.into_iter().find(|&s| self.seat_ready(s, now))
     }
@@ -216,32 +218,17 @@ impl Users {
         }
     }
 
-    /// Whether every one of the `conns` connections' users has nothing left to do (the run
-    /// then ends: nothing more will be sent).
-    pub(super) fn all_done(&self, conns: usize) -> bool {
-        let n = conns * self.lanes;
-        self.seats.len() >= n && self.seats[..n].iter().all(|s| s.done)
-    }
-
     /// The step of the request seat `s`'s user sends now (after [`Users::ready`] named it),
     /// and when it was due (open loop: its latency counts from then).
-    pub(super) fn take(&mut self, s: usize) -> (u32, Instant) {
+    fn take(&mut self, s: usize) -> (u32, Instant) {
         let seat = &mut self.seats[s];
         let step = seat.pending.take().expect("ready() said there is one");
         seat.busy = true;
         (step, seat.due)
     }
 
-    /// Seat `s`'s user's variables and Cookie value, for rendering its request.
-    pub(super) fn render(&self, s: usize) -> (&[String], &str) {
-        match self.seats.get(s).and_then(|s| s.user.as_ref()) {
-            Some(u) => (u.vars(), u.cookie()),
-            None => (&[], ""),
-        }
-    }
-
     /// The response to seat `s`'s request, as it came over HTTP/1.1 (`raw`), read at `now`.
-    pub(super) fn answered_raw(&mut self, s: usize, step: u32, raw: &[u8], now: Instant) {
+    fn answered_raw(&mut self, s: usize, step: u32, raw: &[u8], now: Instant) {
         let (mut headers, mut body) = (
             std::mem::take(&mut self.headers),
             std::mem::take(&mut self.body),
@@ -267,7 +254,7 @@ impl Users {
     }
 
     /// The response to seat `s`'s request (to step `step`), read at `now`.
-    pub(super) fn answered(&mut self, s: usize, step: u32, r: &Response<'_>, now: Instant) {
+    fn answered(&mut self, s: usize, step: u32, r: &Response<'_>, now: Instant) {
         let Some(seat) = self.seats.get_mut(s) else {
             return;
         };
@@ -286,7 +273,7 @@ impl Users {
     }
 
     /// Seat `s`'s request failed without a response, at `now`.
-    pub(super) fn failed(&mut self, s: usize, now: Instant) {
+    fn seat_failed(&mut self, s: usize, now: Instant) {
         let Some(seat) = self.seats.get_mut(s) else {
             return;
         };
@@ -301,15 +288,68 @@ impl Users {
             }
         }
     }
+}
+
+/// The scenario's users as the worker's request source: each connection's users say which
+/// step they send next and when it was due, and read the responses to their requests.
+impl Source for Users {
+    const ANSWERS: bool = true;
+
+    fn next(
+        &mut self,
+        i: usize,
+        now: Instant,
+        warm: bool,
+        draw: &mut Draw<'_>,
+        _fed: &mut Vec<u8>,
+    ) -> Option<source::Next> {
+        // Asked only while the budget has room, so no iteration begins that sends nothing.
+        if draw.model.exhausted() {
+            return None;
+        }
+        let seat = self.ready(i, now).filter(|_| draw.model.spend(warm))?;
+        let (step, due) = self.take(seat);
+        let seq = draw.picker.pick(warm).1;
+        Some(source::Next {
+            target: step,
+            seq,
+            user: seat as u32,
+            head: false,
+            due: if draw.model.is_open() { due } else { now },
+        })
+    }
+
+    /// The arrival is an iteration for an idle user of the connection.
+    fn arrive(&mut self, i: usize, draw: &mut Draw<'_>, elapsed_ns: u64, now: Instant) -> Arrival {
+        if !self.waits(i) {
+            return Arrival::Skip;
+        }
+        let Some(due_ns) = draw.model.arrive(elapsed_ns) else {
+            return Arrival::Stop;
+        };
+        self.seat_arrival(i, draw.ledger.at_ns(due_ns), now);
+        Arrival::Refill
+    }
+
+    /// A connection is free when one of its users waits for an arrival.
+    fn idle(&self, i: usize) -> bool {
+        self.waits(i)
+    }
+
+    /// Every one of the `conns` connections' users has nothing left to do (a unique data
+    /// file ran out).
+    fn done(&self, conns: usize) -> bool {
+        let n = conns * self.lanes;
+        self.seats.len() >= n && self.seats[..n].iter().all(|s| s.done)
+    }
 
     /// When the next think time ends, if one is under way.
-    pub(super) fn next_wake(&self) -> Option<Instant> {
+    fn next_wake(&self) -> Option<Instant> {
         self.thinking.peek().map(|Reverse((at, _))| *at)
     }
 
-    /// The connections of the users whose think time has ended by `now` (give the list back
-    /// with [`Users::done_with`]).
-    pub(super) fn woken(&mut self, now: Instant) -> Vec<usize> {
+    /// The connections of the users whose think time has ended by `now`.
+    fn woken(&mut self, now: Instant) -> Vec<usize> {
         let mut woken = std::mem::take(&mut self.woken);
         woken.clear();
         while let Some(&Reverse((at, i))) = self.thinking.peek() {
@@ -324,9 +364,32 @@ impl Users {
         woken
     }
 
-    /// Gives back the list [`Users::woken`] lent.
-    pub(super) fn done_with(&mut self, woken: Vec<usize>) {
+    fn done_with(&mut self, woken: Vec<usize>) {
         self.woken = woken;
+    }
+
+    fn answer(&mut self, sink: &mut Sink, now: Instant) {
+        sink.answers(|user, step, answer| match answer {
+            Answer::Raw(raw) => self.answered_raw(user as usize, step, raw, now),
+            Answer::Read(r) => self.answered(user as usize, step, &r, now),
+            Answer::Failed => self.seat_failed(user as usize, now),
+        });
+    }
+
+    fn failed(&mut self, user: u32, now: Instant) {
+        self.seat_failed(user as usize, now);
+    }
+
+    /// The user's variables and Cookie value.
+    fn render(&self, user: u32) -> (&[String], &str) {
+        match self.seats.get(user as usize).and_then(|s| s.user.as_ref()) {
+            Some(u) => (u.vars(), u.cookie()),
+            None => (&[], ""),
+        }
+    }
+
+    fn counts(self) -> Option<ScenarioCounts> {
+        Some(self.counts)
     }
 }
 

@@ -89,7 +89,7 @@ fn frame_error(e: &WsError) -> ErrorKind {
     }
 }
 
-type W<'w, 'a, I, T> = Worker<'w, I, Ws<'a>, T>;
+type W<'w, 'a, I, T, S> = Worker<'w, I, Ws<'a>, T, S>;
 
 impl<'a> Protocol for Ws<'a> {
     type Stream = ();
@@ -100,8 +100,7 @@ impl<'a> Protocol for Ws<'a> {
         conn.state = State::Idle;
         conn.reader.reset();
         let max = config
-            .websocket
-            .as_ref()
+            .websocket()
             .map_or(ws::DEFAULT_MAX_MESSAGE, |w| w.max_message);
         conn.decoder = Decoder::with_max_message(max);
         conn.out.clear();
@@ -109,10 +108,7 @@ impl<'a> Protocol for Ws<'a> {
     }
 
     fn holds(config: &Config) -> bool {
-        config
-            .websocket
-            .as_ref()
-            .is_some_and(|w| w.messages.is_empty())
+        config.websocket().is_some_and(|w| w.messages.is_empty())
     }
 
     #[inline]
@@ -122,7 +118,7 @@ impl<'a> Protocol for Ws<'a> {
 
     /// Messages wait on a socket until it is upgraded (their time counts); none after a close.
     #[inline]
-    fn room<I: Io, T: Transport>(w: &W<'_, 'a, I, T>, i: usize) -> usize {
+    fn room<I: Io, T: Transport, S: Source>(w: &W<'_, 'a, I, T, S>, i: usize) -> usize {
         let conn = &w.conns[i];
         match conn.proto.state {
             State::Closing { .. } => 0,
@@ -138,7 +134,7 @@ impl<'a> Protocol for Ws<'a> {
         config: &Config,
         now: Instant,
     ) -> Result<(), AfterRead> {
-        let ws = config.websocket.as_ref().expect("a WebSocket run");
+        let ws = config.websocket().expect("a WebSocket run");
         let mut nonce = [0u8; 16];
         fastrand::fill(&mut nonce);
         let key = ws::key(nonce);
@@ -155,7 +151,7 @@ impl<'a> Protocol for Ws<'a> {
     /// Frames the messages taken since (once upgraded), and hands what waits to the
     /// transport.
     #[inline]
-    fn write<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+    fn write<I: Io, T: Transport, S: Source>(w: &mut W<'_, 'a, I, T, S>, i: usize, now: Instant) {
         let conn = &mut w.conns[i];
         if conn.proto.state == State::Open && conn.unwritten > 0 {
             let n = conn.unwritten;
@@ -168,7 +164,7 @@ impl<'a> Protocol for Ws<'a> {
                 Opcode::Text
             };
             // A templated message (`{{seq}}`, ...) is rendered per message, its body alone.
-            let templated = w.config.targets.as_ref().filter(|s| s.has_templates());
+            let templated = w.config.targets().filter(|s| s.has_templates());
             for k in conn.slots.len - n..conn.slots.len {
                 let slot = *conn.slots.get_mut(k);
                 let rendered = templated
@@ -211,8 +207,6 @@ impl<'a> Protocol for Ws<'a> {
         send(w, i, now);
     }
 
-    fn answer(_conn: &mut WsConn, _users: &mut Users, _now: Instant) {}
-
     fn receive(
         conn: &mut Conn<Self>,
         ledger: &mut Ledger,
@@ -224,7 +218,7 @@ impl<'a> Protocol for Ws<'a> {
     ) -> AfterRead {
         let at = arrived.unwrap_or(now);
         let mut data = data;
-        let ws = config.websocket.as_ref().expect("a WebSocket run");
+        let ws = config.websocket().expect("a WebSocket run");
         if let State::Upgrading { began, .. } = conn.proto.state {
             let c = &mut conn.proto;
             match c.reader.receive(data, &c.accept, &ws.protocols) {
@@ -311,7 +305,7 @@ impl<'a> Protocol for Ws<'a> {
         }
     }
 
-    fn on_eof<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, i: usize, now: Instant) {
+    fn on_eof<I: Io, T: Transport, S: Source>(w: &mut W<'_, 'a, I, T, S>, i: usize, now: Instant) {
         match w.conns[i].proto.state {
             State::Closing { .. } => {
                 // The close handshake's end; messages still awaiting replies went unanswered.
@@ -337,8 +331,8 @@ impl<'a> Protocol for Ws<'a> {
 
     /// The upgrade's deadline, the close handshake's, the oldest message's `--timeout`, and
     /// pings due.
-    fn expire<I: Io, T: Transport>(
-        w: &mut W<'_, 'a, I, T>,
+    fn expire<I: Io, T: Transport, S: Source>(
+        w: &mut W<'_, 'a, I, T, S>,
         i: usize,
         now: Instant,
     ) -> Option<Instant> {
@@ -391,7 +385,7 @@ impl<'a> Protocol for Ws<'a> {
 
     /// The run is over: each upgraded socket is counted as held and sent a close frame (1000),
     /// best effort (the worker does not wait for the server's).
-    fn at_end<I: Io, T: Transport>(w: &mut W<'_, 'a, I, T>, now: Instant) {
+    fn at_end<I: Io, T: Transport, S: Source>(w: &mut W<'_, 'a, I, T, S>, now: Instant) {
         for i in 0..w.conns.len() {
             if w.conns[i].proto.state != State::Open {
                 continue;
@@ -415,7 +409,7 @@ impl<'a> Protocol for Ws<'a> {
 
 /// Hands the bytes waiting on connection `i` to the transport.
 #[inline]
-fn send<I: Io, T: Transport>(w: &mut W<'_, '_, I, T>, i: usize, now: Instant) {
+fn send<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize, now: Instant) {
     if w.conns[i].proto.out.is_empty() {
         return;
     }

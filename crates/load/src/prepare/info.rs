@@ -35,30 +35,35 @@ pub(super) fn config(
     config.requests = shape.requests;
     config.timeout = spec.timeout;
     config.connect_timeout = spec.connect_timeout;
-    config.rate = shape.rate;
-    config.arrival = spec.arrival;
-    config.max_connections = shape.max_connections;
-    config.batch_window = spec.batch_window;
     config.streams = spec.event_streams.clone();
     config.warmup = spec.warmup.unwrap_or_default();
     config.grace = spec.grace;
     config.io = io;
-    config.pipeline = spec.pipeline;
     config.connect_rate = spec.connect_rate;
     config.tls = tls;
-    config.targets = encoded.set;
     config.unix_socket = spec.unix_socket.clone();
     config.sample_every = spec.sample_every;
     config.sample_responses = spec.sample_responses;
-    config.stages = shape.stages;
-    config.http2 = encoded.http2;
-    config.replay = sources.replay.map(std::sync::Arc::new);
-    if let Some((feed, names)) = sources.feed {
-        config.feed = Some(feed);
-        config.names = names;
-    }
-    config.websocket = sources.websocket;
-    config.scenario = sources.scenario.map(std::sync::Arc::new);
+    config.load = shape.load(spec, sources.replay);
+    // A scenario's steps are a set; a feed comes without one.
+    config.requests_from = match (encoded.set, sources.feed, sources.scenario) {
+        (Some(steps), _, Some(run)) => engine::Requests::Scenario {
+            steps,
+            run: std::sync::Arc::new(run),
+        },
+        (_, Some((feed, names)), _) => engine::Requests::Fed { feed, names },
+        (Some(set), None, None) => engine::Requests::Set(set),
+        (None, None, _) => engine::Requests::One,
+    };
+    // The checks (`prepare/protocol.rs`) let one protocol through: --http2 is refused on a
+    // ws:// URL.
+    config.wire = match (sources.websocket, encoded.http2) {
+        (Some(ws), _) => engine::Wire::WebSocket(ws),
+        (None, Some(h2)) => engine::Wire::Http2(h2),
+        (None, None) => engine::Wire::Http1 {
+            pipeline: spec.pipeline,
+        },
+    };
     config
 }
 
@@ -70,9 +75,10 @@ pub(super) fn run_info(
     method: String,
     request_set: Option<RequestSetInfo>,
 ) -> RunInfo {
-    let open = config.rate.is_some();
+    let load = &config.load;
+    let open = load.open_loop();
     let t = &spec.tls;
-    let stages = config.stages.as_ref().map(|s| StagesInfo {
+    let stages = load.stages().map(|s| StagesInfo {
         of: s.of().name().to_string(),
         start: s.start(),
         stages: s
@@ -95,13 +101,13 @@ pub(super) fn run_info(
             engine::IoBackend::Uring => Io::Uring,
             engine::IoBackend::Epoll => Io::Epoll,
         },
-        pipeline: config.pipeline,
-        http: if config.http2.is_some() {
+        pipeline: spec.pipeline,
+        http: if config.http2().is_some() {
             Http::Http2
         } else {
             Http::Http1
         },
-        streams: config.http2.as_ref().map(|h| h.streams),
+        streams: config.http2().map(|h| h.streams),
         connect_rate: config.connect_rate,
         tls: target.tls_host.is_some().then(|| pelt_stats::TlsInfo {
             insecure: t.insecure,
@@ -110,15 +116,15 @@ pub(super) fn run_info(
             version: t.version.map(|v| v.name().to_string()),
             sni: t.sni.clone(),
         }),
-        load_model: if open {
+        load_model: if load.is_open() {
             LoadModel::Open
         } else {
             LoadModel::Closed
         },
-        rate: config.rate.map(|r| r.as_f64()),
-        arrival: open.then_some(config.arrival),
-        max_connections: open.then_some(config.max_connections),
-        batch_window_us: open.then_some(config.batch_window.as_micros() as u64),
+        rate: load.rate().map(|r| r.as_f64()),
+        arrival: open.map(|o| o.arrival),
+        max_connections: open.map(|_| load.max_connections(config.connections)),
+        batch_window_us: open.map(|o| o.batch_window.as_micros() as u64),
         warmup_s: config.warmup.as_secs_f64(),
         grace_s: config.grace.as_secs_f64(),
         duration_limit_s: config.duration.map(|d| d.as_secs_f64()),
@@ -127,7 +133,7 @@ pub(super) fn run_info(
         request_set,
         unix_socket: spec.unix_socket.as_ref().map(|p| p.display().to_string()),
         stages,
-        replay: config.replay.as_ref().map(|r| pelt_stats::ReplayInfo {
+        replay: load.replay().map(|r| pelt_stats::ReplayInfo {
             recorded: r.len() as u64,
             span_s: r.span_ns() as f64 * r.speed() / 1e9,
             speed: r.speed(),

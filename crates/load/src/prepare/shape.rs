@@ -67,6 +67,27 @@ impl Shape {
         })
     }
 
+    /// The engine's load model: the open loop's pace is the replay's times (`replay`), the
+    /// rate's stages, or the rate; the closed loop's the connections' stages, if any.
+    pub(super) fn load(self, spec: &LoadSpec, replay: Option<engine::Replay>) -> engine::Load {
+        let Some(rate) = self.rate else {
+            return engine::Load::Closed {
+                stages: self.stages,
+            };
+        };
+        let pace = match (replay, self.stages) {
+            (Some(replay), _) => engine::Pace::Replay(std::sync::Arc::new(replay)),
+            (None, Some(stages)) => engine::Pace::Stages(stages),
+            (None, None) => engine::Pace::Rate(rate),
+        };
+        engine::Load::Open(engine::OpenLoop {
+            pace,
+            arrival: spec.arrival,
+            max_connections: self.max_connections,
+            batch_window: spec.batch_window,
+        })
+    }
+
     /// A replay: open loop at the recording's mean rate (what the report calls the rate),
     /// and, without laps, at most the recording's requests.
     pub(super) fn replay(&mut self, spec: &LoadSpec, replay: &engine::Replay) {

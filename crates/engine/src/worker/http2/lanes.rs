@@ -1,0 +1,95 @@
+//! HTTP/2 requests rendered per stream: with templates each open stream has a [`Lane`], the
+//! request rendered for it (a template renders HTTP/1.1 text, turned into a header block and a
+//! body by [`h2::encode_request`]). Lanes are made when the connection starts, one per stream it
+//! may carry, and reused: no allocation per request once they have grown.
+
+use super::*;
+
+/// One stream's request, rendered from its template.
+#[derive(Default)]
+pub(super) struct Lane {
+    /// The request rendered from its template (`rendered`), else the entry's own is sent.
+    block: Vec<u8>,
+    body: Vec<u8>,
+    rendered: bool,
+}
+
+/// The header block and body of entry `target` (the request itself without `--targets`).
+#[inline]
+pub(super) fn entry(request: &Request, target: u32) -> (&[u8], &[u8]) {
+    match request.targets.get(target as usize) {
+        Some(t) => (&t.header_block, &t.body),
+        None => (&request.header_block, &request.body),
+    }
+}
+
+/// A connection's lanes: all of them, and those not in use.
+#[derive(Default)]
+pub(super) struct Lanes {
+    pub(super) all: Vec<Lane>,
+    pub(super) free: Vec<u32>,
+}
+
+impl Lanes {
+    pub(super) fn new(n: usize) -> Lanes {
+        Lanes {
+            all: (0..n).map(|_| Lane::default()).collect(),
+            free: (0..n as u32).rev().collect(),
+        }
+    }
+
+    /// `slot`'s stream ended: its lane goes back.
+    #[inline]
+    pub(super) fn give_back(&mut self, slot: &Slot<Stream>) {
+        if let Some(l) = slot.stream.lane.checked_sub(1) {
+            self.free.push(l);
+        }
+    }
+}
+
+/// Makes `lane` ready for `slot`'s stream: its user and step, its response cleared, and its
+/// request rendered when its entry is a template.
+pub(super) fn prepare_lane<'c>(
+    lane: &mut Lane,
+    config: &'c Config,
+    proto: &mut Http2<'_>,
+    slot: &Slot<Stream>,
+    mut render: Render<'c>,
+) {
+    lane.rendered = false;
+    let Some(set) = config.targets() else {
+        return;
+    };
+    let Some(template) = set.template(slot.target as usize) else {
+        return;
+    };
+    render.lines = set.lines();
+    proto.text.clear();
+    template.render(&mut proto.text, &mut proto.scratch, &mut render);
+    lane.block.clear();
+    lane.body.clear();
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    // A template renders a valid request unless a value put a line break in a header (a
+    // captured value can hold one): the entry's own request goes then, as a lane not
+    // rendered.
+    lane.rendered =
+        h2::encode_request(&proto.text, scheme, &mut lane.block, &mut lane.body).is_ok();
+}
+
+/// The header block and body `slot`'s stream sends: its lane's rendered request, or its
+/// entry's.
+#[inline]
+pub(super) fn stream_request<'r>(
+    request: &'r Request,
+    lanes: &'r [Lane],
+    slot: &Slot<Stream>,
+) -> (&'r [u8], &'r [u8]) {
+    match slot.stream.lane.checked_sub(1).map(|l| &lanes[l as usize]) {
+        Some(lane) if lane.rendered => (&lane.block, &lane.body),
+        _ => entry(request, slot.target),
+    }
+}
