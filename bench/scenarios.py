@@ -21,6 +21,9 @@ Locust from PyPI (`pip install locust`), Artillery from npm (`npm install artill
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 where its browser cannot be fetched). Artillery has no
 users that live across arrivals: each of its arrivals logs in, lists and adds to its cart.
 
+With --baseline OTHER_PELT, base-pelt-plain, base-pelt and base-pelt-h2 (named in --tools) run
+that build beside --pelt, alternating run by run: a change's before and after in one run.
+
 Usage: bench/scenarios.py [--pelt target/release/pelt] [--users 64] [--duration 5] [--runs 3]
                           [--tools pelt-plain,pelt,pelt-h2,k6,locust,goose] [--rate R]
 --rate R: the open loop: R iterations a second arrive (pelt --rate with --max-users, k6's
@@ -156,6 +159,10 @@ def command(tool, args, base, work):
     pin = ["taskset", "-c", args.client_cpu]
     secs = str(args.duration)
     users = str(args.users)
+    if tool.startswith("base-"):
+        # --baseline: the same run on another build, to compare before and after a change.
+        cmd, count = command(tool[len("base-"):], argparse.Namespace(**{**vars(args), "pelt": args.baseline}), base, work)
+        return cmd, count
     if tool in ("pelt", "pelt-plain", "pelt-h2"):
         url = base + "/"
         if tool == "pelt-h2":
@@ -217,6 +224,9 @@ def command(tool, args, base, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pelt", default=os.path.join(ROOT, "target", "release", "pelt"))
+    ap.add_argument("--baseline", default=None,
+                    help="another pelt build, run as base-pelt-plain, base-pelt and base-pelt-h2 "
+                         "(name them in --tools) beside --pelt, alternating run by run")
     ap.add_argument("--k6", default=shutil.which("k6") or os.path.expanduser("~/go/bin/k6"))
     ap.add_argument("--goose", default=os.path.join(HERE, "goose", "target", "release", "goose-journey"))
     ap.add_argument("--artillery", default=shutil.which("artillery"),
@@ -235,6 +245,9 @@ def main():
         "pelt-plain": True,
         "pelt": True,
         "pelt-h2": True,
+        "base-pelt-plain": bool(args.baseline),
+        "base-pelt": bool(args.baseline),
+        "base-pelt-h2": bool(args.baseline),
         "k6": bool(args.k6) and os.path.exists(args.k6),
         "locust": subprocess.run([sys.executable, "-c", "import locust"], capture_output=True).returncode == 0,
         "goose": not args.rate and os.path.exists(args.goose),
