@@ -42,8 +42,6 @@ impl LineFiles {
 #[derive(Default)]
 pub struct Marked {
     pub values: Vec<Value>,
-    /// A scenario's variables, by index: `{{name}}` of one of them is its [`Value::Var`].
-    pub vars: Vec<String>,
 }
 
 const MARK: &str = "__PELT";
@@ -65,16 +63,39 @@ impl Marked {
                 format!("{what}: an unclosed {{{{ (templates look like {{{{seq}}}})")
             })?;
             let inner = after[..close].trim();
-            let value = match self.vars.iter().position(|v| v == inner) {
-                Some(v) => Value::Var(v as u16),
-                None => parse(inner, what, files)?,
-            };
-            out.push_str(&format!("{MARK}{}__", self.values.len()));
-            self.values.push(value);
+            let value = parse(inner, what, files)?;
+            self.push(value, &mut out);
             rest = &after[close + 2..];
         }
         out.push_str(rest);
         Ok(out)
+    }
+
+    /// A scenario's text, as its parts: each variable is its [`Value::Var`] as it stands
+    /// (never a name read back), and the literals are marked as any text is (pelt's own
+    /// templates stay in them).
+    pub fn mark_parts(
+        &mut self,
+        text: &pelt_engine::scenario::Text,
+        what: &str,
+        files: &mut LineFiles,
+    ) -> Result<String, String> {
+        use pelt_engine::scenario::Part;
+        let mut out = String::new();
+        for part in &text.0 {
+            match part {
+                Part::Lit(lit) if lit.contains("{{") => out.push_str(&self.mark(lit, what, files)?),
+                Part::Lit(lit) => out.push_str(lit),
+                Part::Var(v) => self.push(Value::Var(*v), &mut out),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `value`'s marker after `out`.
+    fn push(&mut self, value: Value, out: &mut String) {
+        out.push_str(&format!("{MARK}{}__", self.values.len()));
+        self.values.push(value);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -176,16 +197,20 @@ mod tests {
 
     #[test]
     fn scenario_variables_mark_as_their_values() {
+        use pelt_engine::scenario::{Part, Text};
         let mut files = LineFiles::default();
-        let mut m = Marked {
-            vars: vec!["token".into(), "id".into()],
-            ..Marked::default()
-        };
-        let url = m.mark("/cart/{{ id }}/{{seq}}", "URL", &mut files).unwrap();
+        let mut m = Marked::default();
+        let text = Text(vec![
+            Part::Lit("/cart/".into()),
+            Part::Var(1),
+            Part::Lit("/{{seq}}".into()),
+        ]);
+        let url = m.mark_parts(&text, "URL", &mut files).unwrap();
         assert_eq!(url, "/cart/__PELT0__/__PELT1__");
         assert_eq!(m.values, [Value::Var(1), Value::Seq]);
-        let e = m.mark("/{{user}}", "URL", &mut files).unwrap_err();
-        assert!(e.contains("unknown template {{user}}"), "{e}");
+        // A name is never looked up: `{{id}}` in a literal is not a variable.
+        let e = m.mark("/{{id}}", "URL", &mut files).unwrap_err();
+        assert!(e.contains("unknown template {{id}}"), "{e}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! a targets file read as the run goes (`streamed.rs`).
 
 use super::*;
+use engine::scenario::Text;
 
 /// The requests as the engine sends them: the one request, HTTP/2's, the set of many, and
 /// what the report says of them.
@@ -117,7 +118,7 @@ pub(super) fn build_set(
     body: &[u8],
     h2: bool,
 ) -> Result<BuiltSet, SpecError> {
-    let (list, from, vars) = (&entries.list, &entries.from, &entries.vars[..]);
+    let (list, from, steps) = (&entries.list, &entries.from, &entries.steps[..]);
     let chosen = spec.seed.unwrap_or_else(clock_seed);
     let order = match spec.order {
         TargetOrder::Sequential => engine::Order::Sequential,
@@ -135,7 +136,7 @@ pub(super) fn build_set(
         files: LineFiles::default(),
         h2_requests: Vec::new(),
         names: Names::default(),
-        vars,
+        steps,
     };
     b.set.seed = chosen;
     for (k, e) in list.iter().enumerate() {
@@ -191,8 +192,22 @@ pub(crate) struct SetBuilder<'a> {
     pub(super) files: LineFiles,
     pub(super) h2_requests: Vec<engine::H2Request>,
     pub(super) names: Names,
-    /// A scenario's variables (`{{name}}` marks their values); empty without one.
-    pub(super) vars: &'a [String],
+    /// A scenario's steps' texts, as parts (entry k step k); empty without one.
+    pub(super) steps: &'a [StepText],
+}
+
+/// A scenario step's marked URL on the run's origin: `shown` is the URL the entry shows (a path
+/// on the origin was made whole there), `marked` its text marked from its parts.
+fn step_url(shown: &str, marked: &str) -> String {
+    match shown.find("://") {
+        Some(_) if marked.starts_with('/') => {
+            let origin = url::Url::parse(shown)
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_default();
+            format!("{origin}{marked}")
+        }
+        _ => marked.to_string(),
+    }
 }
 
 /// An entry handed on: its bytes, whether it is a HEAD request, its name number.
@@ -228,7 +243,7 @@ impl<'a> SetBuilder<'a> {
             files: LineFiles::default(),
             h2_requests: Vec::new(),
             names: state.names,
-            vars: &[],
+            steps: &[],
         }
     }
 
@@ -272,21 +287,20 @@ impl SetBuilder<'_> {
         let spec = self.spec;
         // Where an entry came from, for a message (built only for one).
         let at = Where(self.from, e.line, k);
-        let mut m = Marked {
-            vars: self.vars.to_vec(),
-            ..Marked::default()
-        };
+        let mut m = Marked::default();
         let files = &mut self.files;
-        let mut mark = |text: &str, part: &str| -> Result<String, SpecError> {
-            if !text.contains("{{") {
-                return Ok(text.to_string());
-            }
-            m.mark(text, &at.with(part), files).map_err(bad)
+        // A scenario step's texts are marked from their parts (its variables as they are).
+        let step = self.steps.get(k);
+        let mut mark = |text: &str, parts: Option<&Text>, part: &str| match parts {
+            Some(parts) => m.mark_parts(parts, &at.with(part), files).map_err(bad),
+            None if !text.contains("{{") => Ok(text.to_string()),
+            None => m.mark(text, &at.with(part), files).map_err(bad),
         };
         // A URL without templates is parsed where it is (it may be megabytes long).
-        let marked_url = match e.url.contains("{{") {
-            true => Some(mark(&e.url, "URL")?),
-            false => None,
+        let marked_url = match step {
+            Some(s) => Some(step_url(&e.url, &mark(&e.url, Some(&s.url), "URL")?)),
+            None if e.url.contains("{{") => Some(mark(&e.url, None, "URL")?),
+            None => None,
         };
         let url = marked_url.as_deref().unwrap_or(&e.url);
         let p = target::parse(url).map_err(|err| bad(format!("{}{err}", at.prefix())))?;
@@ -310,16 +324,19 @@ impl SetBuilder<'_> {
         })?;
         let mut all = Vec::with_capacity(self.headers.len() + e.headers.len());
         for (name, value) in self.headers {
-            all.push((name.clone(), mark(value, "header")?));
+            all.push((name.clone(), mark(value, None, "header")?));
         }
-        for h in &e.headers {
+        for (i, h) in e.headers.iter().enumerate() {
             let (name, value) = pelt_codec::request::parse_header(h)
                 .map_err(|err| bad(format!("{at}: invalid header: {err}")))?;
-            all.push((name, mark(&value, "header")?));
+            let parts = step.and_then(|s| s.headers.get(i));
+            all.push((name, mark(&value, parts, "header")?));
         }
         let body = e.body.as_deref().unwrap_or(self.body);
-        let marked_body = match std::str::from_utf8(body) {
-            Ok(text) if text.contains("{{") => Some(mark(text, "body")?.into_bytes()),
+        let step_body = step.and_then(|s| s.body.as_ref());
+        let marked_body = match (std::str::from_utf8(body), step_body) {
+            (_, Some(parts)) => Some(mark("", Some(parts), "body")?.into_bytes()),
+            (Ok(text), None) if text.contains("{{") => Some(mark(text, None, "body")?.into_bytes()),
             _ => None,
         };
         let body = marked_body.as_deref().unwrap_or(body);

@@ -5,14 +5,23 @@ use super::*;
 /// Where many requests came from: `targets` or `bodies`, and the file.
 pub(crate) type From = (SetFrom, Option<String>);
 
-/// A run's many requests: the entries, where they came from, and (a scenario's) the variables
-/// `{{name}}` marks.
+/// A run's many requests: the entries, where they came from, and (a scenario's) each entry's
+/// step, whose texts are encoded from their parts.
 pub(crate) struct Entries {
     pub list: Vec<TargetEntry>,
     pub from: From,
-    pub vars: Vec<String>,
+    /// A scenario's steps' texts, entry k step k (empty otherwise).
+    pub steps: Vec<StepText>,
     /// What the file held that is left out.
     pub skipped: Option<pelt_stats::SkippedInfo>,
+}
+
+/// A scenario step's texts as parts (literals and variables): its URL, its headers' values (in
+/// the order of the entry's headers) and its body.
+pub(crate) struct StepText {
+    pub url: engine::scenario::Text,
+    pub headers: Vec<engine::scenario::Text>,
+    pub body: Option<engine::scenario::Text>,
 }
 
 impl Entries {
@@ -20,7 +29,7 @@ impl Entries {
         Entries {
             list,
             from,
-            vars: Vec::new(),
+            steps: Vec::new(),
             skipped: None,
         }
     }

@@ -20,7 +20,9 @@ pub(super) fn scenario_program(
 }
 
 /// A scenario's steps as the run's entries, in step order (entry k is step k): each step's
-/// method, URL on the run's origin, headers and body, with `{{name}}` where a variable goes.
+/// method, URL on the run's origin, headers and body, shown with `{{name}}` where a variable
+/// goes (for names and messages), and its texts as parts (`StepText`), which the encoder marks
+/// as they are: a variable is never a name read back.
 pub(super) fn scenario_entries(
     spec: &LoadSpec,
     program: &crate::scenario::Program,
@@ -44,7 +46,8 @@ pub(super) fn scenario_entries(
             })
             .collect::<String>()
     };
-    let mut steps: Vec<Option<TargetEntry>> = (0..program.steps.len()).map(|_| None).collect();
+    let n = program.steps.len();
+    let mut steps: Vec<Option<(TargetEntry, StepText)>> = (0..n).map(|_| None).collect();
     for s in &program.scenarios {
         for op in s.once.iter().chain(&s.flow) {
             let Op::Request(step) = op else { continue };
@@ -54,7 +57,12 @@ pub(super) fn scenario_entries(
             } else {
                 url
             };
-            steps[step.id as usize] = Some(TargetEntry {
+            let texts = StepText {
+                url: step.url.clone(),
+                headers: step.headers.iter().map(|(_, v)| v.clone()).collect(),
+                body: step.body.clone(),
+            };
+            let entry = TargetEntry {
                 recorded_us: None,
                 method: Some(step.method.clone()),
                 url,
@@ -72,17 +80,18 @@ pub(super) fn scenario_entries(
                 name: Some(program.steps[step.id as usize].clone()),
                 line: 0,
                 time: None,
-            });
+            };
+            steps[step.id as usize] = Some((entry, texts));
         }
     }
-    let list = steps
+    let (list, steps) = steps
         .into_iter()
         .map(|e| e.expect("every step is in a scenario"))
-        .collect();
+        .unzip();
     Ok(Entries {
         list,
         from: (SetFrom::Scenario, Some(spec_path(spec))),
-        vars: program.variables.clone(),
+        steps,
         skipped: None,
     })
 }
