@@ -12,6 +12,9 @@
 //!   [`h2::Session`] that turns the server's frames into events and owes it its acknowledgements.
 //! - [`sse`] parses a `text/event-stream` body into its events, incrementally, allocating
 //!   nothing per event and keeping a bounded part of any line.
+//! - [`grpc`] is gRPC's framing over HTTP/2: length-prefixed messages written and read from
+//!   DATA bytes split anywhere, and the status fields (`grpc-status`, `grpc-message`,
+//!   `grpc-timeout`).
 //! - [`ws`] is WebSocket's client side: the upgrade request and its answer's check, masked
 //!   frames, and a decoder of the server's frames that keeps at most a header, a control
 //!   payload and a split character.
@@ -29,6 +32,7 @@
 //! and does work linear in the bytes it is fed (a head split across reads is searched for its end
 //! only in the new bytes). Nothing here reads a clock or touches a socket.
 
+pub mod grpc;
 pub mod h2;
 pub mod hpack;
 pub mod request;

@@ -34,6 +34,7 @@ pub mod access_log;
 pub mod expect;
 pub mod fleet;
 pub mod fmt;
+pub mod grpc;
 pub mod har;
 pub mod metrics;
 pub mod monitor;
