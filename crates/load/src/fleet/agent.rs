@@ -204,6 +204,9 @@ fn wait_for_part(reader: &mut Reader) -> Result<Part, AgentError> {
     }
 }
 
+/// While an agent waits for its coordinator, how often it says why.
+const JOIN_TELL_EVERY: Duration = Duration::from_secs(5);
+
 /// Connects (retrying until the join timeout) and opens the encrypted channel.
 fn connect(
     opts: &AgentOptions,
@@ -211,7 +214,9 @@ fn connect(
     log: &mut dyn FnMut(&str),
 ) -> Result<Channel, AgentError> {
     let deadline = Instant::now() + opts.join_timeout;
-    let mut told = false;
+    // The first failure is said at once, and the latest every few seconds after (a name that
+    // stops failing to resolve may then fail to connect: the log says which held it up).
+    let mut tell_at = Instant::now();
     loop {
         let attempt = opts
             .coordinator
@@ -237,8 +242,8 @@ fn connect(
                 )))
             }
             Err(e) => {
-                if !told {
-                    told = true;
+                if Instant::now() >= tell_at {
+                    tell_at = Instant::now() + JOIN_TELL_EVERY;
                     log(&format!(
                         "waiting for the coordinator at {} ({e})",
                         opts.coordinator
