@@ -35,6 +35,7 @@ fn rejected_with_file(contents: &str, args: &[&str]) -> String {
         .map(|a| {
             a.replace("{url}", &url)
                 .replace("{ws}", &url.replace("http://", "ws://"))
+                .replace("{grpc}", &url.replace("http://", "grpc://"))
                 .replace("{file}", &file)
         })
         .collect();
@@ -68,7 +69,8 @@ fn bad_urls() {
     assert!(rejected(&["http://"]).contains("invalid URL"));
     assert!(rejected(&["http://127.0.0.1:70000/"]).contains("port out of range"));
     assert!(rejected(&["ftp://127.0.0.1/"]).contains("unsupported scheme 'ftp'"));
-    assert!(rejected(&["gopher://127.0.0.1/"]).contains("(supported: http, https, ws, wss)"));
+    assert!(rejected(&["gopher://127.0.0.1/"])
+        .contains("(supported: http, https, ws, wss, grpc, grpcs)"));
     assert!(rejected(&["http://no-such-host.invalid/"]).contains("cannot resolve"));
     assert!(rejected(&[]).contains("no target URL"));
 }
@@ -637,4 +639,52 @@ fn bad_streamed_targets() {
         assert!(line.contains(says), "{all:?}: {line}");
         assert!(line.contains("--targets"), "{all:?}: {line}");
     }
+}
+
+#[test]
+fn bad_grpc_calls() {
+    const GREETER: &str = "syntax = \"proto3\";\npackage pelt.test;\n\
+        service Greeter { rpc SayHello (HelloRequest) returns (HelloReply); }\n\
+        message HelloRequest { string name = 1; }\nmessage HelloReply { string message = 1; }\n";
+    let call = "{grpc}pelt.test.Greeter/SayHello";
+    let with = |args: &[&str]| rejected_with_file(GREETER, args);
+    let e = with(&["{grpc}pelt.test.Greeter/SayHi", "--proto", "{file}"]);
+    assert!(
+        e.contains("pelt.test.Greeter has no method SayHi (it has SayHello)"),
+        "{e}"
+    );
+    let e = with(&["{grpc}pelt.Nope/SayHello", "--proto", "{file}"]);
+    assert!(e.contains("no service pelt.Nope"), "{e}");
+    let e = with(&[call, "--proto", "{file}", "-b", r#"{"nom": "x"}"#]);
+    assert!(
+        e.contains("pelt.test.HelloRequest") && e.contains("nom"),
+        "{e}"
+    );
+    let e = with(&[call, "--proto", "{file}", "-b", "xx"]);
+    assert!(e.contains("message from JSON"), "{e}");
+    let e = with(&[call, "--proto", "{file}", "--pipeline", "2"]);
+    assert!(
+        e.contains("--pipeline is HTTP's; a grpc:// URL cannot take it"),
+        "{e}"
+    );
+    let e = with(&[call, "--proto", "{file}", "--no-keepalive"]);
+    assert!(e.contains("--no-keepalive is HTTP's"), "{e}");
+    let e = with(&[call, "--proto", "{file}", "-H", "token-bin: not base64!"]);
+    assert!(e.contains("a -bin metadata value is base64"), "{e}");
+    let e = with(&[call, "--proto", "{file}", "-b", r#"{"name": "{{seq}}"}"#]);
+    assert!(e.contains("templates in a gRPC message"), "{e}");
+    let e = with(&[call]);
+    assert!(e.contains("needs the service's descriptors"), "{e}");
+    let e = with(&["{url}", "--proto", "{file}"]);
+    assert!(e.contains("are for grpc:// and grpcs:// URLs"), "{e}");
+    let e = with(&["{url}", "--streams", "4"]);
+    assert!(e.contains("--streams is HTTP/2's"), "{e}");
+    // A proto that does not compile: where, as protox says it.
+    let e = rejected_with_file(
+        "syntax = \"proto3\";\nmessage A {\n  strin x = 1;\n}\n",
+        &[call, "--proto", "{file}"],
+    );
+    assert!(e.contains("input.txt:3:"), "{e}");
+    let e = rejected_with_file("not a descriptor set", &[call, "--protoset", "{file}"]);
+    assert!(e.contains("--protoset"), "{e}");
 }

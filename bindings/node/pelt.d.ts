@@ -206,6 +206,21 @@ export interface RunOptions {
    */
   wsMaxMessage?: number | string
   /**
+   * --proto: grpc://: the service's .proto file (compiled by pelt, no protoc needed); the URL's
+   * path names the method, grpc://HOST:PORT/package.Service/Method.
+   */
+  proto?: string
+  /**
+   * --protoset: grpc://: the service's compiled descriptors, a FileDescriptorSet (protoc
+   * --descriptor_set_out --include_imports, buf build -o), as ghz and grpcurl take.
+   */
+  protoset?: string
+  /**
+   * -I, --import-path: grpc://: a folder --proto's imports are found in, as protoc's -I
+   * (repeatable; the proto's own folder is always one).
+   */
+  importPaths?: string[] | string
+  /**
    * -R, --rate: Open loop: send requests on a fixed schedule at this rate (per second: 500, 20k,
    * 0.5), whatever the server does; latency counts from each request's due time. With --stages,
    * the rate they start from (0 allowed).
@@ -245,8 +260,8 @@ export interface RunOptions {
    */
   http2?: boolean
   /**
-   * --streams: HTTP/2: concurrent streams per connection (the server's limit lowers it)
-   * [default: 1; with --rate, 100].
+   * --streams: HTTP/2 (--http2, grpc://): concurrent streams per connection (the server's limit
+   * lowers it) [default: 1; with --rate, 100].
    */
   streams?: Count
   /**
@@ -384,6 +399,21 @@ export interface EventStreams {
 
 /** A WebSocket run's figures beyond its messages (the result's `websocket`). Its messages
  * are the run's requests and their replies its responses (status 101). */
+/** A gRPC run's calls: each ended with one gRPC status, the server's (grpc-status) or pelt's
+ * own where the call broke gRPC's rules (its message then starts 'pelt: '). */
+export interface Grpc {
+  /** Calls that ended with a status (the run's responses). */
+  calls: number
+  /** Of them, those with status OK. */
+  ok: number
+  /** Calls by status name: OK, UNAVAILABLE, DEADLINE_EXCEEDED, ... (CODE_<n> for others). */
+  status: Record<string, number>
+  /** The first grpc-message of each status that had one, by status name. */
+  messages: Record<string, string>
+  /** Response messages read whole. */
+  messages_received: number
+}
+
 export interface WebSocket {
   /** Upgrades the server accepted (101 with the right accept key). */
   upgrades: number
@@ -633,6 +663,9 @@ export interface Result {
   /** A ws:// or wss:// run: upgrades, held and dropped sockets, messages received, pings,
    * close codes; absent otherwise. */
   websocket?: WebSocket
+  /** A grpc:// or grpcs:// run: calls by gRPC status, the first grpc-message of each, the
+   * response messages read; absent otherwise. */
+  grpc?: Grpc
   latency_from: 'send' | 'due'
   open_loop: { service_time_us: Latency; lag_us: Latency; late_requests: number; late_threshold_us: number; backlog_at_end: number } | null
   warmup: { duration_s: number; requests: Requests; status: Record<string, number>; errors: Record<string, number>; latency_us: Latency } | null

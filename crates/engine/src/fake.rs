@@ -435,6 +435,7 @@ mod tests {
             body: vec![],
             streams,
             targets: vec![],
+            grpc: None,
         });
         c
     }

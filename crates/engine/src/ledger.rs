@@ -63,6 +63,7 @@ struct Totals {
     lag: Option<LatencyHistogram>,
     targets: Vec<TargetCounts>,
     websocket: Option<pelt_stats::WsPoint>,
+    grpc: Option<pelt_stats::GrpcStats>,
 }
 
 impl Totals {
@@ -101,6 +102,14 @@ impl Totals {
                     .iter()
                     .map(Option::as_ref),
             ),
+            grpc: [&main.grpc, &warm.grpc]
+                .into_iter()
+                .flatten()
+                .fold(None, |sum, g| {
+                    let mut sum: pelt_stats::GrpcStats = sum.unwrap_or_default();
+                    sum.merge(g);
+                    Some(sum)
+                }),
         }
     }
 
@@ -146,6 +155,14 @@ impl Totals {
                     }
                 })
                 .collect(),
+            grpc: now.grpc.as_ref().map_or_else(Default::default, |g| {
+                g.iter()
+                    .filter_map(|(c, n)| {
+                        let d = n - self.grpc.as_ref().map_or(0, |b| b.count(c));
+                        (d > 0).then(|| (pelt_codec::grpc::code_name(c).into_owned(), d))
+                    })
+                    .collect()
+            }),
         }
     }
 }
@@ -329,6 +346,22 @@ impl Ledger {
         if !self.response.is_empty() {
             self.response.clear();
         }
+    }
+
+    /// A gRPC call (booked as a response just before) ended with status `code` after
+    /// `messages` response messages; `message`, its `grpc-message`, is asked for only for the
+    /// first call of a code.
+    #[inline]
+    pub fn grpc_call(
+        &mut self,
+        warm: bool,
+        code: u32,
+        messages: u64,
+        message: impl FnOnce() -> Option<String>,
+    ) {
+        let g = self.stats(warm).grpc();
+        g.messages_received += messages;
+        g.record(code, message);
     }
 
     /// WebSocket: the figures of the phase the clock is in (upgrades, messages received,

@@ -364,6 +364,26 @@ pub struct Http2 {
     /// With `Config::targets`: each entry's header block and body, in the same order
     /// (`header_block` and `body` are unused then).
     pub targets: Vec<H2Request>,
+    /// gRPC: the streams are calls, their responses read as gRPC's (`None`: plain HTTP/2).
+    pub grpc: Option<Grpc>,
+}
+
+/// A gRPC run's calls (grpc://, grpcs://): HTTP/2 streams whose requests carry framed
+/// messages (built by the caller) and whose responses end with a `grpc-status`. Each call
+/// ends with one gRPC status, counted in [`pelt_stats::GrpcStats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grpc {
+    /// The longest response message taken; a longer one ends its call with
+    /// `RESOURCE_EXHAUSTED` (as grpc-go's client does at its 4 MiB default).
+    pub max_message: u32,
+}
+
+impl Default for Grpc {
+    fn default() -> Grpc {
+        Grpc {
+            max_message: pelt_codec::grpc::DEFAULT_MAX_MESSAGE,
+        }
+    }
 }
 
 impl Http2 {

@@ -10,6 +10,9 @@
 //! - WebSocket: the upgrade time `upgrade.p99<50ms` (any latency figure), sockets held at the
 //!   end `ws_held>=10000`, and sockets the server dropped `ws_drops<10` or `ws_drops<1%` (of the
 //!   upgrades); a run that upgraded no socket cannot hold them;
+//! - gRPC: calls by gRPC status, `status[UNAVAILABLE]<0.1%` or `status[OK]>=99%` (a name, any
+//!   case, or a code's number): a count or a share of the requests that ended; a run with no
+//!   gRPC call cannot hold them;
 //! - `errors`: a count (`errors<10`) or a share of the requests that ended (`errors<0.1%`);
 //! - `rps`: completed responses per second (`rps>5000`, `rps>=20k`);
 //! - a status class `1xx`..`5xx` or a code such as `503`: a count or a share of the requests
@@ -118,6 +121,8 @@ enum Metric {
     /// A status class (1..=5) or an exact code (100..=999).
     Class(u16),
     Code(u16),
+    /// gRPC: calls with this status (`status[UNAVAILABLE]`).
+    Grpc(u32),
     /// Scenarios: one step's latency figure (`step[login].p99`), by the step's name.
     Step(String, Figure),
     /// Scenarios: checks passed, of all checks made (`checks>99.9%`).
@@ -156,7 +161,7 @@ pub struct Expectation {
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
                     5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min, the same of ttfb as \
                     ttfb.p99, errors rps 1xx..5xx or a status code; with event streams ttft.p99, \
-                    gap.p99, per_event.p99, events_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with --scenario also step[NAME].p99, checks, \
+                    gap.p99, per_event.p99, events_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with grpc:// status[UNAVAILABLE]; with --scenario also step[NAME].p99, checks, \
                     iterations_failed; with --monitor server_cpu, pelt_cpu, server_rss)";
 
 /// A latency threshold's value and unit: `20ms`, `500us`, `1.5s`.
@@ -250,7 +255,20 @@ pub fn parse(text: &str) -> Result<Expectation, String> {
 /// A metric that is not a latency (`errors`, `rps`, `5xx`, `server_cpu`, ...) and its value:
 /// a count, a share, a rate, cores or bytes.
 fn counted(name: &str, lower: &str, value: &str) -> Result<(Metric, f64, Unit), String> {
+    let grpc = lower
+        .strip_prefix("status[")
+        .and_then(|rest| rest.strip_suffix(']'));
     let metric = match lower {
+        _ if grpc.is_some() => {
+            let inner = grpc.unwrap_or_default();
+            let code = pelt_codec::grpc::code_of(inner).ok_or_else(|| {
+                format!(
+                    "status[{inner}]: not a gRPC status (OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, \
+                     DEADLINE_EXCEEDED, ..., UNAVAILABLE, DATA_LOSS, UNAUTHENTICATED, or a number)"
+                )
+            })?;
+            Metric::Grpc(code)
+        }
         "errors" | "error" => Metric::Errors,
         "rps" => Metric::Rps,
         "events_per_s" => Metric::EventsPerSecond,
@@ -353,6 +371,7 @@ impl Expectation {
                 .map(|(_, n)| n)
                 .sum(),
             Metric::Code(code) => r.status.get(&code.to_string()).copied().unwrap_or(0),
+            Metric::Grpc(code) => r.grpc.as_ref().map_or(0, |g| g.count(*code)),
             Metric::WsHeld => ws.map_or(0, |w| w.held),
             Metric::WsDrops => ws.map_or(0, |w| w.drops),
             _ => 0,
@@ -383,6 +402,8 @@ impl Expectation {
             (Metric::Checks, Unit::Percent) => part(checks_passed, checks_made),
             (Metric::IterationsFailed, Unit::Percent) => part(count, ended_iterations),
             (Metric::Rps, _) => r.rps,
+            // No gRPC call: a status share cannot be said to hold.
+            (Metric::Grpc(_), _) if r.grpc.as_ref().is_none_or(|g| g.calls == 0) => f64::NAN,
             (Metric::Upgrade(_) | Metric::WsHeld | Metric::WsDrops, _) if ws.is_none() => f64::NAN,
             (Metric::Upgrade(f), Unit::Time(per_unit, _)) => {
                 ws.map_or(f64::NAN, |w| f.of(&w.upgrade_us) / per_unit)
@@ -485,6 +506,9 @@ mod tests {
             "server_rss<=512MB",
             "server_rss<100000",
             "iterations_failed<=3",
+            "status[UNAVAILABLE]<0.1%",
+            "status[ok]>=99%",
+            "status[14]<=3",
         ] {
             assert!(parse(t).is_ok(), "{t}: {:?}", parse(t));
         }
@@ -515,6 +539,7 @@ mod tests {
             ("ttft.p98<5ms", "unknown figure 'p98' for ttft"),
             ("gap.p99<5", "latency needs a unit"),
             ("events_per_s>5%", "events_per_s is a rate"),
+            ("status[UNAVAIL]<1%", "status[unavail]: not a gRPC status"),
         ] {
             let e = parse(t).unwrap_err();
             assert!(e.contains(says), "{t}: {e}");

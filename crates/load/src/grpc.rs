@@ -1,4 +1,4 @@
-//! gRPC calls described by their schema (issue 48; not yet reachable from the command line):
+//! gRPC calls described by their schema:
 //! the method's descriptors, compiled from `.proto` files in pure Rust by protox (no protoc on
 //! the user's machine) or read from a compiled `FileDescriptorSet` (`--protoset`, as ghz and
 //! grpcurl take), and request messages from protobuf's canonical JSON mapping (prost-reflect),
@@ -118,6 +118,15 @@ impl Method {
             .and_then(|m| de.end().map(|()| m))
             .map_err(|e| format!("a {} message from JSON: {e}", self.input_name()))?;
         pelt_codec::grpc::frame(&message.encode_to_vec(), out);
+        Ok(())
+    }
+
+    /// A request message already encoded (protobuf's binary form), checked against the
+    /// method's input type, appended to `out` framed for the wire.
+    pub fn frame_binary(&self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        DynamicMessage::decode(self.input.clone(), bytes)
+            .map_err(|e| format!("not a binary {} message: {e}", self.input_name()))?;
+        pelt_codec::grpc::frame(bytes, out);
         Ok(())
     }
 

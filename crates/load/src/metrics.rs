@@ -33,6 +33,8 @@ pub struct Metrics {
     errors: u64,
     errors_by_kind: BTreeMap<String, u64>,
     codes: BTreeMap<u16, u64>,
+    /// gRPC runs: calls by gRPC status name.
+    grpc: BTreeMap<String, u64>,
     bytes_sent: u64,
     bytes_received: u64,
     late: u64,
@@ -124,6 +126,7 @@ impl Metrics {
                 .map(|k| (k.name().to_string(), 0))
                 .collect(),
             codes: BTreeMap::new(),
+            grpc: BTreeMap::new(),
             bytes_sent: 0,
             bytes_received: 0,
             late: 0,
@@ -160,6 +163,9 @@ impl Metrics {
         self.completed += p.completed;
         self.errors += p.errors;
         let d = &p.detail;
+        for (status, n) in &d.grpc {
+            *self.grpc.entry(status.clone()).or_insert(0) += n;
+        }
         for (code, n) in &d.codes {
             *self.codes.entry(*code).or_insert(0) += n;
         }
@@ -307,6 +313,18 @@ impl Metrics {
             "Complete responses by status code (and its class).",
             codes,
         );
+        if !self.grpc.is_empty() {
+            let calls = self
+                .grpc
+                .iter()
+                .map(|(status, n)| (vec![("status", status.clone())], *n as f64));
+            f.labelled(
+                "pelt_grpc_calls_total",
+                "counter",
+                "gRPC calls that ended with a status, by gRPC status (OK, UNAVAILABLE, ...).",
+                calls,
+            );
+        }
         f.counter(
             "pelt_sent_bytes_total",
             "Bytes written to the sockets.",

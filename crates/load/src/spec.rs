@@ -77,6 +77,8 @@ pub struct LoadSpec {
     pub event_streams: pelt_engine::Streams,
     /// ws:// and wss:// settings (`--ws-*`).
     pub websocket: WsSpec,
+    /// grpc:// and grpcs:// settings (`--proto`, `--protoset`, `-I`).
+    pub grpc: GrpcSpec,
     /// `--replay`: the targets' recorded times are their due times.
     pub replay: ReplaySpec,
     /// `--log-format`: an access log's line layout, in nginx's syntax (`None`: combined).
@@ -134,6 +136,7 @@ impl LoadSpec {
             monitor: None,
             event_streams: pelt_engine::Streams::default(),
             websocket: WsSpec::default(),
+            grpc: GrpcSpec::default(),
             replay: ReplaySpec::default(),
             log_format: None,
             targets_read: TargetsRead::Auto,
@@ -233,6 +236,26 @@ impl WsSpec {
     /// Whether any `--ws-*` option was given.
     pub fn is_set(&self) -> bool {
         *self != WsSpec::default()
+    }
+}
+
+/// grpc:// and grpcs:// settings: where the service's descriptors come from. Any of them on
+/// another URL is bad input.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GrpcSpec {
+    /// A `.proto` file, compiled here (protox).
+    pub proto: Option<PathBuf>,
+    /// A compiled `FileDescriptorSet` (`protoc --descriptor_set_out`, `buf build -o`).
+    pub protoset: Option<PathBuf>,
+    /// Where `--proto`'s imports are looked for (protoc's `-I`); the proto's own folder is
+    /// always one.
+    pub import_paths: Vec<PathBuf>,
+}
+
+impl GrpcSpec {
+    /// Whether any of them was given.
+    pub fn is_set(&self) -> bool {
+        *self != GrpcSpec::default()
     }
 }
 

@@ -16,6 +16,8 @@ pub struct Target {
     pub tls_host: Option<String>,
     /// `ws://` or `wss://`.
     pub websocket: bool,
+    /// `grpc://` or `grpcs://`.
+    pub grpc: bool,
 }
 
 /// A URL checked for pelt, not yet resolved.
@@ -29,6 +31,8 @@ pub struct Parsed {
     pub https: bool,
     /// `ws://` or `wss://` (`https` for `wss://`).
     pub websocket: bool,
+    /// `grpc://` or `grpcs://` (`https` for `grpcs://`).
+    pub grpc: bool,
 }
 
 /// Parses and resolves `raw` (resolution happens once, here, before any traffic).
@@ -52,6 +56,7 @@ pub fn resolve(raw: &str) -> Result<Target> {
         addr,
         tls_host: p.https.then(|| p.host.to_string()),
         websocket: p.websocket,
+        grpc: p.grpc,
         host_header: p.host_header,
         path: p.path,
         display: p.display,
@@ -66,6 +71,7 @@ pub fn unresolved(raw: &str) -> Result<Target> {
         addr: SocketAddr::from(([0, 0, 0, 0], p.port)),
         tls_host: p.https.then(|| p.host.to_string()),
         websocket: p.websocket,
+        grpc: p.grpc,
         host_header: p.host_header,
         path: p.path,
         display: p.display,
@@ -87,13 +93,15 @@ pub fn parse(raw: &str) -> Result<Parsed> {
         url::ParseError::InvalidPort => anyhow!("invalid URL {}: port out of range (1-65535)", q()),
         e => anyhow!("invalid URL {}: {e}", q()),
     })?;
-    let (https, websocket) = match url.scheme() {
-        "http" => (false, false),
-        "https" => (true, false),
-        "ws" => (false, true),
-        "wss" => (true, true),
+    let (https, websocket, grpc) = match url.scheme() {
+        "http" => (false, false, false),
+        "https" => (true, false, false),
+        "ws" => (false, true, false),
+        "wss" => (true, true, false),
+        "grpc" => (false, false, true),
+        "grpcs" => (true, false, true),
         s => bail!(
-            "invalid URL {}: unsupported scheme '{s}' (supported: http, https, ws, wss)",
+            "invalid URL {}: unsupported scheme '{s}' (supported: http, https, ws, wss, grpc, grpcs)",
             q()
         ),
     };
@@ -132,6 +140,7 @@ pub fn parse(raw: &str) -> Result<Parsed> {
         display: display.into(),
         https,
         websocket,
+        grpc,
     })
 }
 
@@ -180,7 +189,9 @@ mod tests {
         );
         assert!(msg("localhost/x").contains("no scheme"));
         assert!(msg("ftp://127.0.0.1/").contains("unsupported scheme 'ftp'"));
-        assert!(msg("gopher://127.0.0.1/").contains("(supported: http, https, ws, wss)"));
+        assert!(
+            msg("gopher://127.0.0.1/").contains("(supported: http, https, ws, wss, grpc, grpcs)")
+        );
         let ws = resolve("wss://127.0.0.1/chat").unwrap();
         assert!(ws.websocket && ws.tls_host.is_some() && ws.addr.port() == 443);
         assert!(resolve("ws://127.0.0.1:9/").unwrap().tls_host.is_none());

@@ -24,6 +24,7 @@
 mod errors;
 mod fleet;
 pub mod fmt;
+mod grpc;
 mod histogram;
 mod kinds;
 mod merge;
@@ -36,6 +37,7 @@ mod websocket;
 
 pub use errors::{ErrorCounts, ErrorKind};
 pub use fleet::{AgentReport, AgentState, FleetInfo};
+pub use grpc::{GrpcReport, GrpcStats};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
 pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
 pub use merge::{check_mergeable, merge, merge_figures, merge_points};
@@ -157,6 +159,8 @@ pub struct WorkerStats {
     pub streams: Option<Box<StreamStats>>,
     /// WebSocket runs: upgrades, messages received, pings, closes (`None`: not a ws:// run).
     pub websocket: Option<Box<WsStats>>,
+    /// gRPC runs: calls by gRPC status, messages (`None`: not a grpc:// run).
+    pub grpc: Option<Box<GrpcStats>>,
 }
 
 impl Default for WorkerStats {
@@ -187,6 +191,7 @@ impl WorkerStats {
             targets: Vec::new(),
             streams: None,
             websocket: None,
+            grpc: None,
         }
     }
 
@@ -224,6 +229,12 @@ impl WorkerStats {
         self.websocket.get_or_insert_with(Default::default)
     }
 
+    /// The gRPC figures, made on first use.
+    #[inline]
+    pub fn grpc(&mut self) -> &mut GrpcStats {
+        self.grpc.get_or_insert_with(Default::default)
+    }
+
     /// Complete responses (all status codes).
     pub fn completed(&self) -> u64 {
         self.status.total()
@@ -259,6 +270,9 @@ impl WorkerStats {
         }
         if let Some(w) = &other.websocket {
             self.websocket().merge(w);
+        }
+        if let Some(g) = &other.grpc {
+            self.grpc().merge(g);
         }
     }
 }

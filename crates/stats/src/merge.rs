@@ -213,7 +213,18 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         scenario,
         event_streams: merged_streams(reports, duration_s),
         websocket: merged_websocket(reports, duration_s),
+        grpc: merged_grpc(reports),
     })
+}
+
+/// gRPC: counts add by status, each status keeps the first message seen.
+fn merged_grpc(reports: &[Report]) -> Option<crate::GrpcReport> {
+    let mut all = reports.iter().filter_map(|r| r.grpc.as_ref());
+    let mut merged = all.next()?.clone();
+    for g in all {
+        merged.merge(g);
+    }
+    Some(merged)
 }
 
 /// WebSocket: counts add, the upgrade figures come from the merged histogram, the rate is

@@ -381,6 +381,11 @@ pub struct Report {
     /// are the run's requests, their replies its responses (status 101).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<crate::WebSocketReport>,
+    /// A gRPC run (grpc://, grpcs://): calls by gRPC status, with the first `grpc-message` of
+    /// each, and the response messages received; absent otherwise. Its calls are the run's
+    /// requests, booked with their HTTP status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<crate::GrpcReport>,
 }
 
 /// What a scenario run's virtual users did.
@@ -526,6 +531,7 @@ impl Report {
             scenario: None,
             event_streams: stats.streams.as_ref().map(|s| s.report(duration_s)),
             websocket: stats.websocket.as_ref().map(|w| w.report(duration_s)),
+            grpc: stats.grpc.as_ref().map(|g| g.report()),
         }
     }
 }

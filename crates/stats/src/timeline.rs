@@ -63,6 +63,9 @@ pub struct Detail {
     /// and failed in the second (measured requests only, as the result's `targets`).
     #[serde(default)]
     pub targets: Vec<TargetCounts>,
+    /// gRPC runs: calls by gRPC status name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc: BTreeMap<String, u64>,
 }
 
 /// One target name's counts in one second.
@@ -111,6 +114,9 @@ impl Detail {
             a.sent += b.sent;
             a.completed += b.completed;
             a.errors += b.errors;
+        }
+        for (k, n) in &other.grpc {
+            *self.grpc.entry(k.clone()).or_insert(0) += n;
         }
     }
 }

@@ -7,6 +7,7 @@ use pelt_stats::Report;
 
 pub mod errors;
 pub mod fleet;
+pub mod grpc;
 pub mod head;
 pub mod latency;
 pub mod requests;
@@ -22,13 +23,14 @@ pub mod websocket;
 pub type Writer = fn(&mut String, &Report);
 
 /// The summary, in order.
-pub const TEXT: [Writer; 15] = [
+pub const TEXT: [Writer; 16] = [
     head::text,
     requests::text,
     latency::text,
     streams::text,
     websocket::text,
     requests::status,
+    grpc::text,
     targets::text,
     scenario::text,
     fleet::text,
@@ -41,11 +43,12 @@ pub const TEXT: [Writer; 15] = [
 ];
 
 /// The report's box of figures, in order.
-pub const FIGURES: [Writer; 5] = [
+pub const FIGURES: [Writer; 6] = [
     latency::html,
     requests::html,
     streams::html,
     websocket::html,
+    grpc::html,
     errors::html,
 ];
 

@@ -7,6 +7,10 @@
 //! an event stream's reader, a scenario user's response until the source takes it
 //! ([`Sink::answers`]), a sampled response's bytes — and books the outcome in the ledger.
 //!
+//! gRPC is such a feature: every call's reply reads its `grpc-status` and `grpc-message` from
+//! the fields (the trailers, or a trailers-only head) and counts its messages in the body
+//! ([`GrpcReply`]); its end books the call's gRPC status beside the response.
+//!
 //! A protocol never asks which features a run has: a new response feature is a field of
 //! [`Reply`] and a line in these methods. A response no feature wants takes no reply, so a
 //! plain run only books. Replies are made on first use, one per response under way (a
@@ -17,6 +21,7 @@ use crate::ledger::{Ledger, Times};
 use crate::scenario::Response;
 use crate::stream::{StreamReader, Streams};
 use crate::Config;
+use pelt_codec::grpc::{self, MessageError, MessageReader};
 use pelt_codec::response::Fields;
 use pelt_stats::ErrorKind;
 use std::time::{Duration, Instant};
@@ -39,6 +44,9 @@ pub(super) struct Sink {
     cut: bool,
     /// Scenarios: the responses ended since the source last took them.
     ended: Vec<Ended>,
+    /// gRPC: every response is a call's, read for its status and messages; the longest
+    /// message taken.
+    grpc: Option<u32>,
 }
 
 /// What the response features keep of one response as it comes.
@@ -51,8 +59,74 @@ struct Reply {
     /// Its bytes as they came (HTTP/1.1, for a sample or a user), or its body (HTTP/2, for a
     /// user), up to a sample's size.
     data: Vec<u8>,
+    /// gRPC: the call's status and messages.
+    grpc: GrpcReply,
     /// Taken by a response (guards against giving it back twice).
     held: bool,
+}
+
+/// What a gRPC call's response says of it as it comes.
+#[derive(Default)]
+struct GrpcReply {
+    /// Its `grpc-status`, once read (`None`: not yet, or not a number).
+    status: Option<u32>,
+    /// Its `grpc-message`, as it came (percent-encoded).
+    message: Vec<u8>,
+    /// Its messages.
+    reader: MessageReader,
+    /// Why its messages could not be read (the call ends with this error's status).
+    broken: Option<MessageError>,
+}
+
+impl GrpcReply {
+    fn clear(&mut self, max: u32) {
+        self.status = None;
+        self.message.clear();
+        self.reader = MessageReader::new(max);
+        self.broken = None;
+    }
+
+    /// The call's status: the server's, else the client's (gRPC's rules): its messages broke
+    /// them, its HTTP status was not 200, it had no `grpc-status`, or its DATA ended inside a
+    /// message.
+    fn outcome(&self, http: u16) -> (u32, Why) {
+        if let Some(e) = self.broken {
+            return (e.code(), Why::Broken(e));
+        }
+        match self.status {
+            Some(code) if http == 200 && (code != grpc::code::OK || self.reader.between()) => {
+                (code, Why::Server)
+            }
+            Some(_) if http == 200 => (grpc::code::INTERNAL, Why::Cut),
+            _ if http != 200 => (grpc::code_of_http(http), Why::Http(http)),
+            _ => (grpc::code::INTERNAL, Why::NoStatus),
+        }
+    }
+
+    /// The message `why` gives the call's status (made only for the first call of a status).
+    fn message(&self, why: Why) -> Option<String> {
+        Some(match why {
+            Why::Server if self.message.is_empty() => return None,
+            Why::Server => grpc::decode_message(&self.message),
+            Why::Broken(e) => format!("pelt: {e}"),
+            Why::Cut => "pelt: the call's DATA ended inside a message".into(),
+            Why::Http(http) => format!("pelt: HTTP status {http}, not a gRPC response"),
+            Why::NoStatus => "pelt: the response ended without a grpc-status".into(),
+        })
+    }
+}
+
+/// Whose a call's status is.
+#[derive(Clone, Copy)]
+enum Why {
+    /// The server's `grpc-status`.
+    Server,
+    /// The client's: the messages broke gRPC's rules, the DATA ended inside a message, the
+    /// HTTP status was not 200, or no `grpc-status` came.
+    Broken(MessageError),
+    Cut,
+    Http(u16),
+    NoStatus,
 }
 
 /// A scenario's response, ended, waiting for its user.
@@ -86,6 +160,7 @@ impl Sink {
             streaming: 0,
             cut: false,
             ended: Vec::new(),
+            grpc: config.http2().and_then(|h| h.grpc).map(|g| g.max_message),
         }
     }
 
@@ -134,6 +209,9 @@ impl Sink {
             let reply = &mut self.replies[r as usize];
             reply.fields.clear();
             reply.data.clear();
+            if let Some(max) = self.grpc {
+                reply.grpc.clear(max);
+            }
             reply.held = true;
             *slot = r + 1;
         }
@@ -190,6 +268,17 @@ impl Sink {
         if self.users && !name.starts_with(b":") {
             self.reply(slot).fields.push_bytes(name, value);
         }
+        if self.grpc.is_some() {
+            match name {
+                b"grpc-status" => self.reply(slot).grpc.status = grpc::parse_status(value),
+                b"grpc-message" => {
+                    let message = &mut self.reply(slot).grpc.message;
+                    message.clear();
+                    message.extend_from_slice(&value[..value.len().min(1024)]);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Body bytes of `slot`'s response, arrived at `at`: its event stream reads them; a user
@@ -205,6 +294,12 @@ impl Sink {
     ) {
         if self.users && !self.raw {
             keep(&mut self.reply(slot).data, bytes);
+        }
+        if self.grpc.is_some() {
+            let g = &mut self.reply(slot).grpc;
+            if g.broken.is_none() {
+                g.broken = g.reader.feed(bytes, &mut |_| {}).err();
+            }
         }
         if let Some(reply) = self.get(slot.reply) {
             self.cut |= reply.reader.feed(bytes, at, ledger, streams);
@@ -225,11 +320,25 @@ impl Sink {
     /// at `at`; a scenario's user gets it.
     #[inline]
     pub(super) fn end<S>(&mut self, slot: &Slot<S>, status: u16, at: Instant, ledger: &mut Ledger) {
+        if self.grpc.is_some() {
+            self.end_call(slot, status, at, ledger);
+            return self.release(slot.reply);
+        }
         if slot.reply == 0 && !self.users {
             // Nothing kept of it (a plain run): booked, complete now.
             return book(ledger, slot, status, at);
         }
         self.end_kept(slot, status, at, ledger);
+    }
+
+    /// gRPC: `slot`'s call ended; booked as a response with its HTTP `status`, and its gRPC
+    /// status (a call that sent no field has no reply: the server's HTTP status says it).
+    fn end_call<S>(&mut self, slot: &Slot<S>, status: u16, at: Instant, ledger: &mut Ledger) {
+        book(ledger, slot, status, at);
+        let empty = GrpcReply::default();
+        let g = self.get(slot.reply).map_or(&empty, |r| &r.grpc);
+        let (code, why) = g.outcome(status);
+        ledger.grpc_call(slot.warm, code, g.reader.messages(), || g.message(why));
     }
 
     /// `end` for a response something was kept of.
@@ -285,7 +394,7 @@ impl Sink {
 
     /// The protocol hands each response's fields (HTTP/2 decodes them only then).
     pub(super) fn wants_fields(&self) -> bool {
-        self.users
+        self.users || self.grpc.is_some()
     }
 
     /// Responses read as event streams now.

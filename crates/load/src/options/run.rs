@@ -798,6 +798,56 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "proto",
+        long: "proto",
+        value: "FILE",
+        help: "grpc://: the service's .proto file (compiled by pelt, no protoc needed); the \
+               URL's path names the method, grpc://HOST:PORT/package.Service/Method.",
+        example: r#""greeter.proto""#,
+        rules: &[Rule::Conflicts("protoset")],
+        read: |s, g| {
+            s.grpc.proto = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.grpc.proto),
+        ..BASE
+    },
+    Row {
+        name: "protoset",
+        long: "protoset",
+        value: "FILE",
+        help: "grpc://: the service's compiled descriptors, a FileDescriptorSet (protoc \
+               --descriptor_set_out --include_imports, buf build -o), as ghz and grpcurl take.",
+        example: r#""greeter.protoset""#,
+        read: |s, g| {
+            s.grpc.protoset = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| path(&s.grpc.protoset),
+        ..BASE
+    },
+    Row {
+        name: "importPaths",
+        long: "import-path",
+        short: Some('I'),
+        value: "DIR",
+        form: Form::Many,
+        help: "grpc://: a folder --proto's imports are found in, as protoc's -I (repeatable; \
+               the proto's own folder is always one).",
+        ts: "string[] | string",
+        example: r#"["protos"]"#,
+        read: |s, g| {
+            s.grpc.import_paths = g.list()?.into_iter().map(Into::into).collect();
+            Ok(())
+        },
+        write: |s| {
+            let p = &s.grpc.import_paths;
+            let shown: Vec<String> = p.iter().map(|p| p.display().to_string()).collect();
+            Ok((!p.is_empty()).then(|| json!(shown)))
+        },
+        ..BASE
+    },
+    Row {
         name: "rate",
         long: "rate",
         short: Some('R'),
@@ -945,16 +995,15 @@ pub static RUN: &[Row] = &[
         long: "streams",
         value: "N",
         hyphen: true,
-        help: "HTTP/2: concurrent streams per connection (the server's limit lowers it) \
-               [default: 1; with --rate, 100].",
+        help: "HTTP/2 (--http2, grpc://): concurrent streams per connection (the server's \
+               limit lowers it) [default: 1; with --rate, 100].",
         ts: "Count",
         example: "20",
-        rules: &[Rule::Requires("http2")],
         read: |s, g| {
             s.streams = Some(g.parse(values::streams)?);
             Ok(())
         },
-        write: |s| Ok(s.streams.filter(|_| s.http2).map(Value::from)),
+        write: |s| Ok(s.streams.map(Value::from)),
         ..BASE
     },
     Row {

@@ -58,6 +58,7 @@ impl Encoded {
             body: Vec::new(),
             streams: spec.streams.unwrap_or(if open { 100 } else { 1 }),
             targets: Vec::new(),
+            grpc: None,
         });
         let mut e = Encoded {
             request,

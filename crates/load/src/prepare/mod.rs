@@ -13,6 +13,7 @@ use pelt_stats::{
 };
 mod encode;
 mod entries;
+mod grpc;
 mod info;
 mod monitor;
 mod names;
@@ -81,6 +82,14 @@ pub(crate) enum Here {
 /// shape, the entries, the target, room for the connections, the requests as encoded, the TLS
 /// client and the backend, then the engine's config and the report's info.
 pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, SpecError> {
+    // A gRPC run is the HTTP/2 run of its calls, prepared as one.
+    let call = grpc::call(spec)?;
+    let spec = call.as_ref().map_or(spec, |c| &c.spec);
+    if spec.streams.is_some() && !spec.http2 {
+        return Err(bad(
+            "--streams is HTTP/2's: add --http2 (a grpc:// URL is HTTP/2 already)",
+        ));
+    }
     let (headers, body) = request_parts(spec)?;
     let mut shape = Shape::of(spec)?;
     let program = match &spec.requests_from {
@@ -116,7 +125,11 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         (_, Some((scan, _)), true) => scan.first_url.as_str(),
         _ => spec.url.as_str(),
     };
-    let target = target_of(spec, url, here)?;
+    let mut target = target_of(spec, url, here)?;
+    if let Some(c) = &call {
+        target.display = c.display.clone();
+        target.grpc = true;
+    }
     let threads = spec.threads.unwrap_or_else(engine::default_threads);
     check_room(spec, &shape, threads, here)?;
     tls_flags_fit(spec, &target)?;
@@ -130,6 +143,9 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         url,
         shape.rate.is_some(),
     )?;
+    if let (Some(h2), Some(c)) = (encoded.http2.as_mut(), &call) {
+        h2.grpc = Some(c.grpc);
+    }
     let (mut method, mut set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
     let mut recorded = std::mem::take(&mut encoded.recorded);
     let mut feed = None;

@@ -1,0 +1,184 @@
+//! A grpc:// or grpcs:// run as the HTTP/2 run it is: the method found in the service's
+//! descriptors (`--proto`, `--protoset`), the message encoded and framed once, and the fields a
+//! call carries (`content-type: application/grpc`, `te: trailers`, `grpc-timeout` from
+//! `--timeout`, the user's `-H` as metadata). What follows is the HTTP/2 path every run takes;
+//! the engine reads the responses as calls (`engine::Grpc`).
+
+use super::*;
+use crate::grpc::{self, Method};
+use pelt_codec::grpc as wire;
+
+/// A gRPC run's spec rewritten as its HTTP/2 run, and what stays gRPC's.
+pub(super) struct Call {
+    /// The spec as an HTTP/2 POST of the framed message to the method's path.
+    pub(super) spec: LoadSpec,
+    pub(super) grpc: engine::Grpc,
+    /// The URL as typed, for the report.
+    pub(super) display: String,
+}
+
+/// `spec` as a gRPC run, when its URL is grpc:// or grpcs://; `None` otherwise (where a gRPC
+/// option is bad input).
+pub(super) fn call(spec: &LoadSpec) -> Result<Option<Call>, SpecError> {
+    let parsed = match target::parse(&spec.url) {
+        Ok(p) => p,
+        // An unparsable URL (or none, with --targets) is for `target_of` to report.
+        Err(_) => return Ok(None),
+    };
+    if !parsed.grpc {
+        if spec.grpc.is_set() {
+            return Err(bad(
+                "--proto, --protoset and -I/--import-path are for grpc:// and grpcs:// URLs",
+            ));
+        }
+        return Ok(None);
+    }
+    fits(spec)?;
+    let method = method(spec, &parsed)?;
+    let mut message = Vec::new();
+    let body = body_of(spec)?;
+    let framed = if binary(spec) {
+        method.frame_binary(&body, &mut message)
+    } else {
+        let text = std::str::from_utf8(&body).map_err(|_| {
+            bad("a gRPC message is JSON (UTF-8); a binary one comes from --body-file FILE.bin")
+        })?;
+        if text.contains("{{") {
+            return Err(bad(
+                "templates in a gRPC message ({{...}}) are not supported yet: give the message \
+                 as it is sent",
+            ));
+        }
+        let text = if text.trim().is_empty() { "{}" } else { text };
+        method.frame_json(text, &mut message)
+    };
+    framed.map_err(|e| bad(format!("{}: {e}", method.path.trim_start_matches('/'))))?;
+    let mut headers = metadata(spec)?;
+    headers.push("content-type: application/grpc".into());
+    headers.push("te: trailers".into());
+    headers.push(format!(
+        "grpc-timeout: {}",
+        wire::timeout_value(spec.timeout)
+    ));
+    let scheme = if parsed.https { "https" } else { "http" };
+    let host = match &parsed.host {
+        url::Host::Ipv6(ip) => format!("[{ip}]"),
+        h => h.to_string(),
+    };
+    let mut http = spec.clone();
+    http.url = format!("{scheme}://{host}:{}{}", parsed.port, method.path);
+    http.method = "POST".into();
+    http.http2 = true;
+    http.headers = headers;
+    http.body = Body::Bytes(message);
+    http.grpc = Default::default();
+    Ok(Some(Call {
+        spec: http,
+        grpc: engine::Grpc::default(),
+        display: parsed.display,
+    }))
+}
+
+/// What a gRPC call cannot take.
+fn fits(spec: &LoadSpec) -> Result<(), SpecError> {
+    let not_with = |what: &str| bad(format!("{what} is HTTP's; a grpc:// URL cannot take it"));
+    if spec.pipeline > 1 {
+        return Err(not_with("--pipeline"));
+    }
+    if !spec.keep_alive {
+        return Err(not_with("--no-keepalive"));
+    }
+    if !["GET", "POST"].contains(&spec.method.to_ascii_uppercase().as_str()) {
+        return Err(not_with("-m/--method (a call is a POST)"));
+    }
+    if spec.event_streams != engine::Streams::default() {
+        return Err(not_with("--stream, --stream-limit and --stream-end"));
+    }
+    if spec.websocket.is_set() {
+        return Err(bad("--ws-* options are for ws:// and wss:// URLs"));
+    }
+    if !matches!(spec.requests_from, Requests::One) {
+        return Err(bad(
+            "--targets, --bodies and --scenario do not take grpc:// URLs yet: give one call's \
+             message with --body or --body-file",
+        ));
+    }
+    Ok(())
+}
+
+/// The method the URL's path names, in the descriptors the options give.
+fn method(spec: &LoadSpec, parsed: &target::Parsed) -> Result<Method, SpecError> {
+    let g = &spec.grpc;
+    let pool = match (&g.proto, &g.protoset) {
+        (Some(proto), _) => grpc::compile(proto, &g.import_paths).map_err(bad)?,
+        (None, Some(set)) => {
+            let shown = set.display().to_string();
+            let bytes = std::fs::read(set)
+                .map_err(|e| bad(format!("cannot read --protoset {shown}: {e}")))?;
+            grpc::from_protoset(&bytes, &shown).map_err(bad)?
+        }
+        (None, None) => {
+            return Err(bad(
+                "a grpc:// URL needs the service's descriptors: --proto FILE (with -I for its \
+                 imports) or --protoset FILE",
+            ))
+        }
+    };
+    let call = parsed.path.trim_start_matches('/');
+    if call.is_empty() || parsed.path.contains('?') {
+        return Err(bad(format!(
+            "invalid URL {}: its path names the method, grpc://HOST:PORT/package.Service/Method",
+            values::quote(&spec.url)
+        )));
+    }
+    grpc::method(&pool, call).map_err(bad)
+}
+
+/// The message is protobuf's binary form: a `--body-file` named `.bin`, `.pb` or `.binpb`
+/// (else it is JSON, protobuf's canonical mapping).
+fn binary(spec: &LoadSpec) -> bool {
+    let Body::File(p) = &spec.body else {
+        return false;
+    };
+    let ext = p.extension().and_then(|e| e.to_str()).unwrap_or_default();
+    ["bin", "pb", "binpb"].contains(&ext)
+}
+
+/// The message's bytes, as --body or --body-file give them.
+fn body_of(spec: &LoadSpec) -> Result<Vec<u8>, SpecError> {
+    Ok(match &spec.body {
+        Body::None => Vec::new(),
+        Body::Bytes(b) => b.clone(),
+        Body::File(p) => std::fs::read(p)
+            .map_err(|e| bad(format!("cannot read --body-file {}: {e}", p.display())))?,
+    })
+}
+
+/// The user's headers as the call's metadata: a `-bin` key's value must be base64 (gRPC sends
+/// binary metadata so), and gRPC's own fields are pelt's to set.
+fn metadata(spec: &LoadSpec) -> Result<Vec<String>, SpecError> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let b64_unpadded = base64::engine::general_purpose::STANDARD_NO_PAD;
+    for h in &spec.headers {
+        let (name, value) = pelt_codec::request::parse_header(h).map_err(|e| {
+            let shown = values::quote(&values::masked_header(h));
+            bad(format!("invalid header {shown}: {e}"))
+        })?;
+        let name = name.to_ascii_lowercase();
+        if ["content-type", "te", "grpc-timeout"].contains(&name.as_str()) {
+            return Err(bad(format!(
+                "-H {name}: pelt sets it on a gRPC call (grpc-timeout from --timeout)"
+            )));
+        }
+        if name.ends_with("-bin")
+            && b64.decode(value.trim()).is_err()
+            && b64_unpadded.decode(value.trim()).is_err()
+        {
+            return Err(bad(format!(
+                "-H {name}: a -bin metadata value is base64 (gRPC's binary metadata)"
+            )));
+        }
+    }
+    Ok(spec.headers.clone())
+}

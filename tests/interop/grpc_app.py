@@ -1,0 +1,128 @@
+"""A gRPC server pelt did not write: Python's grpcio (PyPI), serving greeter.proto's
+pelt.test.Greeter with generic handlers (no generated code), for tests/grpc.rs.
+
+It counts every call it ends by method and status. A side HTTP/1.1 server answers
+`GET /count` with those counts as JSON, and the gRPC port as `grpc_port`. It binds 127.0.0.1
+port 0 for both and prints `listening on COUNTPORT`.
+"""
+
+import json
+import sys
+import threading
+import time
+from concurrent import futures
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import grpc
+
+counts = {}
+flaky = [0]
+lock = threading.Lock()
+
+
+def count(method, status):
+    with lock:
+        key = f"{method} {status}"
+        counts[key] = counts.get(key, 0) + 1
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def name_of(request):
+    """HelloRequest's field 1 (a string), read from protobuf's wire format."""
+    i = 0
+    while i < len(request):
+        key = request[i]
+        i += 1
+        length = 0
+        shift = 0
+        while True:
+            b = request[i]
+            i += 1
+            length |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        if key == 0x0A:
+            return request[i : i + length].decode()
+        i += length
+    return ""
+
+
+def reply(message):
+    data = message.encode()
+    return b"\x0a" + varint(len(data)) + data
+
+
+def say_hello(request, context):
+    name = name_of(request)
+    fail = name.startswith("fail")
+    if name == "flaky":
+        with lock:
+            flaky[0] += 1
+            fail = flaky[0] % 3 == 0
+    if fail:
+        count("SayHello", "UNAVAILABLE")
+        context.abort(grpc.StatusCode.UNAVAILABLE, f"backend down: {name}")
+    if name == "slow":
+        time.sleep(0.2)
+    count("SayHello", "OK")
+    if name == "big":
+        return reply("x" * (5 * 1024 * 1024))
+    return reply(f"Hello {name}")
+
+
+def say_hellos(request, context):
+    name = name_of(request)
+    n = int(name.split(":")[1]) if name.startswith("count:") else 1
+    for k in range(n):
+        time.sleep(0.001)
+        yield reply(f"Hello {k}")
+    count("SayHellos", "OK")
+
+
+class Counts(BaseHTTPRequestHandler):
+    def do_GET(self):
+        with lock:
+            body = json.dumps({"calls": counts, "grpc_port": grpc_port}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+raw = {"request_deserializer": None, "response_serializer": None}
+handler = grpc.method_handlers_generic_handler(
+    "pelt.test.Greeter",
+    {
+        "SayHello": grpc.unary_unary_rpc_method_handler(say_hello, **raw),
+        "SayHellos": grpc.unary_stream_rpc_method_handler(say_hellos, **raw),
+    },
+)
+server = grpc.server(
+    futures.ThreadPoolExecutor(max_workers=32),
+    options=[("grpc.max_send_message_length", 16 * 1024 * 1024)],
+)
+server.add_generic_rpc_handlers((handler,))
+grpc_port = server.add_insecure_port("127.0.0.1:0")
+server.start()
+http = ThreadingHTTPServer(("127.0.0.1", 0), Counts)
+print(f"listening on {http.server_address[1]}", flush=True)
+try:
+    http.serve_forever()
+finally:
+    server.stop(0)
