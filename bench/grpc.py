@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """gRPC generators side by side: pelt against ghz on grpc-go's helloworld Greeter.
 
-Builds bench/grpc/main.go (grpc-go's Greeter, from the Go module proxy) and starts it on one
+Builds bench/grpc/main.go (grpc-go's Greeter with its reflection service, from the Go module
+proxy) and starts it on one
 CPU, then runs each generator on another CPU with one thread (ghz: --cpus 1, GOMAXPROCS=1),
 alternating tools run by run, for each case:
 
   c50       50 connections, one call at a time each (ghz -c 50)
   c50s10    50 connections, 10 calls at a time each (pelt --streams 10; ghz -c 500
             --connections 50)
+  stream10  server streaming: RouteGuide.ListFeatures answering 10 messages a call, 50
+            connections, one call at a time each
 
 Prints calls/s and the generator's CPU-microseconds per call (user+sys from its own rusage) as
 medians with min-max, and the ratio to ghz.
@@ -38,6 +41,9 @@ from peers import measured  # noqa: E402
 PROTO = os.path.join(HERE, "grpc", "helloworld.proto")
 CALL = "helloworld.Greeter/SayHello"
 BODY = '{"name":"pelt"}'
+# The server-streaming case: 10 features a call.
+STREAM = (os.path.join(HERE, "grpc", "route_guide.proto"), "routeguide.RouteGuide/ListFeatures",
+          '{"lo":{"latitude":10}}')
 
 
 def greeter(cpu):
@@ -52,14 +58,16 @@ def greeter(cpu):
     return p, int(line.split()[-1])
 
 
-def pelt_cmd(a, port, conns, streams, extra):
-    return [a.pelt, f"grpc://127.0.0.1:{port}/{CALL}", "--proto", PROTO, "-b", BODY,
+def pelt_cmd(a, port, conns, streams, extra, call=(PROTO, CALL, BODY)):
+    proto, method, body = call
+    return [a.pelt, f"grpc://127.0.0.1:{port}/{method}", "--proto", proto, "-b", body,
             "-c", str(conns), "--streams", str(streams), "-t", "1", "--json", "-", "-q"] + extra
 
 
-def ghz_cmd(a, port, conns, streams, extra):
-    return [a.ghz, "--insecure", "--cpus", "1", "--proto", PROTO, "--call", CALL.replace("/", "."),
-            "-d", BODY, "-c", str(conns * streams), "--connections", str(conns), "-O", "json",
+def ghz_cmd(a, port, conns, streams, extra, call=(PROTO, CALL, BODY)):
+    proto, method, body = call
+    return [a.ghz, "--insecure", "--cpus", "1", "--proto", proto, "--call", method.replace("/", "."),
+            "-d", body, "-c", str(conns * streams), "--connections", str(conns), "-O", "json",
             f"127.0.0.1:{port}"] + extra
 
 
@@ -72,17 +80,18 @@ def calls_of(tool, out):
 
 
 def throughput(a, port):
-    cases = [("c50", 50, 1), ("c50s10", 50, 10)]
+    unary = (PROTO, CALL, BODY)
+    cases = [("c50", 50, 1, unary), ("c50s10", 50, 10, unary), ("stream10", 50, 1, STREAM)]
     env = dict(os.environ, GOMAXPROCS="1")
     print(f"# grpc-go Greeter on CPU {a.server_cpu}, generators on CPU {a.client_cpu}, "
           f"{a.calls} calls a run, {a.runs} runs, medians (min-max)")
     print(f"{'case':8} {'tool':6} {'calls/s':>22} {'CPU us/call':>22} {'vs ghz':>7}")
-    for name, conns, streams in cases:
+    for name, conns, streams, call in cases:
         res = {"pelt": [], "ghz": []}
         for _ in range(a.runs):
             for tool, make in (("pelt", pelt_cmd), ("ghz", ghz_cmd)):
                 n = ["-n", str(a.calls)]
-                cmd = ["taskset", "-c", str(a.client_cpu)] + make(a, port, conns, streams, n)
+                cmd = ["taskset", "-c", str(a.client_cpu)] + make(a, port, conns, streams, n, call)
                 out, cpu, _ = measured(cmd, env)
                 ok, secs = calls_of(tool, out)
                 res[tool].append((ok / secs, cpu * 1e6 / max(ok, 1)))

@@ -5,7 +5,10 @@
 
 mod util;
 
-use util::real::{find_server, nginx_command, PythonApp, RealServer};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use util::h2::*;
+use util::real::{certificates, find_server, nginx_command, PythonApp, RealServer};
 use util::*;
 
 const PROTO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/greeter.proto");
@@ -127,12 +130,70 @@ fn grpcio_server_streams_and_limits() {
     let g = grpc(&v);
     assert_eq!(count(g, &["status", "OK"]), 40, "{g}");
     assert_eq!(count(g, &["messages_received"]), 200, "{g}");
+    // Each message is timed as a stream's event: time to the first, the gaps.
+    let s = &v["event_streams"];
+    assert_eq!(
+        (count(s, &["streams"]), count(s, &["events"])),
+        (40, 200),
+        "{s}"
+    );
+    assert_eq!(count(s, &["events_per_stream", "min"]), 5, "{s}");
     assert_eq!(
         count(&server_calls(&app), &["SayHellos OK"]),
         40,
         "{}",
         app.counts()
     );
+    // --stream-limit cuts each call at its third message: CANCELLED, as a client that
+    // cancels sees it, and the server saw each call cancelled.
+    let v = run_json(&[
+        &call_url(port, "SayHellos"),
+        "--proto",
+        PROTO,
+        "--body",
+        r#"{"name": "count:50"}"#,
+        "-n",
+        "10",
+        "-c",
+        "2",
+        "--stream-limit",
+        "3",
+    ]);
+    let g = grpc(&v);
+    assert_eq!(count(g, &["status", "CANCELLED"]), 10, "{g}");
+    assert_eq!(
+        g["messages"]["CANCELLED"],
+        "pelt: the stream reached --stream-limit"
+    );
+    let s = &v["event_streams"];
+    assert_eq!((count(s, &["cut"]), count(s, &["events"])), (10, 30), "{s}");
+    let cancelled = || count(&server_calls(&app), &["SayHellos CANCELLED"]);
+    let waited = std::time::Instant::now();
+    while cancelled() < 10 && waited.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(cancelled(), 10, "{}", app.counts());
+    // --bodies: one message a line, each framed once, sent in turn.
+    let dir = std::env::temp_dir().join(format!("pelt-grpc-bodies-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bodies = dir.join("names.jsonl");
+    std::fs::write(&bodies, "{\"name\": \"ann\"}\n{\"name\": \"fail bob\"}\n").unwrap();
+    let v = run_json(&[
+        &call_url(port, "SayHello"),
+        "--proto",
+        PROTO,
+        "--bodies",
+        bodies.to_str().unwrap(),
+        "-n",
+        "10",
+        "-c",
+        "1",
+    ]);
+    let g = grpc(&v);
+    assert_eq!(count(g, &["status", "OK"]), 5, "{g}");
+    assert_eq!(count(g, &["status", "UNAVAILABLE"]), 5, "{g}");
+    assert_eq!(g["messages"]["UNAVAILABLE"], "backend down: fail bob");
+    let _ = std::fs::remove_dir_all(&dir);
     // A 5 MiB reply is over the 4 MiB a client takes: RESOURCE_EXHAUSTED, pelt's own, with
     // its reason; the connection goes on.
     let v = run_json(&[
@@ -225,4 +286,256 @@ fn grpcio_through_nginx_grpc_pass() {
     let calls = server_calls(&app);
     assert_eq!(count(&calls, &["SayHello OK"]), 100, "{calls}");
     assert_eq!(count(&calls, &["SayHello UNAVAILABLE"]), 50, "{calls}");
+}
+
+#[test]
+fn pelt_ghz_takes_ghz_flags_and_prints_its_layout() {
+    let Some(app) = PythonApp::start("grpc_app.py") else {
+        return;
+    };
+    let host = format!("127.0.0.1:{}", grpc_port(&app));
+    let ghz = |extra: &[&str]| {
+        let mut args = vec![
+            "ghz",
+            "--insecure",
+            "--proto",
+            PROTO,
+            "--call",
+            "pelt.test.Greeter.SayHello",
+            "-d",
+            r#"{"name":"flaky"}"#,
+            "-n",
+            "30",
+            "-c",
+            "6",
+            "--connections",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        args.push(&host);
+        let (out, _) = run(&args);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = ghz(&[]);
+    for line in [
+        "Summary:",
+        "  Count:\t30",
+        "Response time histogram:",
+        "Latency distribution:",
+        "  99 % in ",
+        "Status code distribution:",
+        "  [OK]\t20 responses",
+        "  [UNAVAILABLE]\t10 responses",
+        "  [10]\trpc error: code = UNAVAILABLE desc = backend down: flaky",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let v: serde_json::Value = serde_json::from_str(&ghz(&["-O", "json"])).unwrap();
+    assert_eq!(v["count"], 30, "{v}");
+    assert_eq!(v["statusCodeDistribution"]["OK"], 20, "{v}");
+    assert_eq!(v["latencyDistribution"].as_array().unwrap().len(), 7);
+    // pelt's own result rides along: 2 connections, 3 calls on each at a time.
+    assert_eq!(v["pelt"]["connections"], 2, "{}", v["pelt"]);
+    assert_eq!(v["pelt"]["streams"], 3);
+    let calls = server_calls(&app);
+    assert_eq!(count(&calls, &["SayHello OK"]), 40, "{calls}");
+}
+
+/// An HPACK literal field (not indexed, no Huffman): `name: value`.
+fn field(block: &mut Vec<u8>, name: &str, value: &str) {
+    block.push(0);
+    block.push(name.len() as u8);
+    block.extend_from_slice(name.as_bytes());
+    block.push(value.len() as u8);
+    block.extend_from_slice(value.as_bytes());
+}
+
+/// A response head: `:status` (200 is static entry 8), `content-type: application/grpc`, then
+/// `fields`.
+fn head(status: u16, fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = match status {
+        200 => vec![0x88],
+        s => {
+            let mut b = vec![0x08, 3];
+            b.extend_from_slice(s.to_string().as_bytes());
+            b
+        }
+    };
+    field(&mut b, "content-type", "application/grpc");
+    for (n, v) in fields {
+        field(&mut b, n, v);
+    }
+    b
+}
+
+/// A reply message `HelloReply { message: "hi" }`, framed.
+const REPLY: &[u8] = &[0, 0, 0, 0, 4, 0x0a, 2, b'h', b'i'];
+
+#[test]
+fn scripted_answers_end_each_call_with_one_defined_status() {
+    // Answers the calls in turn with eight behaviours, each once in every eight calls.
+    let calls = Arc::new(AtomicU64::new(0));
+    let n = calls.clone();
+    let server = RawServer::start(move |mut s| {
+        if !accept_h2(&mut s, &[]) {
+            return;
+        }
+        while let Some((kind, flags, stream, _)) = read_frame(&mut s) {
+            // A request is whole at its END_STREAM (its message is in DATA).
+            if kind != DATA || flags & 1 == 0 {
+                continue;
+            }
+            let end_headers = 0x4;
+            let end = 0x1 | end_headers;
+            let headers = |s: &mut std::net::TcpStream, block: Vec<u8>, flags: u8| {
+                write_frame(s, HEADERS, flags, stream, &block)
+            };
+            match n.fetch_add(1, Ordering::Relaxed) % 8 {
+                // OK: head, a message, trailers.
+                0 => {
+                    headers(&mut s, head(200, &[]), end_headers);
+                    write_frame(&mut s, DATA, 0, stream, REPLY);
+                    let mut t = vec![];
+                    field(&mut t, "grpc-status", "0");
+                    headers(&mut s, t, end);
+                }
+                // Trailers-only: the head carries the status and a percent-encoded message.
+                1 => headers(
+                    &mut s,
+                    head(
+                        200,
+                        &[("grpc-status", "14"), ("grpc-message", "down%20now")],
+                    ),
+                    end,
+                ),
+                // A compressed message, though none was asked for.
+                2 => {
+                    headers(&mut s, head(200, &[]), end_headers);
+                    write_frame(&mut s, DATA, 0, stream, &[1, 0, 0, 0, 1, 0]);
+                    let mut t = vec![];
+                    field(&mut t, "grpc-status", "0");
+                    headers(&mut s, t, end);
+                }
+                // DATA that ends inside a message, then OK.
+                3 => {
+                    headers(&mut s, head(200, &[]), end_headers);
+                    write_frame(&mut s, DATA, 0, stream, &REPLY[..7]);
+                    let mut t = vec![];
+                    field(&mut t, "grpc-status", "0");
+                    headers(&mut s, t, end);
+                }
+                // No grpc-status at all: the DATA ends the stream.
+                4 => {
+                    headers(&mut s, head(200, &[]), end_headers);
+                    write_frame(&mut s, DATA, 1, stream, REPLY);
+                }
+                // A proxy's 503, not gRPC's.
+                5 => headers(&mut s, head(503, &[]), end),
+                // Reset (CANCEL) in the middle of a message.
+                6 => {
+                    headers(&mut s, head(200, &[]), end_headers);
+                    write_frame(&mut s, DATA, 0, stream, &REPLY[..3]);
+                    write_frame(&mut s, RST_STREAM, 0, stream, &8u32.to_be_bytes());
+                }
+                // A code gRPC does not define.
+                _ => headers(&mut s, head(200, &[("grpc-status", "42")]), end),
+            }
+        }
+    });
+    let url = server.url().replace("http://", "grpc://") + "pelt.test.Greeter/SayHello";
+    let v = run_json(&[&url, "--proto", PROTO, "-n", "16", "-c", "1"]);
+    assert_invariant(&v);
+    assert_schema(&v);
+    let g = grpc(&v);
+    assert_eq!(count(g, &["calls"]), 14, "{g}");
+    assert_eq!(count(g, &["status", "OK"]), 2, "{g}");
+    assert_eq!(count(g, &["status", "UNAVAILABLE"]), 4, "{g}");
+    assert_eq!(count(g, &["status", "INTERNAL"]), 6, "{g}");
+    assert_eq!(count(g, &["status", "CODE_42"]), 2, "{g}");
+    assert_eq!(g["messages"]["UNAVAILABLE"], "down now");
+    assert_eq!(
+        g["messages"]["INTERNAL"],
+        "pelt: a compressed message, though the call asked for no compression"
+    );
+    // The reset is HTTP/2's: an error, not a status.
+    assert_eq!(count(&v, &["errors", "stream_reset"]), 2, "{v}");
+    assert_eq!(count(&v, &["requests", "completed"]), 14);
+    assert_eq!(calls.load(Ordering::Relaxed), 16);
+}
+
+#[test]
+fn grpcio_reflection_gives_the_descriptors() {
+    let Some(app) = PythonApp::start("grpc_app.py") else {
+        return;
+    };
+    let port = grpc_port(&app);
+    // No --proto: the method's types come from the server (grpcio serves v1alpha only, so
+    // pelt falls back to it from v1).
+    let v = run_json(&[
+        &call_url(port, "SayHello"),
+        "--reflect",
+        "--body",
+        r#"{"name": "ann"}"#,
+        "-n",
+        "10",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(count(grpc(&v), &["status", "OK"]), 10, "{v}");
+    assert_eq!(count(&server_calls(&app), &["SayHello OK"]), 10);
+    // A service the server lacks: one line before the load, naming those it has.
+    let url = format!("grpc://127.0.0.1:{port}/pelt.Nope/SayHello");
+    let (out, _) = run(&[&url, "--reflect", "-n", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("has no service pelt.Nope (it has"), "{err}");
+    assert!(err.contains("pelt.test.Greeter"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn grpcs_verifies_the_server_and_reflects_over_tls() {
+    let dir = std::env::temp_dir().join(format!("pelt-grpcs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca, cert, key) = certificates(&dir);
+    let tls = [
+        std::ffi::OsStr::new("--tls"),
+        cert.as_os_str(),
+        key.as_os_str(),
+    ];
+    let Some(app) = PythonApp::start_with("grpc_app.py", &tls) else {
+        return;
+    };
+    let url = format!(
+        "grpcs://127.0.0.1:{}/pelt.test.Greeter/SayHello",
+        grpc_port(&app)
+    );
+    let ca = ca.to_str().unwrap();
+    let v = run_json(&[
+        &url,
+        "--reflect",
+        "--cacert",
+        ca,
+        "-b",
+        r#"{"name": "tls"}"#,
+        "-n",
+        "20",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(count(grpc(&v), &["status", "OK"]), 20, "{v}");
+    assert_eq!(
+        count(&v, &["tls_handshakes", "full"]) + count(&v, &["tls_handshakes", "resumed"]),
+        2,
+        "{v}"
+    );
+    // Without the CA the certificate does not verify: each call a tls error, never a status.
+    let v = run_json(&[&url, "--proto", PROTO, "-n", "3", "-c", "1"]);
+    assert_eq!(count(&v, &["errors", "tls"]), 3, "{v}");
+    assert!(
+        v.get("grpc").is_none_or(|g| count(g, &["calls"]) == 0),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,10 +5,10 @@
 mod util;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use util::h2::*;
 use util::*;
 
 /// The backends here: epoll, and io_uring where this kernel allows it.
@@ -243,45 +243,6 @@ fn http2_flags_are_checked_before_any_traffic() {
 // ---- scripted HTTP/2 servers ----
 
 /// Reads one frame: (type, flags, stream, payload); `None` at EOF.
-fn read_frame(s: &mut TcpStream) -> Option<(u8, u8, u32, Vec<u8>)> {
-    let mut head = [0u8; 9];
-    s.read_exact(&mut head).ok()?;
-    let len = (head[0] as usize) << 16 | (head[1] as usize) << 8 | head[2] as usize;
-    let mut payload = vec![0u8; len];
-    s.read_exact(&mut payload).ok()?;
-    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-    Some((head[3], head[4], stream, payload))
-}
-
-fn write_frame(s: &mut TcpStream, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-    let len = payload.len() as u32;
-    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-    f.extend_from_slice(&stream.to_be_bytes());
-    f.extend_from_slice(payload);
-    let _ = s.write_all(&f);
-}
-
-const SETTINGS: u8 = 4;
-const HEADERS: u8 = 1;
-const DATA: u8 = 0;
-const RST_STREAM: u8 = 3;
-const PING: u8 = 6;
-
-/// Reads the client preface and answers with SETTINGS `settings` (id, value pairs).
-fn accept_h2(s: &mut TcpStream, settings: &[(u16, u32)]) -> bool {
-    let mut preface = [0u8; 24];
-    if s.read_exact(&mut preface).is_err() || &preface != b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" {
-        return false;
-    }
-    let mut payload = vec![];
-    for (id, value) in settings {
-        payload.extend_from_slice(&id.to_be_bytes());
-        payload.extend_from_slice(&value.to_be_bytes());
-    }
-    write_frame(s, SETTINGS, 0, 0, &payload);
-    true
-}
-
 #[test]
 fn a_zero_window_times_out_and_never_hangs() {
     let data_bytes = Arc::new(AtomicU64::new(0));

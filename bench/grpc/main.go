@@ -1,4 +1,5 @@
-// The grpc-go helloworld Greeter, for bench/grpc.py.
+// The grpc-go helloworld Greeter, and RouteGuide.ListFeatures as a server stream of fixed
+// length, for bench/grpc.py.
 package main
 
 import (
@@ -9,7 +10,9 @@ import (
 	"os"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/reflection"
 	pb "google.golang.org/grpc/examples/helloworld/helloworld"
+	rg "google.golang.org/grpc/examples/route_guide/routeguide"
 )
 
 type server struct {
@@ -18,6 +21,26 @@ type server struct {
 
 func (s *server) SayHello(_ context.Context, in *pb.HelloRequest) (*pb.HelloReply, error) {
 	return &pb.HelloReply{Message: "Hello " + in.GetName()}, nil
+}
+
+// guide answers RouteGuide.ListFeatures with as many features as the rectangle's lo latitude
+// says (10 when it says none): a server stream of fixed length.
+type guide struct {
+	rg.UnimplementedRouteGuideServer
+}
+
+func (g *guide) ListFeatures(r *rg.Rectangle, s rg.RouteGuide_ListFeaturesServer) error {
+	n := int(r.GetLo().GetLatitude())
+	if n <= 0 {
+		n = 10
+	}
+	for i := 0; i < n; i++ {
+		f := &rg.Feature{Name: "feature", Location: &rg.Point{Latitude: int32(i)}}
+		if err := s.Send(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func main() {
@@ -31,5 +54,7 @@ func main() {
 	fmt.Printf("listening on %d\n", lis.Addr().(*net.TCPAddr).Port)
 	s := grpc.NewServer()
 	pb.RegisterGreeterServer(s, &server{})
+	rg.RegisterRouteGuideServer(s, &guide{})
+	reflection.Register(s)
 	s.Serve(lis)
 }

@@ -216,6 +216,11 @@ export interface RunOptions {
    */
   protoset?: string
   /**
+   * --reflect: grpc://: take the service's descriptors from the server's reflection service
+   * (grpc.reflection.v1, or v1alpha), asked once before the run, instead of --proto.
+   */
+  reflect?: boolean
+  /**
    * -I, --import-path: grpc://: a folder --proto's imports are found in, as protoc's -I
    * (repeatable; the proto's own folder is always one).
    */

@@ -1,9 +1,11 @@
 """A gRPC server pelt did not write: Python's grpcio (PyPI), serving greeter.proto's
 pelt.test.Greeter with generic handlers (no generated code), for tests/grpc.rs.
 
-It counts every call it ends by method and status. A side HTTP/1.1 server answers
+It counts every call it ends by method and status. Its reflection service
+(grpcio-reflection, v1alpha) describes greeter.proto from a descriptor built here. A side HTTP/1.1 server answers
 `GET /count` with those counts as JSON, and the gRPC port as `grpc_port`. It binds 127.0.0.1
-port 0 for both and prints `listening on COUNTPORT`.
+port 0 for both and prints `listening on COUNTPORT`. With `--tls CERT KEY` it serves gRPC over
+TLS (grpcs).
 """
 
 import json
@@ -14,6 +16,8 @@ from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool
+from grpc_reflection.v1alpha import reflection
 
 counts = {}
 flaky = [0]
@@ -85,10 +89,15 @@ def say_hello(request, context):
 def say_hellos(request, context):
     name = name_of(request)
     n = int(name.split(":")[1]) if name.startswith("count:") else 1
-    for k in range(n):
-        time.sleep(0.001)
-        yield reply(f"Hello {k}")
-    count("SayHellos", "OK")
+    done = False
+    try:
+        for k in range(n):
+            time.sleep(0.001)
+            yield reply(f"Hello {k}")
+        done = True
+    finally:
+        # A call the client cancelled closes the generator at its yield.
+        count("SayHellos", "OK" if done else "CANCELLED")
 
 
 class Counts(BaseHTTPRequestHandler):
@@ -105,6 +114,20 @@ class Counts(BaseHTTPRequestHandler):
         pass
 
 
+def describe():
+    """greeter.proto's descriptor, added to the default pool the reflection service reads."""
+    f = descriptor_pb2.FileDescriptorProto(name="greeter.proto", package="pelt.test", syntax="proto3")
+    for name, field in (("HelloRequest", "name"), ("HelloReply", "message")):
+        m = f.message_type.add(name=name)
+        m.field.add(name=field, json_name=field, number=1, type=9, label=1)
+    s = f.service.add(name="Greeter")
+    s.method.add(name="SayHello", input_type=".pelt.test.HelloRequest",
+                 output_type=".pelt.test.HelloReply")
+    s.method.add(name="SayHellos", input_type=".pelt.test.HelloRequest",
+                 output_type=".pelt.test.HelloReply", server_streaming=True)
+    descriptor_pool.Default().Add(f)
+
+
 raw = {"request_deserializer": None, "response_serializer": None}
 handler = grpc.method_handlers_generic_handler(
     "pelt.test.Greeter",
@@ -118,7 +141,15 @@ server = grpc.server(
     options=[("grpc.max_send_message_length", 16 * 1024 * 1024)],
 )
 server.add_generic_rpc_handlers((handler,))
-grpc_port = server.add_insecure_port("127.0.0.1:0")
+describe()
+reflection.enable_server_reflection(("pelt.test.Greeter", reflection.SERVICE_NAME), server)
+if len(sys.argv) == 4 and sys.argv[1] == "--tls":
+    # grpcs: this certificate and key (PEM).
+    with open(sys.argv[2], "rb") as c, open(sys.argv[3], "rb") as k:
+        credentials = grpc.ssl_server_credentials([(k.read(), c.read())])
+    grpc_port = server.add_secure_port("127.0.0.1:0", credentials)
+else:
+    grpc_port = server.add_insecure_port("127.0.0.1:0")
 server.start()
 http = ThreadingHTTPServer(("127.0.0.1", 0), Counts)
 print(f"listening on {http.server_address[1]}", flush=True)

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod h2;
 pub mod real;
 pub mod shop;
 

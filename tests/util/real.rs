@@ -173,6 +173,11 @@ pub struct PythonApp {
 impl PythonApp {
     /// Starts `script`, or `None` (the test is skipped, outside CI) without the venv.
     pub fn start(script: &str) -> Option<PythonApp> {
+        PythonApp::start_with(script, &[])
+    }
+
+    /// [`start`](Self::start) with arguments for the script.
+    pub fn start_with(script: &str, args: &[&std::ffi::OsStr]) -> Option<PythonApp> {
         use std::io::{BufRead, BufReader};
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let python = root.join("tests/interop/.venv/bin/python");
@@ -186,6 +191,7 @@ impl PythonApp {
         }
         let mut child = Command::new(python)
             .arg(root.join("tests/interop").join(script))
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

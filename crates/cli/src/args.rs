@@ -201,6 +201,13 @@ pub enum Command {
         after_help = "Examples:\n  pelt monitor nginx --listen 0.0.0.0:7071 --token-file token     (on the server's machine)\n  pelt http://10.0.0.9:8080/ -d 30s --monitor-remote 10.0.0.9:7071 --token-file token\n\nIt runs until stopped, taking one run after another (several at once). Exit 2 when what it should watch matches nothing or it cannot listen."
     )]
     Monitor(MonitorArgs),
+    /// ghz's command line over pelt: ghz's common flags (--proto, --protoset, --call, -d,
+    /// -D, -m, -c, -n, -z, --rps, --connections, --insecure, --cacert, -O, -o), its summary
+    /// layout.
+    #[command(
+        after_help = "Examples:\n  pelt ghz --insecure --proto greeter.proto --call helloworld.Greeter.SayHello -d '{\"name\":\"x\"}' -c 50 -n 100000 127.0.0.1:50051\n  pelt ghz --insecure --protoset svc.protoset --call pkg.Svc/Get -c 100 --connections 10 --rps 2000 -z 30s -O json -o r.json 10.0.0.9:9000\n\nAs ghz: TLS unless --insecure, -c calls at a time shared by --connections connections (1), -n 200 unless -z. Unlike ghz, --rps measures latency from each call's due time (an open loop), so a stalled server shows; -O json is ghz's shape with pelt's whole result under \"pelt\". Every plain-run flag is pelt grpc://HOST:PORT/package.Service/Method (see pelt --help)."
+    )]
+    Ghz(Box<GhzArgs>),
     /// Write the Kubernetes manifests of a fleet run: its token Secret, the coordinator's Job
     /// behind a headless Service, and the agents' Indexed Job.
     #[command(
@@ -561,6 +568,91 @@ pub struct MergeArgs {
     /// Exit 3 unless this holds for the merged result: p99<20ms, errors<0.1% (repeatable).
     #[arg(long = "expect", value_name = "EXPR", allow_hyphen_values = true, value_parser = expect::parse)]
     pub expect: Vec<expect::Expectation>,
+}
+
+/// `pelt ghz`: ghz v0.120.0's common flags, by its names.
+#[derive(Debug, Args)]
+pub struct GhzArgs {
+    /// The server, HOST:PORT.
+    #[arg(value_name = "HOST:PORT")]
+    pub host: String,
+    /// The service's .proto file.
+    #[arg(long, value_name = "FILE")]
+    pub proto: Option<PathBuf>,
+    /// The service's compiled descriptors (FileDescriptorSet).
+    #[arg(long, value_name = "FILE")]
+    pub protoset: Option<PathBuf>,
+    /// Folders --proto's imports are found in, comma-separated.
+    #[arg(
+        short = 'i',
+        long = "import-paths",
+        value_name = "DIRS",
+        value_delimiter = ','
+    )]
+    pub import_paths: Vec<PathBuf>,
+    /// The method: package.Service.Method (or package.Service/Method).
+    #[arg(long, value_name = "CALL")]
+    pub call: String,
+    /// The request message as JSON.
+    #[arg(short = 'd', long = "data", value_name = "JSON")]
+    pub data: Option<String>,
+    /// The request message's JSON from a file (a .bin file: its binary form).
+    #[arg(short = 'D', long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+    /// Metadata as a JSON object: '{"authorization": "Bearer x"}'.
+    #[arg(short = 'm', long = "metadata", value_name = "JSON")]
+    pub metadata: Option<String>,
+    /// Calls at a time.
+    #[arg(
+        short = 'c',
+        long = "concurrency",
+        value_name = "N",
+        default_value_t = 50
+    )]
+    pub concurrency: usize,
+    /// Calls in all (ignored with -z).
+    #[arg(short = 'n', long = "total", value_name = "N", default_value_t = 200)]
+    pub total: u64,
+    /// Run for this long: 10s, 1m.
+    #[arg(short = 'z', long = "duration", value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Calls per second (an open loop: latency from each call's due time).
+    #[arg(short = 'r', long = "rps", value_name = "RATE")]
+    pub rps: Option<f64>,
+    /// Connections the calls share.
+    #[arg(long = "connections", value_name = "N", default_value_t = 1)]
+    pub connections: usize,
+    /// Each call's deadline (sent as grpc-timeout).
+    #[arg(
+        short = 't',
+        long = "timeout",
+        value_name = "TIME",
+        default_value = "20s"
+    )]
+    pub timeout: String,
+    /// Plaintext (h2c); without it the calls go over TLS.
+    #[arg(long)]
+    pub insecure: bool,
+    /// TLS without verifying the server's certificate.
+    #[arg(long = "skipTLS")]
+    pub skip_tls: bool,
+    /// The CA certificate that signed the server's.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Output: summary, json, pretty or html.
+    #[arg(
+        short = 'O',
+        long = "format",
+        value_name = "FORMAT",
+        default_value = "summary"
+    )]
+    pub format: String,
+    /// Write the output here instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Threads (pelt's -t).
+    #[arg(long = "cpus", value_name = "N")]
+    pub cpus: Option<usize>,
 }
 
 /// `pelt serve`: the library's table ([`options::SERVE`]) as clap arguments.

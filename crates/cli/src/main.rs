@@ -14,6 +14,7 @@ mod demo;
 mod files;
 mod find_max;
 mod fleet;
+mod ghz;
 mod html;
 mod k8s;
 mod live;
@@ -90,6 +91,7 @@ fn main() -> ExitCode {
         Some(Command::FindMax(a)) => {
             run::stop_flag().and_then(|stop| find_max::find_max(&a, &stop))
         }
+        Some(Command::Ghz(a)) => ghz::ghz(&a),
         Some(Command::Agent(a)) => fleet::agent(&a),
         Some(Command::Monitor(a)) => fleet::monitor(&a),
         Some(Command::K8s(a)) => {

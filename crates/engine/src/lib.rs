@@ -376,12 +376,17 @@ pub struct Grpc {
     /// The longest response message taken; a longer one ends its call with
     /// `RESOURCE_EXHAUSTED` (as grpc-go's client does at its 4 MiB default).
     pub max_message: u32,
+    /// The method answers with a stream of messages: each is timed as a stream's event (time
+    /// to the first, the gaps, messages per call, in the `event_streams` figures), and
+    /// `--stream-limit` cuts a call (`CANCELLED`).
+    pub server_streaming: bool,
 }
 
 impl Default for Grpc {
     fn default() -> Grpc {
         Grpc {
             max_message: pelt_codec::grpc::DEFAULT_MAX_MESSAGE,
+            server_streaming: false,
         }
     }
 }

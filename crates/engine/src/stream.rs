@@ -68,20 +68,52 @@ pub(crate) struct StreamReader {
     by_line: bool,
     /// A stream is being read (`begin` to `finish` or `forget`).
     on: bool,
+    /// When its request was sent.
+    sent: Option<Instant>,
+    /// Its last bytes.
+    active: Option<Instant>,
+    bytes: u64,
+    /// Its events' times.
+    events: Events,
+}
+
+/// A stream's events as they come: timed, counted, and its end when pelt ends it.
+#[derive(Default)]
+struct Events {
     /// Its request started in the warm-up.
     warm: bool,
-    /// Where its latency starts (the due time in open loop, the send in closed loop), and
-    /// when its request was sent.
+    /// Where its latency starts (the due time in open loop, the send in closed loop).
     start: Option<Instant>,
-    sent: Option<Instant>,
-    /// Its first and last events, and its last bytes.
+    /// Its first and last events.
     first: Option<Instant>,
     last: Option<Instant>,
-    active: Option<Instant>,
-    events: u64,
-    bytes: u64,
+    count: u64,
     /// Its marker or limit came at this time: pelt ends it (the protocol books it then).
     ended: Option<(Instant, StreamEnd)>,
+}
+
+impl Events {
+    /// An event with `data` completed at `at` (its end marker ends the stream instead).
+    #[inline]
+    fn event(&mut self, data: &[u8], at: Instant, ledger: &mut Ledger, config: &Streams) {
+        if self.ended.is_some() {
+            return;
+        }
+        if config.end_marker.as_deref() == Some(data) {
+            self.ended = Some((at, StreamEnd::Marker));
+            return;
+        }
+        self.count += 1;
+        match self.last {
+            None => ledger.stream_first(self.warm, micros(self.start.unwrap_or(at), at)),
+            Some(before) => ledger.stream_gap(self.warm, micros(before, at)),
+        }
+        self.first.get_or_insert(at);
+        self.last = Some(at);
+        if config.max_events.is_some_and(|n| self.count >= n) {
+            self.ended = Some((at, StreamEnd::Cut));
+        }
+    }
 }
 
 impl StreamReader {
@@ -106,15 +138,14 @@ impl StreamReader {
         self.lines.reset();
         self.by_line = !event_stream;
         self.on = true;
-        self.warm = warm;
-        self.start = Some(start);
         self.sent = Some(sent);
-        self.first = None;
-        self.last = None;
         self.active = Some(at);
-        self.events = 0;
         self.bytes = 0;
-        self.ended = None;
+        self.events = Events {
+            warm,
+            start: Some(start),
+            ..Events::default()
+        };
     }
 
     /// Body bytes that arrived at `at`. Returns whether the stream reached its event limit in
@@ -129,7 +160,7 @@ impl StreamReader {
         ledger: &mut Ledger,
         config: &Streams,
     ) -> bool {
-        if !self.on || self.ended.is_some() {
+        if !self.on || self.events.ended.is_some() {
             return false;
         }
         self.bytes += bytes.len() as u64;
@@ -138,39 +169,45 @@ impl StreamReader {
             parser,
             lines,
             by_line,
-            warm,
-            start,
-            first,
-            last,
             events,
-            ended,
             ..
         } = self;
-        let mut event = |data: &[u8]| {
-            if ended.is_some() {
-                return;
-            }
-            if config.end_marker.as_deref() == Some(data) {
-                *ended = Some((at, StreamEnd::Marker));
-                return;
-            }
-            *events += 1;
-            match *last {
-                None => ledger.stream_first(*warm, micros(start.unwrap_or(at), at)),
-                Some(before) => ledger.stream_gap(*warm, micros(before, at)),
-            }
-            first.get_or_insert(at);
-            *last = Some(at);
-            if config.max_events.is_some_and(|n| *events >= n) {
-                *ended = Some((at, StreamEnd::Cut));
-            }
-        };
+        let mut event = |data: &[u8]| events.event(data, at, ledger, config);
         if *by_line {
             lines.feed(bytes, &mut event);
         } else {
             parser.feed(bytes, &mut |e: SseEvent<'_>| event(e.data));
         }
-        matches!(self.ended, Some((_, StreamEnd::Cut)))
+        self.cut()
+    }
+
+    /// A stream whose events are framed elsewhere (gRPC's messages): `len` bytes of it arrived
+    /// at `at`, completing `events` events. Returns whether it reached its event limit in them,
+    /// as [`feed`](Self::feed).
+    #[inline]
+    pub(crate) fn framed(
+        &mut self,
+        len: usize,
+        events: u64,
+        at: Instant,
+        ledger: &mut Ledger,
+        config: &Streams,
+    ) -> bool {
+        if !self.on || self.events.ended.is_some() {
+            return false;
+        }
+        self.bytes += len as u64;
+        self.active = Some(at);
+        for _ in 0..events {
+            self.events.event(&[], at, ledger, config);
+        }
+        self.cut()
+    }
+
+    /// pelt cut the stream (its event or time limit came).
+    #[inline]
+    pub(crate) fn cut(&self) -> bool {
+        matches!(self.events.ended, Some((_, StreamEnd::Cut)))
     }
 
     /// When pelt ends the stream, if it must at `now`: its event limit came, its time limit
@@ -179,13 +216,14 @@ impl StreamReader {
         if !self.on {
             return None;
         }
-        if self.ended.is_none() {
+        let ended = &mut self.events.ended;
+        if ended.is_none() {
             let limit = config.max_time.zip(self.sent).map(|(t, sent)| sent + t);
             if let Some(at) = limit.filter(|&at| now >= at) {
-                self.ended = Some((at, StreamEnd::Cut));
+                *ended = Some((at, StreamEnd::Cut));
             }
         }
-        match self.ended? {
+        match (*ended)? {
             (at, StreamEnd::Marker) if now < at + MARKER_GRACE => None,
             (at, _) => Some(at),
         }
@@ -213,15 +251,16 @@ impl StreamReader {
 
     fn book(&mut self, at: Instant, ledger: &mut Ledger) -> Instant {
         self.on = false;
-        let (done, end) = self.ended.unwrap_or((at, StreamEnd::Server));
-        let start = self.start.unwrap_or(done);
+        let e = &self.events;
+        let (done, end) = e.ended.unwrap_or((at, StreamEnd::Server));
+        let start = e.start.unwrap_or(done);
         ledger.stream_end(
-            self.warm,
+            e.warm,
             &StreamFigures {
-                events: self.events,
+                events: e.count,
                 bytes: self.bytes,
                 duration_us: micros(start, done),
-                span_us: match (self.first, self.last) {
+                span_us: match (e.first, e.last) {
                     (Some(f), Some(l)) => micros(f, l),
                     _ => 0,
                 },

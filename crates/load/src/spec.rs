@@ -77,7 +77,7 @@ pub struct LoadSpec {
     pub event_streams: pelt_engine::Streams,
     /// ws:// and wss:// settings (`--ws-*`).
     pub websocket: WsSpec,
-    /// grpc:// and grpcs:// settings (`--proto`, `--protoset`, `-I`).
+    /// grpc:// and grpcs:// settings (`--proto`, `--protoset`, `-I`, `--reflect`).
     pub grpc: GrpcSpec,
     /// `--replay`: the targets' recorded times are their due times.
     pub replay: ReplaySpec,
@@ -250,6 +250,8 @@ pub struct GrpcSpec {
     /// Where `--proto`'s imports are looked for (protoc's `-I`); the proto's own folder is
     /// always one.
     pub import_paths: Vec<PathBuf>,
+    /// Ask the server's reflection service for the descriptors.
+    pub reflect: bool,
 }
 
 impl GrpcSpec {

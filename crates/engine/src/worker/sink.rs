@@ -44,9 +44,9 @@ pub(super) struct Sink {
     cut: bool,
     /// Scenarios: the responses ended since the source last took them.
     ended: Vec<Ended>,
-    /// gRPC: every response is a call's, read for its status and messages; the longest
-    /// message taken.
-    grpc: Option<u32>,
+    /// gRPC: every response is a call's, read for its status and messages (the longest
+    /// message taken; a server stream's messages are timed as events).
+    grpc: Option<crate::Grpc>,
 }
 
 /// What the response features keep of one response as it comes.
@@ -112,6 +112,7 @@ impl GrpcReply {
             Why::Cut => "pelt: the call's DATA ended inside a message".into(),
             Why::Http(http) => format!("pelt: HTTP status {http}, not a gRPC response"),
             Why::NoStatus => "pelt: the response ended without a grpc-status".into(),
+            Why::Limit => "pelt: the stream reached --stream-limit".into(),
         })
     }
 }
@@ -127,6 +128,8 @@ enum Why {
     Cut,
     Http(u16),
     NoStatus,
+    /// pelt's: it cut the stream at its limit.
+    Limit,
 }
 
 /// A scenario's response, ended, waiting for its user.
@@ -160,7 +163,7 @@ impl Sink {
             streaming: 0,
             cut: false,
             ended: Vec::new(),
-            grpc: config.http2().and_then(|h| h.grpc).map(|g| g.max_message),
+            grpc: config.http2().and_then(|h| h.grpc),
         }
     }
 
@@ -209,8 +212,8 @@ impl Sink {
             let reply = &mut self.replies[r as usize];
             reply.fields.clear();
             reply.data.clear();
-            if let Some(max) = self.grpc {
-                reply.grpc.clear(max);
+            if let Some(g) = self.grpc {
+                reply.grpc.clear(g.max_message);
             }
             reply.held = true;
             *slot = r + 1;
@@ -232,8 +235,9 @@ impl Sink {
     }
 
     /// `slot`'s response has its final head (HTTP/1.1 says it with each piece of its body):
-    /// read as a stream from `at` when it is one (`event_stream`: a `text/event-stream`) or
-    /// `--stream` reads every response.
+    /// read as a stream from `at` when it is one (`event_stream`: a `text/event-stream`),
+    /// `--stream` reads every response, or it answers a server-streaming gRPC call (each
+    /// message an event).
     #[inline]
     pub(super) fn head<S>(
         &mut self,
@@ -243,7 +247,8 @@ impl Sink {
         ledger: &Ledger,
         streams: &Streams,
     ) {
-        if !streams.reads(event_stream) {
+        let grpc_stream = self.grpc.is_some_and(|g| g.server_streaming);
+        if !streams.reads(event_stream) && !grpc_stream {
             return;
         }
         let (warm, sent) = (slot.warm, slot.sent);
@@ -296,10 +301,17 @@ impl Sink {
             keep(&mut self.reply(slot).data, bytes);
         }
         if self.grpc.is_some() {
-            let g = &mut self.reply(slot).grpc;
+            // The call's messages are its events (a server stream's reader is on).
+            let Reply {
+                grpc: g, reader, ..
+            } = self.reply(slot);
+            let before = g.reader.messages();
             if g.broken.is_none() {
                 g.broken = g.reader.feed(bytes, &mut |_| {}).err();
             }
+            let messages = g.reader.messages() - before;
+            self.cut |= reader.framed(bytes.len(), messages, at, ledger, streams);
+            return;
         }
         if let Some(reply) = self.get(slot.reply) {
             self.cut |= reply.reader.feed(bytes, at, ledger, streams);
@@ -331,13 +343,27 @@ impl Sink {
         self.end_kept(slot, status, at, ledger);
     }
 
-    /// gRPC: `slot`'s call ended; booked as a response with its HTTP `status`, and its gRPC
-    /// status (a call that sent no field has no reply: the server's HTTP status says it).
+    /// gRPC: `slot`'s call ended; booked as a response with its HTTP `status` (a server
+    /// stream's at its end, its messages' figures with it), and its gRPC status (a call that
+    /// sent no field has no reply: the server's HTTP status says it; one pelt cut at a
+    /// stream's limit is `CANCELLED`, as a client that cancels it sees it).
     fn end_call<S>(&mut self, slot: &Slot<S>, status: u16, at: Instant, ledger: &mut Ledger) {
-        book(ledger, slot, status, at);
+        let mut done = at;
+        let mut cut = false;
+        if let Some(reply) = self.get(slot.reply) {
+            if reply.reader.is_on() {
+                cut = reply.reader.cut();
+                done = reply.reader.finish(at, ledger);
+                self.streaming -= 1;
+            }
+        }
+        book(ledger, slot, status, done);
         let empty = GrpcReply::default();
         let g = self.get(slot.reply).map_or(&empty, |r| &r.grpc);
-        let (code, why) = g.outcome(status);
+        let (code, why) = match g.outcome(status) {
+            _ if cut => (grpc::code::CANCELLED, Why::Limit),
+            outcome => outcome,
+        };
         ledger.grpc_call(slot.warm, code, g.reader.messages(), || g.message(why));
     }
 

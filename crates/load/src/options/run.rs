@@ -827,6 +827,21 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "reflect",
+        long: "reflect",
+        form: Form::Switch,
+        help: "grpc://: take the service's descriptors from the server's reflection service \
+               (grpc.reflection.v1, or v1alpha), asked once before the run, instead of --proto.",
+        example: "true",
+        rules: &[Rule::Conflicts("proto"), Rule::Conflicts("protoset")],
+        read: |s, g| {
+            s.grpc.reflect = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.grpc.reflect),
+        ..BASE
+    },
+    Row {
         name: "importPaths",
         long: "import-path",
         short: Some('I'),

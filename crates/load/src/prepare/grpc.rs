@@ -15,11 +15,13 @@ pub(super) struct Call {
     pub(super) grpc: engine::Grpc,
     /// The URL as typed, for the report.
     pub(super) display: String,
+    /// The method, for the messages of `--bodies`.
+    method: Method,
 }
 
 /// `spec` as a gRPC run, when its URL is grpc:// or grpcs://; `None` otherwise (where a gRPC
 /// option is bad input).
-pub(super) fn call(spec: &LoadSpec) -> Result<Option<Call>, SpecError> {
+pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecError> {
     let parsed = match target::parse(&spec.url) {
         Ok(p) => p,
         // An unparsable URL (or none, with --targets) is for `target_of` to report.
@@ -28,13 +30,21 @@ pub(super) fn call(spec: &LoadSpec) -> Result<Option<Call>, SpecError> {
     if !parsed.grpc {
         if spec.grpc.is_set() {
             return Err(bad(
-                "--proto, --protoset and -I/--import-path are for grpc:// and grpcs:// URLs",
+                "--proto, --protoset, -I/--import-path and --reflect are for grpc:// and \
+                 grpcs:// URLs",
             ));
         }
         return Ok(None);
     }
     fits(spec)?;
-    let method = method(spec, &parsed)?;
+    let method = method(spec, &parsed, here)?;
+    let s = &spec.event_streams;
+    if !method.server_streaming && *s != engine::Streams::default() {
+        return Err(bad(format!(
+            "--stream-limit is for a server-streaming method's calls; {} answers one message",
+            method.path.trim_start_matches('/')
+        )));
+    }
     let mut message = Vec::new();
     let body = body_of(spec)?;
     let framed = if binary(spec) {
@@ -72,11 +82,43 @@ pub(super) fn call(spec: &LoadSpec) -> Result<Option<Call>, SpecError> {
     http.headers = headers;
     http.body = Body::Bytes(message);
     http.grpc = Default::default();
+    let grpc = engine::Grpc {
+        server_streaming: method.server_streaming,
+        ..engine::Grpc::default()
+    };
     Ok(Some(Call {
         spec: http,
-        grpc: engine::Grpc::default(),
+        grpc,
         display: parsed.display,
+        method,
     }))
+}
+
+impl Call {
+    /// `--bodies`: each line's JSON, a message, framed once.
+    pub(super) fn frame_bodies(&self, entries: &mut Entries) -> Result<(), SpecError> {
+        let name = entries.from.1.clone().unwrap_or_default();
+        for e in &mut entries.list {
+            let Some(body) = e.body.as_mut() else {
+                continue;
+            };
+            let at = || format!("--bodies {name} line {}", e.line);
+            let text = std::str::from_utf8(body)
+                .map_err(|_| bad(format!("{}: a gRPC message is JSON (UTF-8)", at())))?;
+            if text.contains("{{") {
+                return Err(bad(format!(
+                    "{}: templates in a gRPC message ({{{{...}}}}) are not supported yet",
+                    at()
+                )));
+            }
+            let mut framed = Vec::new();
+            self.method
+                .frame_json(text, &mut framed)
+                .map_err(|e| bad(format!("{}: {e}", at())))?;
+            *body = framed;
+        }
+        Ok(())
+    }
 }
 
 /// What a gRPC call cannot take.
@@ -91,25 +133,34 @@ fn fits(spec: &LoadSpec) -> Result<(), SpecError> {
     if !["GET", "POST"].contains(&spec.method.to_ascii_uppercase().as_str()) {
         return Err(not_with("-m/--method (a call is a POST)"));
     }
-    if spec.event_streams != engine::Streams::default() {
-        return Err(not_with("--stream, --stream-limit and --stream-end"));
+    let s = &spec.event_streams;
+    if s.all || s.end_marker.is_some() {
+        return Err(not_with("--stream and --stream-end"));
     }
     if spec.websocket.is_set() {
         return Err(bad("--ws-* options are for ws:// and wss:// URLs"));
     }
-    if !matches!(spec.requests_from, Requests::One) {
+    if !matches!(spec.requests_from, Requests::One | Requests::Bodies(_)) {
         return Err(bad(
-            "--targets, --bodies and --scenario do not take grpc:// URLs yet: give one call's \
-             message with --body or --body-file",
+            "--targets and --scenario do not take grpc:// URLs yet: give the calls' messages \
+             with --body, --body-file or --bodies",
         ));
     }
     Ok(())
 }
 
 /// The method the URL's path names, in the descriptors the options give.
-fn method(spec: &LoadSpec, parsed: &target::Parsed) -> Result<Method, SpecError> {
+fn method(spec: &LoadSpec, parsed: &target::Parsed, here: Here) -> Result<Method, SpecError> {
     let g = &spec.grpc;
+    let call = parsed.path.trim_start_matches('/');
+    if call.is_empty() || parsed.path.contains('?') {
+        return Err(bad(format!(
+            "invalid URL {}: its path names the method, grpc://HOST:PORT/package.Service/Method",
+            values::quote(&spec.url)
+        )));
+    }
     let pool = match (&g.proto, &g.protoset) {
+        _ if g.reflect => reflected(spec, call, here)?,
         (Some(proto), _) => grpc::compile(proto, &g.import_paths).map_err(bad)?,
         (None, Some(set)) => {
             let shown = set.display().to_string();
@@ -120,18 +171,45 @@ fn method(spec: &LoadSpec, parsed: &target::Parsed) -> Result<Method, SpecError>
         (None, None) => {
             return Err(bad(
                 "a grpc:// URL needs the service's descriptors: --proto FILE (with -I for its \
-                 imports) or --protoset FILE",
+                 imports), --protoset FILE, or --reflect",
             ))
         }
     };
-    let call = parsed.path.trim_start_matches('/');
-    if call.is_empty() || parsed.path.contains('?') {
-        return Err(bad(format!(
-            "invalid URL {}: its path names the method, grpc://HOST:PORT/package.Service/Method",
-            values::quote(&spec.url)
-        )));
-    }
     grpc::method(&pool, call).map_err(bad)
+}
+
+/// `--reflect`: the descriptors of `call`'s service from the server, asked over the run's
+/// own connection settings (its address, its TLS, verified as the run will be).
+fn reflected(
+    spec: &LoadSpec,
+    call: &str,
+    here: Here,
+) -> Result<prost_reflect::DescriptorPool, SpecError> {
+    if here == Here::Describes {
+        return Err(bad(
+            "--reflect asks the server, which pelt k8s does not reach: give --proto or --protoset",
+        ));
+    }
+    if spec.unix_socket.is_some() {
+        return Err(bad(
+            "--reflect does not go over --unix-socket: give --proto or --protoset",
+        ));
+    }
+    let service = call
+        .rsplit_once('/')
+        .or_else(|| call.rsplit_once('.'))
+        .map_or(call, |(s, _)| s);
+    let target = target::resolve(&spec.url).map_err(bad)?;
+    let mut h2 = spec.clone();
+    h2.http2 = true;
+    let tls = tls_client(&h2, &target)?;
+    let server = grpc::reflect::Server {
+        addr: target.addr,
+        authority: &target.host_header,
+        tls: tls.as_ref(),
+        timeout: spec.timeout,
+    };
+    grpc::reflect::descriptors(&server, service).map_err(bad)
 }
 
 /// The message is protobuf's binary form: a `--body-file` named `.bin`, `.pb` or `.binpb`

@@ -83,7 +83,7 @@ pub(crate) enum Here {
 /// client and the backend, then the engine's config and the report's info.
 pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, SpecError> {
     // A gRPC run is the HTTP/2 run of its calls, prepared as one.
-    let call = grpc::call(spec)?;
+    let call = grpc::call(spec, here)?;
     let spec = call.as_ref().map_or(spec, |c| &c.spec);
     if spec.streams.is_some() && !spec.http2 {
         return Err(bad(
@@ -107,6 +107,9 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         (None, Some(_)) => None,
         (None, None) => entries(spec, &body)?,
     };
+    if let (Some(c), Some(e)) = (&call, entries.as_mut()) {
+        c.frame_bodies(e)?;
+    }
     let replay = match (entries.as_mut(), &streamed) {
         (_, Some(_)) if !replaying => None,
         (_, Some((scan, _))) => Some(

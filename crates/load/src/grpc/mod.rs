@@ -4,6 +4,8 @@
 //! grpcurl take), and request messages from protobuf's canonical JSON mapping (prost-reflect),
 //! encoded once and framed for the wire (`pelt_codec::grpc::frame`).
 
+pub mod reflect;
+
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 use std::path::{Path, PathBuf};
