@@ -1030,3 +1030,50 @@ fn a_replay_fleet_sends_each_recorded_request_once() {
     assert!(targets.iter().all(|t| t["sent"] == 1), "{targets:?}");
     assert_eq!(server.served(), 41);
 }
+
+#[test]
+fn a_grpc_fleet_sends_exactly_n_calls_and_merges_their_statuses() {
+    let Some(app) = util::real::PythonApp::start("grpc_app.py") else {
+        return;
+    };
+    let port = app.counts()["grpc_port"].as_u64().unwrap();
+    let url = format!("grpc://127.0.0.1:{port}/pelt.test.Greeter/SayHello");
+    let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/greeter.proto");
+    let token = token_file("grpc", TOKEN);
+    // Every third call the server ends is UNAVAILABLE, whichever agent sent it.
+    let coord = Coord::start(
+        &url,
+        2,
+        &token,
+        &[
+            "--proto",
+            proto,
+            "-b",
+            r#"{"name": "flaky"}"#,
+            "-n",
+            "301",
+            "-c",
+            "4",
+            "--streams",
+            "2",
+            "--json",
+            "-",
+            "-q",
+        ],
+    );
+    let agents = coord.agents(2, &token, &["-q"]);
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    agents_succeed(agents);
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_invariant(&v);
+    assert_schema(&v);
+    let g = &v["grpc"];
+    assert_eq!(count(g, &["calls"]), 301, "{g}");
+    assert_eq!(count(g, &["status", "OK"]), 201, "{g}");
+    assert_eq!(count(g, &["status", "UNAVAILABLE"]), 100, "{g}");
+    assert_eq!(g["messages"]["UNAVAILABLE"], "backend down: flaky");
+    let calls = &app.counts()["calls"];
+    assert_eq!(count(calls, &["SayHello OK"]), 201, "{calls}");
+    assert_eq!(count(calls, &["SayHello UNAVAILABLE"]), 100, "{calls}");
+}

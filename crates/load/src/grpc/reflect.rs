@@ -206,10 +206,18 @@ enum Socket {
 }
 
 impl Socket {
+    /// Reads what came, again when a signal cut the wait short (a Node.js process takes
+    /// signals on every thread).
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Socket::Plain(s) => s.read(buf),
-            Socket::Tls(s) => s.read(buf),
+        loop {
+            let n = match self {
+                Socket::Plain(s) => s.read(buf),
+                Socket::Tls(s) => s.read(buf),
+            };
+            match n {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                n => return n,
+            }
         }
     }
 
