@@ -671,8 +671,8 @@ fn bad_grpc_calls() {
     assert!(e.contains("--no-keepalive is HTTP's"), "{e}");
     let e = with(&[call, "--proto", "{file}", "-H", "token-bin: not base64!"]);
     assert!(e.contains("a -bin metadata value is base64"), "{e}");
-    let e = with(&[call, "--proto", "{file}", "-b", r#"{"name": "{{seq}}"}"#]);
-    assert!(e.contains("templates in a gRPC message"), "{e}");
+    let e = with(&[call, "--proto", "{file}", "-b", r#"{"name": {{seq}"}"#]);
+    assert!(e.contains("without its }}"), "{e}");
     let e = with(&[call]);
     assert!(e.contains("needs the service's descriptors"), "{e}");
     let e = with(&["{url}", "--proto", "{file}"]);

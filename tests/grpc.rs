@@ -539,3 +539,69 @@ fn grpcs_verifies_the_server_and_reflects_over_tls() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn templates_render_each_call_s_message() {
+    let Some(app) = PythonApp::start("grpc_app.py") else {
+        return;
+    };
+    let url = call_url(grpc_port(&app), "SayHello");
+    // {{seq}} in a string field: 60 calls, 60 names; each call's JSON made a message once.
+    let v = run_json(&[
+        &url,
+        "--proto",
+        PROTO,
+        "-b",
+        r#"{"name": "user-{{seq}}"}"#,
+        "-n",
+        "60",
+        "-c",
+        "2",
+        "--streams",
+        "3",
+    ]);
+    assert_eq!(count(grpc(&v), &["status", "OK"]), 60, "{v}");
+    assert_eq!(app.counts()["names"], 60, "{}", app.counts());
+    // A few values over many calls (kept, not encoded again), with --bodies lines that mix
+    // templates and plain messages.
+    let dir = std::env::temp_dir().join(format!("pelt-grpc-templates-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bodies = dir.join("names.jsonl");
+    std::fs::write(
+        &bodies,
+        "{\"name\": \"r{{rand:1:5}}\"}\n{\"name\": \"plain\"}\n",
+    )
+    .unwrap();
+    let v = run_json(&[
+        &url,
+        "--proto",
+        PROTO,
+        "--bodies",
+        bodies.to_str().unwrap(),
+        "-n",
+        "200",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(count(grpc(&v), &["status", "OK"]), 200, "{v}");
+    // 60 + at most r1..r5 + plain.
+    let names = app.counts()["names"].as_u64().unwrap();
+    assert!((62..=66).contains(&names), "{}", app.counts());
+    let _ = std::fs::remove_dir_all(&dir);
+    // A template whose JSON does not fit the message is bad input, before any call.
+    let (out, _) = run(&[
+        &url,
+        "--proto",
+        PROTO,
+        "-b",
+        r#"{"nom": "{{seq}}"}"#,
+        "-n",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unrecognized field name 'nom'") && err.contains("as 0"),
+        "{err}"
+    );
+}

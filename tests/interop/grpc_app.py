@@ -1,7 +1,7 @@
 """A gRPC server pelt did not write: Python's grpcio (PyPI), serving greeter.proto's
 pelt.test.Greeter with generic handlers (no generated code), for tests/grpc.rs.
 
-It counts every call it ends by method and status. Its reflection service
+It counts every call it ends by method and status, and the distinct names SayHello was sent. Its reflection service
 (grpcio-reflection, v1alpha) describes greeter.proto from a descriptor built here. A side HTTP/1.1 server answers
 `GET /count` with those counts as JSON, and the gRPC port as `grpc_port`. It binds 127.0.0.1
 port 0 for both and prints `listening on COUNTPORT`. With `--tls CERT KEY` it serves gRPC over
@@ -20,6 +20,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_reflection.v1alpha import reflection
 
 counts = {}
+names = set()
 flaky = [0]
 lock = threading.Lock()
 
@@ -70,6 +71,8 @@ def reply(message):
 
 def say_hello(request, context):
     name = name_of(request)
+    with lock:
+        names.add(name)
     fail = name.startswith("fail")
     if name == "flaky":
         with lock:
@@ -103,7 +106,7 @@ def say_hellos(request, context):
 class Counts(BaseHTTPRequestHandler):
     def do_GET(self):
         with lock:
-            body = json.dumps({"calls": counts, "grpc_port": grpc_port}).encode()
+            body = json.dumps({"calls": counts, "names": len(names), "grpc_port": grpc_port}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

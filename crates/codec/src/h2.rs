@@ -220,7 +220,7 @@ pub fn encode_headers(
         authority: authority.as_bytes(),
         path: path.as_bytes(),
     };
-    encode_into(&mut out, head, fields, body_len);
+    encode_into(&mut out, head, fields, Some(body_len));
     out
 }
 
@@ -234,6 +234,27 @@ pub fn encode_request(
     scheme: &str,
     block: &mut Vec<u8>,
     body: &mut Vec<u8>,
+) -> Result<(), String> {
+    encode_rendered(rendered, scheme, block, body, true)
+}
+
+/// [`encode_request`] for a body the caller turns into another before it is sent (a gRPC
+/// call's JSON into its binary message): the header block has no `content-length`.
+pub fn encode_request_unsized(
+    rendered: &[u8],
+    scheme: &str,
+    block: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+) -> Result<(), String> {
+    encode_rendered(rendered, scheme, block, body, false)
+}
+
+fn encode_rendered(
+    rendered: &[u8],
+    scheme: &str,
+    block: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+    sized: bool,
 ) -> Result<(), String> {
     let mut found = [httparse::EMPTY_HEADER; crate::response::MAX_HEADERS];
     let mut head = httparse::Request::new(&mut found);
@@ -254,7 +275,7 @@ pub fn encode_request(
         path: head.path.unwrap_or("/").as_bytes(),
     };
     body.extend_from_slice(&rendered[n..]);
-    encode_into(block, h, fields, rendered.len() - n);
+    encode_into(block, h, fields, sized.then_some(rendered.len() - n));
     Ok(())
 }
 
@@ -267,12 +288,13 @@ struct Head<'a> {
 }
 
 /// Appends a request's header block: its pseudo-headers, then `fields` (see
-/// [`encode_headers`]).
+/// [`encode_headers`]). `body_len`: `None` sends no `content-length`, not even one of
+/// `fields`.
 fn encode_into<'a>(
     out: &mut Vec<u8>,
     head: Head<'_>,
     fields: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
-    body_len: usize,
+    body_len: Option<usize>,
 ) {
     match head.method {
         b"GET" => out.push(0x80 | 2),
@@ -301,9 +323,14 @@ fn encode_into<'a>(
         if name.eq_ignore_ascii_case(b"te") && !value.eq_ignore_ascii_case(b"trailers") {
             continue;
         }
-        has_length |= name.eq_ignore_ascii_case(b"content-length");
+        let length = name.eq_ignore_ascii_case(b"content-length");
+        if length && body_len.is_none() {
+            continue;
+        }
+        has_length |= length;
         hpack_literal(out, 0, name, value);
     }
+    let body_len = body_len.unwrap_or(0);
     if body_len > 0 && !has_length {
         // Static table entry 28 is content-length; its digits written without allocating.
         let mut digits = [0u8; 20];

@@ -371,7 +371,7 @@ pub struct Http2 {
 /// A gRPC run's calls (grpc://, grpcs://): HTTP/2 streams whose requests carry framed
 /// messages (built by the caller) and whose responses end with a `grpc-status`. Each call
 /// ends with one gRPC status, counted in [`pelt_stats::GrpcStats`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Grpc {
     /// The longest response message taken; a longer one ends its call with
     /// `RESOURCE_EXHAUSTED` (as grpc-go's client does at its 4 MiB default).
@@ -380,6 +380,9 @@ pub struct Grpc {
     /// to the first, the gaps, messages per call, in the `event_streams` figures), and
     /// `--stream-limit` cuts a call (`CANCELLED`).
     pub server_streaming: bool,
+    /// Templates: a call's message as rendered (its JSON) made into the framed binary one, for
+    /// each stream whose request is rendered from a template (`None`: no template).
+    pub encoder: Option<std::sync::Arc<dyn MessageEncoder>>,
 }
 
 impl Default for Grpc {
@@ -387,9 +390,23 @@ impl Default for Grpc {
         Grpc {
             max_message: pelt_codec::grpc::DEFAULT_MAX_MESSAGE,
             server_streaming: false,
+            encoder: None,
         }
     }
 }
+
+/// Makes a gRPC call's message from its rendered text (a template's JSON): the caller's schema
+/// (the engine knows none) encodes it and frames it for the wire. Called once per distinct
+/// rendered text on each worker (each keeps what it made, up to [`MESSAGES_KEPT`]), on the
+/// worker's thread.
+pub trait MessageEncoder: Send + Sync + std::fmt::Debug {
+    /// Appends the framed message `text` describes to `out`; an error says why it cannot.
+    fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String>;
+}
+
+/// The most distinct rendered messages a worker keeps encoded (`{{rand:1:100}}` is 100 of
+/// them; `{{seq}}` makes each call's anew once they are kept).
+pub const MESSAGES_KEPT: usize = 4096;
 
 impl Http2 {
     /// Whether any request has a body (DATA frames may wait for flow control).

@@ -163,7 +163,7 @@ impl Sink {
             streaming: 0,
             cut: false,
             ended: Vec::new(),
-            grpc: config.http2().and_then(|h| h.grpc),
+            grpc: config.http2().and_then(|h| h.grpc.clone()),
         }
     }
 
@@ -212,7 +212,7 @@ impl Sink {
             let reply = &mut self.replies[r as usize];
             reply.fields.clear();
             reply.data.clear();
-            if let Some(g) = self.grpc {
+            if let Some(g) = &self.grpc {
                 reply.grpc.clear(g.max_message);
             }
             reply.held = true;
@@ -247,7 +247,7 @@ impl Sink {
         ledger: &Ledger,
         streams: &Streams,
     ) {
-        let grpc_stream = self.grpc.is_some_and(|g| g.server_streaming);
+        let grpc_stream = self.grpc.as_ref().is_some_and(|g| g.server_streaming);
         if !streams.reads(event_stream) && !grpc_stream {
             return;
         }

@@ -140,6 +140,14 @@ impl Method {
     }
 }
 
+/// Templates: a call's rendered JSON made its framed message on the engine's workers.
+impl pelt_engine::MessageEncoder for Method {
+    fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        let text = std::str::from_utf8(text).map_err(|_| "a message that is not UTF-8")?;
+        self.frame_json(text, out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

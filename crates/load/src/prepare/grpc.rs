@@ -46,6 +46,7 @@ pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecErro
         )));
     }
     let mut message = Vec::new();
+    let mut templated = false;
     let body = body_of(spec)?;
     let framed = if binary(spec) {
         method.frame_binary(&body, &mut message)
@@ -53,14 +54,16 @@ pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecErro
         let text = std::str::from_utf8(&body).map_err(|_| {
             bad("a gRPC message is JSON (UTF-8); a binary one comes from --body-file FILE.bin")
         })?;
-        if text.contains("{{") {
-            return Err(bad(
-                "templates in a gRPC message ({{...}}) are not supported yet: give the message \
-                 as it is sent",
-            ));
-        }
         let text = if text.trim().is_empty() { "{}" } else { text };
-        method.frame_json(text, &mut message)
+        if text.contains("{{") {
+            // Rendered per call, made a message on the workers (`engine::Grpc::encoder`).
+            templated = true;
+            sample(&method, text)
+                .map(|()| message.extend_from_slice(text.as_bytes()))
+                .map_err(|e| e.0)
+        } else {
+            method.frame_json(text, &mut message)
+        }
     };
     framed.map_err(|e| bad(format!("{}: {e}", method.path.trim_start_matches('/'))))?;
     let mut headers = metadata(spec)?;
@@ -84,6 +87,7 @@ pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecErro
     http.grpc = Default::default();
     let grpc = engine::Grpc {
         server_streaming: method.server_streaming,
+        encoder: templated.then(|| encoder(&method)),
         ..engine::Grpc::default()
     };
     Ok(Some(Call {
@@ -95,8 +99,10 @@ pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecErro
 }
 
 impl Call {
-    /// `--bodies`: each line's JSON, a message, framed once.
-    pub(super) fn frame_bodies(&self, entries: &mut Entries) -> Result<(), SpecError> {
+    /// `--bodies`: each line's JSON, a message, framed once (a line with templates is
+    /// rendered per call and made a message then). Returns whether a line has templates.
+    pub(super) fn frame_bodies(&self, entries: &mut Entries) -> Result<bool, SpecError> {
+        let mut templated = false;
         let name = entries.from.1.clone().unwrap_or_default();
         for e in &mut entries.list {
             let Some(body) = e.body.as_mut() else {
@@ -106,10 +112,9 @@ impl Call {
             let text = std::str::from_utf8(body)
                 .map_err(|_| bad(format!("{}: a gRPC message is JSON (UTF-8)", at())))?;
             if text.contains("{{") {
-                return Err(bad(format!(
-                    "{}: templates in a gRPC message ({{{{...}}}}) are not supported yet",
-                    at()
-                )));
+                sample(&self.method, text).map_err(|e| bad(format!("{}: {}", at(), e.0)))?;
+                templated = true;
+                continue;
             }
             let mut framed = Vec::new();
             self.method
@@ -117,8 +122,44 @@ impl Call {
                 .map_err(|e| bad(format!("{}: {e}", at())))?;
             *body = framed;
         }
-        Ok(())
+        Ok(templated)
     }
+
+    /// What the engine reads the calls with: with `templated` lines, their encoder too.
+    pub(super) fn engine(&self, templated: bool) -> engine::Grpc {
+        let mut g = self.grpc.clone();
+        if templated {
+            g.encoder = Some(encoder(&self.method));
+        }
+        g
+    }
+}
+
+/// The engine's encoder of `method`'s messages.
+fn encoder(method: &Method) -> std::sync::Arc<dyn engine::MessageEncoder> {
+    std::sync::Arc::new(method.clone())
+}
+
+/// Checks a message template before the run: with each `{{...}}` as `0` it must be the
+/// method's JSON (a field the message lacks, or braces out of place, is bad input here, not a
+/// failed call per request).
+fn sample(method: &Method, template: &str) -> Result<(), SpecError> {
+    let mut text = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find("{{") {
+        text.push_str(&rest[..at]);
+        match rest[at..].find("}}") {
+            Some(end) => {
+                text.push('0');
+                rest = &rest[at + end + 2..];
+            }
+            None => return Err(bad("a template's {{ without its }} in the gRPC message")),
+        }
+    }
+    text.push_str(rest);
+    method
+        .frame_json(&text, &mut Vec::new())
+        .map_err(|e| bad(format!("{} (with each {{{{...}}}} as 0)", e)))
 }
 
 /// What a gRPC call cannot take.

@@ -107,8 +107,9 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         (None, Some(_)) => None,
         (None, None) => entries(spec, &body)?,
     };
+    let mut templated_bodies = false;
     if let (Some(c), Some(e)) = (&call, entries.as_mut()) {
-        c.frame_bodies(e)?;
+        templated_bodies = c.frame_bodies(e)?;
     }
     let replay = match (entries.as_mut(), &streamed) {
         (_, Some(_)) if !replaying => None,
@@ -147,7 +148,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         shape.rate.is_some(),
     )?;
     if let (Some(h2), Some(c)) = (encoded.http2.as_mut(), &call) {
-        h2.grpc = Some(c.grpc);
+        h2.grpc = Some(c.engine(templated_bodies));
     }
     let (mut method, mut set_info) = (std::mem::take(&mut encoded.method), encoded.set_info.take());
     let mut recorded = std::mem::take(&mut encoded.recorded);

@@ -4,6 +4,7 @@
 //! may carry, and reused: no allocation per request once they have grown.
 
 use super::*;
+use std::collections::HashMap;
 
 /// One stream's request, rendered from its template.
 #[derive(Default)]
@@ -75,9 +76,43 @@ pub(super) fn prepare_lane<'c>(
     };
     // A template renders a valid request unless a value put a line break in a header (a
     // captured value can hold one): the entry's own request goes then, as a lane not
-    // rendered.
-    lane.rendered =
-        h2::encode_request(&proto.text, scheme, &mut lane.block, &mut lane.body).is_ok();
+    // rendered. A gRPC call's rendered JSON becomes its message (and has no length field).
+    let encoder = config
+        .http2()
+        .and_then(|h| h.grpc.as_ref()?.encoder.as_deref());
+    let encode = match encoder {
+        Some(_) => h2::encode_request_unsized,
+        None => h2::encode_request,
+    };
+    lane.rendered = encode(&proto.text, scheme, &mut lane.block, &mut lane.body).is_ok();
+    if let (true, Some(encoder)) = (lane.rendered, encoder) {
+        lane.rendered = message(encoder, &mut proto.messages, &mut lane.body);
+    }
+}
+
+/// Replaces `body`, a gRPC call's rendered JSON, by its framed message: the one kept for the
+/// same text, else made now (and kept, up to [`crate::MESSAGES_KEPT`]). `false`: the text does
+/// not make a message of the method's type (the entry's own request goes instead).
+fn message(
+    encoder: &dyn crate::MessageEncoder,
+    kept: &mut HashMap<Vec<u8>, Vec<u8>>,
+    body: &mut Vec<u8>,
+) -> bool {
+    if let Some(m) = kept.get(body.as_slice()) {
+        body.clear();
+        body.extend_from_slice(m);
+        return true;
+    }
+    let mut framed = Vec::new();
+    if encoder.encode(body, &mut framed).is_err() {
+        return false;
+    }
+    if kept.len() < crate::MESSAGES_KEPT {
+        kept.insert(body.clone(), framed.clone());
+    }
+    body.clear();
+    body.extend_from_slice(&framed);
+    true
 }
 
 /// The header block and body `slot`'s stream sends: its lane's rendered request, or its
