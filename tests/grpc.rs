@@ -605,3 +605,48 @@ fn templates_render_each_call_s_message() {
         "{err}"
     );
 }
+
+#[test]
+fn client_and_bidirectional_streams_send_each_message_of_the_array() {
+    let Some(app) = PythonApp::start("grpc_app.py") else {
+        return;
+    };
+    let port = grpc_port(&app);
+    let names = r#"[{"name": "a"}, {"name": "b"}, {"name": "c{{seq}}"}]"#;
+    // Client streaming: three messages, then the half-close; one reply each call.
+    let v = run_json(&[
+        &call_url(port, "SayHelloMany"),
+        "--reflect",
+        "-b",
+        names,
+        "-n",
+        "20",
+        "-c",
+        "2",
+    ]);
+    let g = grpc(&v);
+    assert_eq!(count(g, &["status", "OK"]), 20, "{g}");
+    assert_eq!(count(g, &["messages_received"]), 20, "{g}");
+    let c = app.counts();
+    assert_eq!(count(&c["calls"], &["SayHelloMany OK"]), 20, "{c}");
+    assert_eq!(count(&c["calls"], &["messages in"]), 60, "{c}");
+    // Bidirectional: each message answered, the answers timed as a stream's events.
+    let v = run_json(&[
+        &call_url(port, "Chat"),
+        "--proto",
+        PROTO,
+        "-b",
+        names,
+        "-n",
+        "20",
+        "-c",
+        "2",
+    ]);
+    let g = grpc(&v);
+    assert_eq!(count(g, &["status", "OK"]), 20, "{g}");
+    assert_eq!(count(g, &["messages_received"]), 60, "{g}");
+    assert_eq!(count(&v["event_streams"], &["events"]), 60, "{v}");
+    let c = app.counts();
+    assert_eq!(count(&c["calls"], &["Chat OK"]), 20, "{c}");
+    assert_eq!(count(&c["calls"], &["messages in"]), 120, "{c}");
+}

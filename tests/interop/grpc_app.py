@@ -103,6 +103,24 @@ def say_hellos(request, context):
         count("SayHellos", "OK" if done else "CANCELLED")
 
 
+def say_hello_many(requests, context):
+    got = [name_of(r) for r in requests]
+    with lock:
+        counts["messages in"] = counts.get("messages in", 0) + len(got)
+    count("SayHelloMany", "OK")
+    return reply("Hello " + ", ".join(got))
+
+
+def chat(requests, context):
+    n = 0
+    for r in requests:
+        n += 1
+        yield reply(f"Hello {name_of(r)}")
+    with lock:
+        counts["messages in"] = counts.get("messages in", 0) + n
+    count("Chat", "OK")
+
+
 class Counts(BaseHTTPRequestHandler):
     def do_GET(self):
         with lock:
@@ -128,6 +146,11 @@ def describe():
                  output_type=".pelt.test.HelloReply")
     s.method.add(name="SayHellos", input_type=".pelt.test.HelloRequest",
                  output_type=".pelt.test.HelloReply", server_streaming=True)
+    s.method.add(name="SayHelloMany", input_type=".pelt.test.HelloRequest",
+                 output_type=".pelt.test.HelloReply", client_streaming=True)
+    s.method.add(name="Chat", input_type=".pelt.test.HelloRequest",
+                 output_type=".pelt.test.HelloReply", client_streaming=True,
+                 server_streaming=True)
     descriptor_pool.Default().Add(f)
 
 
@@ -137,6 +160,8 @@ handler = grpc.method_handlers_generic_handler(
     {
         "SayHello": grpc.unary_unary_rpc_method_handler(say_hello, **raw),
         "SayHellos": grpc.unary_stream_rpc_method_handler(say_hellos, **raw),
+        "SayHelloMany": grpc.stream_unary_rpc_method_handler(say_hello_many, **raw),
+        "Chat": grpc.stream_stream_rpc_method_handler(chat, **raw),
     },
 )
 server = grpc.server(

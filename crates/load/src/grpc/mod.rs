@@ -123,6 +123,21 @@ impl Method {
         Ok(())
     }
 
+    /// A call's messages from JSON, framed: for a method the client streams to, a JSON array
+    /// is the stream's messages, sent in turn before the half-close (ghz's `-d '[...]'`); any
+    /// other JSON is one message.
+    pub fn frame_call(&self, json: &str, out: &mut Vec<u8>) -> Result<(), String> {
+        if !self.client_streaming || !json.trim_start().starts_with('[') {
+            return self.frame_json(json, out);
+        }
+        let items: Vec<Box<serde_json::value::RawValue>> = serde_json::from_str(json)
+            .map_err(|e| format!("a stream of {} messages from JSON: {e}", self.input_name()))?;
+        for item in &items {
+            self.frame_json(item.get(), out)?;
+        }
+        Ok(())
+    }
+
     /// A request message already encoded (protobuf's binary form), checked against the
     /// method's input type, appended to `out` framed for the wire.
     pub fn frame_binary(&self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
@@ -144,7 +159,7 @@ impl Method {
 impl pelt_engine::MessageEncoder for Method {
     fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let text = std::str::from_utf8(text).map_err(|_| "a message that is not UTF-8")?;
-        self.frame_json(text, out)
+        self.frame_call(text, out)
     }
 }
 

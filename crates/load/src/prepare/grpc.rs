@@ -62,7 +62,7 @@ pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecErro
                 .map(|()| message.extend_from_slice(text.as_bytes()))
                 .map_err(|e| e.0)
         } else {
-            method.frame_json(text, &mut message)
+            method.frame_call(text, &mut message)
         }
     };
     framed.map_err(|e| bad(format!("{}: {e}", method.path.trim_start_matches('/'))))?;
@@ -118,7 +118,7 @@ impl Call {
             }
             let mut framed = Vec::new();
             self.method
-                .frame_json(text, &mut framed)
+                .frame_call(text, &mut framed)
                 .map_err(|e| bad(format!("{}: {e}", at())))?;
             *body = framed;
         }
@@ -158,7 +158,7 @@ fn sample(method: &Method, template: &str) -> Result<(), SpecError> {
     }
     text.push_str(rest);
     method
-        .frame_json(&text, &mut Vec::new())
+        .frame_call(&text, &mut Vec::new())
         .map_err(|e| bad(format!("{} (with each {{{{...}}}} as 0)", e)))
 }
 
