@@ -225,7 +225,7 @@ fn the_manifests_say_what_the_fleet_needs() {
     let token = secret["stringData"]["token"].as_str().unwrap();
     assert_eq!(token.len(), 64, "a fresh random token");
     assert_eq!(
-        secret["data"]["file-0"], "AAEC/w==",
+        secret["data"]["file-0.bin"], "AAEC/w==",
         "the body file, shipped"
     );
     assert_eq!(service["spec"]["clusterIP"], "None");
@@ -255,7 +255,7 @@ fn the_manifests_say_what_the_fleet_needs() {
             "-m",
             "POST",
             "--body-file",
-            "/var/run/pelt/file-0",
+            "/var/run/pelt/file-0.bin",
             "-t",
             "2",
             "--agents",
@@ -401,4 +401,49 @@ fn bad_input_is_one_line_and_nothing_is_written() {
         assert!(!out_path.exists(), "{args:?} wrote a file");
     }
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_grpc_fleet_ships_its_proto_and_refuses_import_folders() {
+    let d = dir("grpc");
+    let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/greeter.proto");
+    let (path, text) = render(
+        &d,
+        "grpc.yaml",
+        &[
+            "grpc://greeter.default.svc:50051/pelt.test.Greeter/SayHello",
+            "--proto",
+            proto,
+            "-b",
+            r#"{"name": "k8s"}"#,
+            "-n",
+            "10k",
+            "--agents",
+            "2",
+        ],
+    );
+    // The proto rides in the Secret under a name that keeps its extension; the pods read it there.
+    assert!(text.contains("file-0.proto"), "{text}");
+    assert!(text.contains("/var/run/pelt/file-0.proto"), "{text}");
+    if let Some(docs) = documents(&path) {
+        let secret = docs.iter().find(|d| d["kind"] == "Secret").unwrap();
+        use base64::Engine as _;
+        let shipped = base64::engine::general_purpose::STANDARD
+            .decode(secret["data"]["file-0.proto"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(shipped, std::fs::read(proto).unwrap());
+    }
+    let o = d.join("never.yaml");
+    let o = o.to_str().unwrap();
+    let url = "grpc://greeter.default.svc:50051/pelt.test.Greeter/SayHello";
+    assert_bad_input(
+        &[
+            "k8s", url, "--proto", proto, "-I", "/tmp", "--agents", "2", "-o", o,
+        ],
+        "--protoset",
+    );
+    assert_bad_input(
+        &["k8s", url, "--reflect", "--agents", "2", "-o", o],
+        "--reflect",
+    );
 }

@@ -44,6 +44,8 @@ const FILE_FLAGS: &[&str] = &[
     "--cacert",
     "--cert",
     "--key",
+    "--proto",
+    "--protoset",
 ];
 
 /// Run flags that make no sense in a cluster's pod, with what to do instead.
@@ -55,6 +57,8 @@ const REFUSED: &[(&str, &str)] = &[
     ("--html", "render the result with pelt report result.json --html FILE"),
     ("--hdr-log", "render the result with pelt report result.json --hdr-log FILE"),
     ("--unix-socket", "agents in pods connect over the network"),
+    ("--import-path", "ship one file: protoc --descriptor_set_out=svc.protoset --include_imports, then --protoset svc.protoset"),
+    ("-I", "ship one file: protoc --descriptor_set_out=svc.protoset --include_imports, then --protoset svc.protoset"),
     ("--quiet", "the coordinator runs with -q so that its log is the result"),
     ("-q", "the coordinator runs with -q so that its log is the result"),
 ];
@@ -166,7 +170,14 @@ fn run_args(raw: &[String]) -> Result<(Vec<String>, Vec<Shipped>)> {
             }
             let bytes =
                 std::fs::read(&path).map_err(|e| bad(anyhow!("cannot read {name} {path}: {e}")))?;
-            let key = format!("file-{}", files.len());
+            // The name keeps its extension: a gRPC message in a .bin file is binary, and
+            // protoc's tools name their files by it.
+            let ext = std::path::Path::new(&path)
+                .extension()
+                .and_then(|e| e.to_str())
+                .filter(|e| e.len() <= 8 && e.chars().all(|c| c.is_ascii_alphanumeric()))
+                .map_or(String::new(), |e| format!(".{e}"));
+            let key = format!("file-{}{ext}", files.len());
             args.push(name.to_string());
             args.push(format!("{MOUNT}/{key}"));
             files.push(Shipped { key, bytes });
