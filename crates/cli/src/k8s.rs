@@ -519,7 +519,7 @@ mod tests {
                 "-c",
                 "300",
                 "--body-file",
-                "/var/run/pelt/file-0",
+                "/var/run/pelt/file-0.json",
                 "-H",
                 "A: b"
             ]
