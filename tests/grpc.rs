@@ -32,12 +32,18 @@ fn grpc_port(app: &PythonApp) -> u16 {
     app.counts()["grpc_port"].as_u64().unwrap() as u16
 }
 
+/// grpc_app.py started, and its gRPC port; `None` (skipped, outside CI) without the venv.
+fn grpcio() -> Option<(PythonApp, u16)> {
+    let app = PythonApp::start("grpc_app.py")?;
+    let port = grpc_port(&app);
+    Some((app, port))
+}
+
 #[test]
 fn grpcio_calls_are_counted_by_status_exactly() {
-    let Some(app) = PythonApp::start("grpc_app.py") else {
+    let Some((app, port)) = grpcio() else {
         return;
     };
-    let port = grpc_port(&app);
     let url = call_url(port, "SayHello");
     // Every third "flaky" call is UNAVAILABLE: 100 of 300.
     let v = run_json(&[
@@ -109,10 +115,9 @@ fn grpcio_calls_are_counted_by_status_exactly() {
 
 #[test]
 fn grpcio_server_streams_and_limits() {
-    let Some(app) = PythonApp::start("grpc_app.py") else {
+    let Some((app, port)) = grpcio() else {
         return;
     };
-    let port = grpc_port(&app);
     // Server streaming: every message of every call is read (5 a call).
     let v = run_json(&[
         &call_url(port, "SayHellos"),
@@ -466,10 +471,9 @@ fn scripted_answers_end_each_call_with_one_defined_status() {
 
 #[test]
 fn grpcio_reflection_gives_the_descriptors() {
-    let Some(app) = PythonApp::start("grpc_app.py") else {
+    let Some((app, port)) = grpcio() else {
         return;
     };
-    let port = grpc_port(&app);
     // No --proto: the method's types come from the server (grpcio serves v1alpha only, so
     // pelt falls back to it from v1).
     let v = run_json(&[
@@ -608,10 +612,9 @@ fn templates_render_each_call_s_message() {
 
 #[test]
 fn client_and_bidirectional_streams_send_each_message_of_the_array() {
-    let Some(app) = PythonApp::start("grpc_app.py") else {
+    let Some((app, port)) = grpcio() else {
         return;
     };
-    let port = grpc_port(&app);
     let names = r#"[{"name": "a"}, {"name": "b"}, {"name": "c{{seq}}"}]"#;
     // Client streaming: three messages, then the half-close; one reply each call.
     let v = run_json(&[

@@ -160,11 +160,9 @@ impl StreamReader {
         ledger: &mut Ledger,
         config: &Streams,
     ) -> bool {
-        if !self.on || self.events.ended.is_some() {
+        if !self.took(bytes.len(), at) {
             return false;
         }
-        self.bytes += bytes.len() as u64;
-        self.active = Some(at);
         let StreamReader {
             parser,
             lines,
@@ -193,15 +191,25 @@ impl StreamReader {
         ledger: &mut Ledger,
         config: &Streams,
     ) -> bool {
+        if !self.took(len, at) {
+            return false;
+        }
+        for _ in 0..events {
+            self.events.event(&[], at, ledger, config);
+        }
+        self.cut()
+    }
+
+    /// `len` bytes of the stream arrived at `at`: counted, unless it is not read or has
+    /// ended (then its bytes are not read: `false`).
+    #[inline]
+    fn took(&mut self, len: usize, at: Instant) -> bool {
         if !self.on || self.events.ended.is_some() {
             return false;
         }
         self.bytes += len as u64;
         self.active = Some(at);
-        for _ in 0..events {
-            self.events.event(&[], at, ledger, config);
-        }
-        self.cut()
+        true
     }
 
     /// pelt cut the stream (its event or time limit came).
