@@ -1076,4 +1076,57 @@ fn a_grpc_fleet_sends_exactly_n_calls_and_merges_their_statuses() {
     let calls = &app.counts()["calls"];
     assert_eq!(count(calls, &["SayHello OK"]), 201, "{calls}");
     assert_eq!(count(calls, &["SayHello UNAVAILABLE"]), 100, "{calls}");
+
+    // A scenario of calls, shipped to the agents with its data file and the proto: a capture
+    // from each user's first call goes into its next, whose check every agent counts.
+    let dir = std::env::temp_dir().join(format!("pelt-fleet-grpc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("users.csv"), "user\nann\nbob\ncid\n").unwrap();
+    let flow = format!(
+        "config:\n  target: grpc://127.0.0.1:{port}\n  data: [{{file: users.csv}}]\n\
+         scenarios:\n  - once:\n      - grpc:\n          name: hello\n\
+         \x20         call: pelt.test.Greeter/SayHello\n          json: {{name: \"{{{{user}}}}\"}}\n\
+         \x20         capture: [{{json: /message, as: greeting}}]\n    flow:\n      - grpc:\n\
+         \x20         name: fail\n          call: pelt.test.Greeter/SayHello\n\
+         \x20         json: {{name: \"fail {{{{greeting}}}}\"}}\n\
+         \x20         check: [{{status: UNAVAILABLE}}, {{header: grpc-message, contains: \"fail Hello \"}}]\n"
+    );
+    let file = dir.join("flow.yaml");
+    std::fs::write(&file, flow).unwrap();
+    let coord = Coord::start(
+        "",
+        2,
+        &token,
+        &[
+            "--scenario",
+            file.to_str().unwrap(),
+            "--proto",
+            proto,
+            "-n",
+            "40",
+            "-c",
+            "2",
+            "--json",
+            "-",
+            "-q",
+        ],
+    );
+    let agents = coord.agents(2, &token, &["-q"]);
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    agents_succeed(agents);
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let g = &v["grpc"];
+    assert_eq!(count(g, &["calls"]), 40, "{g}");
+    // Two users (a connection on each agent), each one hello.
+    assert_eq!(count(g, &["status", "OK"]), 2, "{g}");
+    assert_eq!(count(g, &["status", "UNAVAILABLE"]), 38, "{g}");
+    let checks = &v["scenario"]["checks"];
+    assert_eq!(count(&checks[0], &["passed"]), 38, "{checks}");
+    assert_eq!(count(&checks[1], &["passed"]), 38, "{checks}");
+    assert_eq!(count(&checks[1], &["failed"]), 0, "{checks}");
+    let calls = &app.counts()["calls"];
+    assert_eq!(count(calls, &["SayHello OK"]), 203, "{calls}");
+    assert_eq!(count(calls, &["SayHello UNAVAILABLE"]), 138, "{calls}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use util::h2::*;
 use util::real::{certificates, find_server, nginx_command, PythonApp, RealServer};
+use util::shop::target;
 use util::*;
 
 const PROTO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/greeter.proto");
@@ -652,4 +653,222 @@ fn client_and_bidirectional_streams_send_each_message_of_the_array() {
     let c = app.counts();
     assert_eq!(count(&c["calls"], &["Chat OK"]), 20, "{c}");
     assert_eq!(count(&c["calls"], &["messages in"]), 120, "{c}");
+}
+
+/// A scenario file's steps in a folder of their own (with `users.csv`), its path back.
+fn scenario_file(name: &str, yaml: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("pelt-grpc-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("users.csv"), "user\nann\nbob\n").unwrap();
+    let file = dir.join("flow.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    file
+}
+
+/// A journey of calls: a login-like call once per user whose reply is captured, a client
+/// stream that sends the capture back, a server stream whose last message is captured, and a
+/// call that fails on purpose, checked by its gRPC status and its trailers' message.
+const JOURNEY: &str = r#"
+config:
+  target: grpc://127.0.0.1:{port}
+  data:
+    - file: users.csv
+scenarios:
+  - name: greet
+    once:
+      - grpc:
+          name: hello
+          call: pelt.test.Greeter/SayHello
+          json: {name: "{{user}}"}
+          capture:
+            - json: /message
+              as: greeting
+          check:
+            - status: OK
+    flow:
+      - grpc:
+          name: many
+          call: pelt.test.Greeter/SayHelloMany
+          json: [{name: "{{greeting}}"}, {name: "b"}]
+          check:
+            - json: /message
+              matches: "^Hello Hello (ann|bob), b$"
+      - grpc:
+          name: stream
+          call: pelt.test.Greeter.SayHellos
+          body: '{"name": "count:3"}'
+          metadata: {x-user: "{{user}}"}
+          capture:
+            - json: $[2].message
+              as: last
+      - grpc:
+          name: fail
+          call: pelt.test.Greeter/SayHello
+          json: {name: "fail-{{last}}"}
+          check:
+            - status: [UNAVAILABLE, 4]
+            - name: down
+              header: grpc-message
+              equals: "backend down: fail-Hello 2"
+"#;
+
+#[test]
+fn scenario_steps_are_calls_with_captures_and_checks() {
+    let Some((app, port)) = grpcio() else {
+        return;
+    };
+    let file = scenario_file("journey", &JOURNEY.replace("{port}", &port.to_string()));
+    let file = file.to_str().unwrap();
+    // Two users on one connection's two streams.
+    let v = run_json(&[
+        "--scenario",
+        file,
+        "--proto",
+        PROTO,
+        "-n",
+        "62",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+    ]);
+    assert_invariant(&v);
+    assert_schema(&v);
+    let completed = |step: &str| target(&v, step)["completed"].as_u64().unwrap();
+    let (many, stream, fail) = (completed("many"), completed("stream"), completed("fail"));
+    assert_eq!(completed("hello"), 2, "{v}");
+    assert_eq!(2 + many + stream + fail, 62, "{v}");
+    let s = &v["scenario"];
+    let pairs = |key: &str, a: &str, b: &str| -> Vec<(String, u64, u64)> {
+        s[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let n = |k: &str| c[k].as_u64().unwrap();
+                (c["name"].as_str().unwrap().to_string(), n(a), n(b))
+            })
+            .collect()
+    };
+    let checks = pairs("checks", "passed", "failed");
+    assert_eq!(
+        checks,
+        [
+            ("status OK".to_string(), 2, 0),
+            (
+                "json /message matches ^Hello Hello (ann|bob), b$".into(),
+                many,
+                0
+            ),
+            ("status UNAVAILABLE,DEADLINE_EXCEEDED".into(), fail, 0),
+            ("down".into(), fail, 0),
+        ],
+        "{s}"
+    );
+    let captures = pairs("captures", "found", "missing");
+    assert_eq!(
+        captures,
+        [
+            ("hello: greeting".to_string(), 2, 0),
+            ("stream: last".into(), stream, 0)
+        ],
+        "{s}"
+    );
+    assert_eq!(s["iterations"]["completed"].as_u64(), Some(fail), "{s}");
+    assert_eq!(s["iterations"]["failed"], 0, "{s}");
+    // Every call with its status, as the server ended it.
+    let g = grpc(&v);
+    assert_eq!(count(g, &["status", "OK"]), 2 + many + stream, "{g}");
+    assert_eq!(count(g, &["status", "UNAVAILABLE"]), fail, "{g}");
+    assert_eq!(count(g, &["messages_received"]), 2 + many + 3 * stream);
+    let c = app.counts();
+    let calls = &c["calls"];
+    assert_eq!(count(calls, &["SayHello OK"]), 2, "{c}");
+    assert_eq!(count(calls, &["SayHello UNAVAILABLE"]), fail, "{c}");
+    assert_eq!(count(calls, &["SayHelloMany OK"]), many, "{c}");
+    assert_eq!(count(calls, &["SayHellos OK"]), stream, "{c}");
+    assert_eq!(count(calls, &["messages in"]), 2 * many, "{c}");
+    // SayHello saw the two users' names and the captured stream's last message.
+    assert_eq!(c["names"], 3, "{c}");
+
+    // The open loop over reflection: iterations arrive at a rate, counts still exact.
+    let v = run_json(&[
+        "--scenario",
+        file,
+        "--reflect",
+        "--rate",
+        "200",
+        "-n",
+        "40",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(v["latency_from"], "due");
+    let g = grpc(&v);
+    assert_eq!(count(g, &["calls"]), 40, "{g}");
+    assert_eq!(count(&v["scenario"]["checks"][3], &["failed"]), 0, "{v}");
+}
+
+#[test]
+fn bad_scenario_calls_are_one_line_errors_before_any_call() {
+    // No server: each is refused while the run is prepared.
+    let rejected = |yaml: &str, args: &[&str]| {
+        let file = scenario_file("bad", yaml);
+        let mut all = vec![
+            "--scenario",
+            file.to_str().unwrap(),
+            "--proto",
+            PROTO,
+            "-n",
+            "1",
+        ];
+        all.extend_from_slice(args);
+        let (out, _) = run(&all);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        err
+    };
+    let target = "config: {target: 'grpc://127.0.0.1:9'}\n";
+    let e = rejected(
+        &format!("{target}scenarios:\n  - flow:\n      - grpc: {{call: pelt.test.Greeter/Nope}}\n"),
+        &[],
+    );
+    assert!(
+        e.contains("scenario step 'pelt.test.Greeter/Nope': pelt.test.Greeter has no method Nope"),
+        "{e}"
+    );
+    let e = rejected(
+        &format!(
+            "{target}scenarios:\n  - flow:\n      - grpc: {{name: hi, call: pelt.test.Greeter/SayHello, json: {{nom: x}}}}\n"
+        ),
+        &[],
+    );
+    assert!(
+        e.contains("scenario step 'hi' (pelt.test.Greeter/SayHello)") && e.contains("'nom'"),
+        "{e}"
+    );
+    let e = rejected(
+        "scenarios:\n  - flow:\n      - grpc: {call: pelt.test.Greeter/SayHello}\n",
+        &["http://127.0.0.1:9/"],
+    );
+    assert!(
+        e.contains("grpc steps need a grpc:// or grpcs:// URL"),
+        "{e}"
+    );
+    let e = rejected(
+        "scenarios:\n  - flow:\n      - get: {url: /}\n",
+        &["grpc://127.0.0.1:9"],
+    );
+    assert!(e.contains("a grpc:// URL's steps are grpc calls"), "{e}");
+    let e = rejected(
+        &format!(
+            "{target}scenarios:\n  - flow:\n      - grpc: {{call: pelt.test.Greeter/SayHellos}}\n"
+        ),
+        &["--stream-limit", "2"],
+    );
+    assert!(
+        e.contains("--stream-limit is for one server-streaming"),
+        "{e}"
+    );
 }

@@ -382,7 +382,22 @@ pub struct Grpc {
     pub server_streaming: bool,
     /// Templates: a call's message as rendered (its JSON) made into the framed binary one, for
     /// each stream whose request is rendered from a template (`None`: no template).
-    pub encoder: Option<std::sync::Arc<dyn MessageEncoder>>,
+    pub encoder: Option<std::sync::Arc<dyn MessageCodec>>,
+    /// A scenario's calls: each step's method (by step number, the request set's entry), which
+    /// makes its rendered JSON a message and, for a step whose captures or checks read the
+    /// reply, its reply JSON. Empty: every call is `encoder`'s.
+    pub steps: Vec<std::sync::Arc<dyn MessageCodec>>,
+}
+
+impl Grpc {
+    /// The codec of entry `target`'s messages (`None`: its messages are framed already).
+    #[inline]
+    pub fn codec(&self, target: u32) -> Option<&dyn MessageCodec> {
+        match self.steps.is_empty() {
+            true => self.encoder.as_deref(),
+            false => self.steps.get(target as usize).map(|c| &**c),
+        }
+    }
 }
 
 impl Default for Grpc {
@@ -391,17 +406,23 @@ impl Default for Grpc {
             max_message: pelt_codec::grpc::DEFAULT_MAX_MESSAGE,
             server_streaming: false,
             encoder: None,
+            steps: Vec::new(),
         }
     }
 }
 
-/// Makes a gRPC call's message from its rendered text (a template's JSON): the caller's schema
-/// (the engine knows none) encodes it and frames it for the wire. Called once per distinct
-/// rendered text on each worker (each keeps what it made, up to [`MESSAGES_KEPT`]), on the
-/// worker's thread.
-pub trait MessageEncoder: Send + Sync + std::fmt::Debug {
+/// A gRPC method's messages as the caller's schema reads them (the engine knows none).
+///
+/// `encode` makes a call's message from its rendered text (a template's JSON) and frames it
+/// for the wire: called once per distinct rendered text on each worker (each keeps what it
+/// made, up to [`MESSAGES_KEPT`]), on the worker's thread. `decode` makes a scenario step's
+/// reply JSON, for its captures and checks: called only for a step that reads its reply.
+pub trait MessageCodec: Send + Sync + std::fmt::Debug {
     /// Appends the framed message `text` describes to `out`; an error says why it cannot.
     fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String>;
+    /// Appends a reply's JSON to `out`, from its framed messages (`body`, the response's DATA
+    /// as it came): one message's object, or a server stream's messages as an array.
+    fn decode(&self, body: &[u8], out: &mut String) -> Result<(), String>;
 }
 
 /// The most distinct rendered messages a worker keeps encoded (`{{rand:1:100}}` is 100 of

@@ -113,6 +113,10 @@ pub struct Step {
     pub checks: Vec<Check>,
     /// A failed check or capture ends the iteration.
     pub stop_on_failure: bool,
+    /// A gRPC step: the method it calls, as written (`package.Service/Method`); its request
+    /// is the call (`body` the message's JSON), its status the call's gRPC status, and its
+    /// body, for captures and checks, the reply as JSON.
+    pub grpc: Option<String>,
 }
 
 impl Step {

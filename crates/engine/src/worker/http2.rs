@@ -25,8 +25,9 @@ pub(super) struct Http2<'a> {
     /// Templates: a request rendered as HTTP/1.1 text, and its body while its length is found.
     text: Vec<u8>,
     scratch: Vec<u8>,
-    /// gRPC templates: each distinct rendered message's framed one, kept (see `lanes.rs`).
-    messages: std::collections::HashMap<Vec<u8>, Vec<u8>>,
+    /// gRPC templates: each distinct rendered message's framed one, kept (see `lanes.rs`), per
+    /// method (a scenario's step; one for a run without).
+    messages: Vec<std::collections::HashMap<Vec<u8>, Vec<u8>>>,
 }
 
 impl<'a> Http2<'a> {
@@ -36,7 +37,7 @@ impl<'a> Http2<'a> {
             deferred: Vec::new(),
             text: Vec::new(),
             scratch: Vec::new(),
-            messages: Default::default(),
+            messages: Vec::new(),
         }
     }
 }

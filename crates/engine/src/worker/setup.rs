@@ -127,7 +127,10 @@ impl<I: Io> Setup<'_, I> {
             let lanes = if P::MULTIPLEXED { depth(config) } else { 1 };
             let (worker, workers) = (self.plan.worker, self.plan.workers);
             let open = config.load.is_open();
-            let users = Users::new(run.clone(), worker, workers, open, lanes);
+            let mut users = Users::new(run.clone(), worker, workers, open, lanes);
+            if let Some(g) = config.http2().and_then(|h| h.grpc.as_ref()) {
+                users.read_calls(&g.steps);
+            }
             return self.drive_with(proto, transport, users);
         }
         if self.plan.feed.is_some() {

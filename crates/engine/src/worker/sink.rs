@@ -333,8 +333,12 @@ impl Sink {
     #[inline]
     pub(super) fn end<S>(&mut self, slot: &Slot<S>, status: u16, at: Instant, ledger: &mut Ledger) {
         if self.grpc.is_some() {
-            self.end_call(slot, status, at, ledger);
-            return self.release(slot.reply);
+            let code = self.end_call(slot, status, at, ledger);
+            if !self.users {
+                return self.release(slot.reply);
+            }
+            // A scenario's call: its user reads the gRPC status as the step's status.
+            return self.hand_over(slot, code as u16);
         }
         if slot.reply == 0 && !self.users {
             // Nothing kept of it (a plain run): booked, complete now.
@@ -346,8 +350,14 @@ impl Sink {
     /// gRPC: `slot`'s call ended; booked as a response with its HTTP `status` (a server
     /// stream's at its end, its messages' figures with it), and its gRPC status (a call that
     /// sent no field has no reply: the server's HTTP status says it; one pelt cut at a
-    /// stream's limit is `CANCELLED`, as a client that cancels it sees it).
-    fn end_call<S>(&mut self, slot: &Slot<S>, status: u16, at: Instant, ledger: &mut Ledger) {
+    /// stream's limit is `CANCELLED`, as a client that cancels it sees it). Returns that status.
+    fn end_call<S>(
+        &mut self,
+        slot: &Slot<S>,
+        status: u16,
+        at: Instant,
+        ledger: &mut Ledger,
+    ) -> u32 {
         let mut done = at;
         let mut cut = false;
         if let Some(reply) = self.get(slot.reply) {
@@ -365,6 +375,7 @@ impl Sink {
             outcome => outcome,
         };
         ledger.grpc_call(slot.warm, code, g.reader.messages(), || g.message(why));
+        code
     }
 
     /// `end` for a response something was kept of.
@@ -385,7 +396,12 @@ impl Sink {
         if !self.users {
             return self.release(slot.reply);
         }
-        // Kept for the user until the source takes it (`reset` spares it).
+        self.hand_over(slot, status);
+    }
+
+    /// `slot`'s response, ended with `status`, is kept for its user until the source takes it
+    /// (`reset` spares it).
+    fn hand_over<S>(&mut self, slot: &Slot<S>, status: u16) {
         let mut reply = slot.reply;
         self.reply_of(&mut reply);
         self.ended.push(Ended {

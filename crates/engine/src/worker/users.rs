@@ -79,6 +79,10 @@ pub(super) struct Users {
     thinking: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Connections with a seat whose think time ended (lent by `woken`).
     woken: Vec<usize>,
+    /// gRPC: by step, the codec that makes a reply JSON for the step's captures and checks
+    /// (`None`: the step reads no reply body); and the JSON, made per reply.
+    calls: Vec<Option<Arc<dyn crate::MessageCodec>>>,
+    json: String,
 }
 
 impl Users {
@@ -105,7 +109,29 @@ impl Users {
             body: Vec::new(),
             thinking: BinaryHeap::new(),
             woken: Vec::new(),
+            calls: Vec::new(),
+            json: String::new(),
         }
+    }
+
+    /// A gRPC scenario: the steps are calls, `codecs` their methods' (by step); a step whose
+    /// captures or checks read the reply gets its messages as JSON.
+    pub(super) fn read_calls(&mut self, codecs: &[Arc<dyn crate::MessageCodec>]) {
+        let mut keeps = vec![false; codecs.len()];
+        for s in &self.run.program.scenarios {
+            for op in s.once.iter().chain(&s.flow) {
+                if let crate::scenario::Op::Request(step) = op {
+                    if let Some(k) = keeps.get_mut(step.id as usize) {
+                        *k = step.keeps_body();
+                    }
+                }
+            }
+        }
+        self.calls = codecs
+            .iter()
+            .zip(keeps)
+            .map(|(c, keep)| keep.then(|| c.clone()))
+            .collect();
     }
 
     /// Connection `i`'s seats, made on first use.
@@ -253,6 +279,26 @@ impl Users {
         (self.headers, self.body) = (headers, body);
     }
 
+    /// The response to seat `s`'s call (a gRPC step): its reply's messages read as JSON when
+    /// the step reads them (a reply that is not its method's reads as no body).
+    fn answered_call(&mut self, s: usize, step: u32, r: &Response<'_>, now: Instant) {
+        let Some(Some(codec)) = self.calls.get(step as usize) else {
+            return self.answered(s, step, r, now);
+        };
+        let mut json = std::mem::take(&mut self.json);
+        json.clear();
+        if codec.decode(r.body, &mut json).is_err() {
+            json.clear();
+        }
+        let read = Response {
+            status: r.status,
+            headers: r.headers,
+            body: json.as_bytes(),
+        };
+        self.answered(s, step, &read, now);
+        self.json = json;
+    }
+
     /// The response to seat `s`'s request (to step `step`), read at `now`.
     fn answered(&mut self, s: usize, step: u32, r: &Response<'_>, now: Instant) {
         let Some(seat) = self.seats.get_mut(s) else {
@@ -371,7 +417,7 @@ impl Source for Users {
     fn answer(&mut self, sink: &mut Sink, now: Instant) {
         sink.answers(|user, step, answer| match answer {
             Answer::Raw(raw) => self.answered_raw(user as usize, step, raw, now),
-            Answer::Read(r) => self.answered(user as usize, step, &r, now),
+            Answer::Read(r) => self.answered_call(user as usize, step, &r, now),
             Answer::Failed => self.seat_failed(user as usize, now),
         });
     }

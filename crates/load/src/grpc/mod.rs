@@ -155,11 +155,37 @@ impl Method {
     }
 }
 
-/// Templates: a call's rendered JSON made its framed message on the engine's workers.
-impl pelt_engine::MessageEncoder for Method {
+/// Templates: a call's rendered JSON made its framed message on the engine's workers; a
+/// scenario step's reply made JSON for its captures and checks.
+impl pelt_engine::MessageCodec for Method {
     fn encode(&self, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let text = std::str::from_utf8(text).map_err(|_| "a message that is not UTF-8")?;
         self.frame_call(text, out)
+    }
+
+    fn decode(&self, mut body: &[u8], out: &mut String) -> Result<(), String> {
+        let mut messages = Vec::new();
+        while !body.is_empty() {
+            let Some((&[0, a, b, c, d], rest)) = body.split_first_chunk::<5>() else {
+                return Err("not uncompressed gRPC messages".into());
+            };
+            let len = u32::from_be_bytes([a, b, c, d]) as usize;
+            if rest.len() < len {
+                return Err("a reply message cut short".into());
+            }
+            messages.push(self.reply_json(&rest[..len])?);
+            body = &rest[len..];
+        }
+        match (self.server_streaming, messages.len()) {
+            (true, _) => {
+                out.push('[');
+                out.push_str(&messages.join(","));
+                out.push(']');
+            }
+            (false, 1) => out.push_str(&messages[0]),
+            (false, n) => return Err(format!("{n} reply messages where one was due")),
+        }
+        Ok(())
     }
 }
 
@@ -221,6 +247,20 @@ message Tag { string value = 1; }
         assert_eq!(m.reply_json(&reply).unwrap(), r#"{"message":"hi"}"#);
         let streams = method(&pool, "pelt.test.Greeter.SayHellos").unwrap();
         assert!(streams.server_streaming && !streams.client_streaming);
+        // A scenario step's reply as JSON: one message's object, a stream's array.
+        use pelt_engine::MessageCodec;
+        let mut framed = Vec::new();
+        pelt_codec::grpc::frame(&reply, &mut framed);
+        let mut json = String::new();
+        m.decode(&framed, &mut json).unwrap();
+        assert_eq!(json, r#"{"message":"hi"}"#);
+        let twice = [framed.clone(), framed.clone()].concat();
+        assert!(m.decode(&twice, &mut String::new()).is_err());
+        json.clear();
+        streams.decode(&twice, &mut json).unwrap();
+        assert_eq!(json, r#"[{"message":"hi"},{"message":"hi"}]"#);
+        assert!(m.decode(&framed[..6], &mut String::new()).is_err());
+        assert!(m.decode(&[1, 0, 0, 0, 0], &mut String::new()).is_err());
         let chat = method(&pool, "/pelt.test.Greeter/Chat").unwrap();
         assert!(chat.server_streaming && chat.client_streaming);
     }

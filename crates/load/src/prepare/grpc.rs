@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::grpc::{self, Method};
+use crate::scenario::Program;
 use pelt_codec::grpc as wire;
 
 /// A gRPC run's spec rewritten as its HTTP/2 run, and what stays gRPC's.
@@ -15,19 +16,37 @@ pub(super) struct Call {
     pub(super) grpc: engine::Grpc,
     /// The URL as typed, for the report.
     pub(super) display: String,
-    /// The method, for the messages of `--bodies`.
-    method: Method,
+    /// The method, for the messages of `--bodies` (`None`: a scenario's, whose steps each
+    /// call their own).
+    method: Option<Method>,
 }
 
-/// `spec` as a gRPC run, when its URL is grpc:// or grpcs://; `None` otherwise (where a gRPC
-/// option is bad input).
-pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecError> {
-    let parsed = match target::parse(&spec.url) {
+/// `spec` as a gRPC run, when its URL (or its scenario's target) is grpc:// or grpcs://;
+/// `None` otherwise (where a gRPC option or step is bad input).
+pub(super) fn call(
+    spec: &LoadSpec,
+    here: Here,
+    program: Option<&mut Program>,
+) -> Result<Option<Call>, SpecError> {
+    let url = match (&program, spec.url.is_empty()) {
+        (Some(p), true) => p.target.clone().unwrap_or_default(),
+        _ => spec.url.clone(),
+    };
+    let url = url.as_str();
+    let parsed = match target::parse(url) {
         Ok(p) => p,
         // An unparsable URL (or none, with --targets) is for `target_of` to report.
         Err(_) => return Ok(None),
     };
     if !parsed.grpc {
+        if program
+            .as_ref()
+            .is_some_and(|p| steps(p).any(|s| s.grpc.is_some()))
+        {
+            return Err(bad(
+                "the scenario's grpc steps need a grpc:// or grpcs:// URL (or target)",
+            ));
+        }
         if spec.grpc.is_set() {
             return Err(bad(
                 "--proto, --protoset, -I/--import-path and --reflect are for grpc:// and \
@@ -37,6 +56,9 @@ pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecErro
         return Ok(None);
     }
     fits(spec)?;
+    if let Some(program) = program {
+        return scenario(spec, url, &parsed, here, program).map(Some);
+    }
     let method = method(spec, &parsed, here)?;
     let s = &spec.event_streams;
     if !method.server_streaming && *s != engine::Streams::default() {
@@ -66,6 +88,24 @@ pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecErro
         }
     };
     framed.map_err(|e| bad(format!("{}: {e}", method.path.trim_start_matches('/'))))?;
+    let mut http = http_spec(spec, &parsed, &method.path)?;
+    http.body = Body::Bytes(message);
+    let grpc = engine::Grpc {
+        server_streaming: method.server_streaming,
+        encoder: templated.then(|| encoder(&method)),
+        ..engine::Grpc::default()
+    };
+    Ok(Some(Call {
+        spec: http,
+        grpc,
+        display: parsed.display,
+        method: Some(method),
+    }))
+}
+
+/// `spec` as the HTTP/2 POSTs of its calls to `path`: the user's headers as metadata, beside
+/// the fields every call carries.
+fn http_spec(spec: &LoadSpec, parsed: &target::Parsed, path: &str) -> Result<LoadSpec, SpecError> {
     let mut headers = metadata(spec)?;
     headers.push("content-type: application/grpc".into());
     headers.push("te: trailers".into());
@@ -79,29 +119,118 @@ pub(super) fn call(spec: &LoadSpec, here: Here) -> Result<Option<Call>, SpecErro
         h => h.to_string(),
     };
     let mut http = spec.clone();
-    http.url = format!("{scheme}://{host}:{}{}", parsed.port, method.path);
+    http.url = format!("{scheme}://{host}:{}{path}", parsed.port);
     http.method = "POST".into();
     http.http2 = true;
     http.headers = headers;
-    http.body = Body::Bytes(message);
     http.grpc = Default::default();
+    Ok(http)
+}
+
+/// Every request step of `program`.
+fn steps(program: &Program) -> impl Iterator<Item = &engine::scenario::Step> {
+    program
+        .scenarios
+        .iter()
+        .flat_map(|s| s.once.iter().chain(&s.flow))
+        .filter_map(|op| match op {
+            engine::scenario::Op::Request(step) => Some(&**step),
+            engine::scenario::Op::Think(_) => None,
+        })
+}
+
+/// A scenario on a grpc:// URL: each step's method found in the descriptors, its path made
+/// the step's, its message checked (each variable and template as `0`), and its codec the
+/// engine's for that step (its rendered JSON made a message, its reply JSON for captures).
+fn scenario(
+    spec: &LoadSpec,
+    url: &str,
+    parsed: &target::Parsed,
+    here: Here,
+    program: &mut Program,
+) -> Result<Call, SpecError> {
+    use engine::scenario::{Op, Part, Text};
+    if spec.event_streams != engine::Streams::default() {
+        return Err(bad(
+            "--stream-limit is for one server-streaming method's calls, not a scenario's steps",
+        ));
+    }
+    let mut pools: Vec<(String, prost_reflect::DescriptorPool)> = Vec::new();
+    let mut codecs: Vec<Option<std::sync::Arc<dyn engine::MessageCodec>>> =
+        vec![None; program.steps.len()];
+    let names = program.steps.clone();
+    for s in &mut program.scenarios {
+        for op in s.once.iter_mut().chain(s.flow.iter_mut()) {
+            let Op::Request(step) = op else { continue };
+            // The step's name, and its call when the name is not the call.
+            let name = match &step.grpc {
+                Some(call) if *call != names[step.id as usize] => {
+                    format!("'{}' ({call})", names[step.id as usize])
+                }
+                _ => format!("'{}'", names[step.id as usize]),
+            };
+            let Some(call) = step.grpc.clone() else {
+                return Err(bad(format!(
+                    "scenario step {name}: a grpc:// URL's steps are grpc calls \
+                     (- grpc: {{call: package.Service/Method}})"
+                )));
+            };
+            let service = service_of(&call).to_string();
+            let pool = match pools.iter().find(|(s, _)| *s == service) {
+                Some((_, pool)) => pool,
+                None => {
+                    let pool = descriptors(spec, url, &call, here)?;
+                    pools.push((service, pool));
+                    &pools.last().expect("pushed").1
+                }
+            };
+            let method = grpc::method(pool, &call).map_err(|e| {
+                let e = e
+                    .strip_prefix(&format!("{call}: "))
+                    .unwrap_or(&e)
+                    .to_string();
+                bad(format!("scenario step {name}: {e}"))
+            })?;
+            // The message with each variable as 0: the JSON it will be.
+            let mut text = String::new();
+            if let Some(body) = &step.body {
+                for part in &body.0 {
+                    match part {
+                        Part::Lit(l) => text.push_str(l),
+                        Part::Var(_) => text.push('0'),
+                    }
+                }
+            }
+            sample(&method, &text).map_err(|e| bad(format!("scenario step {name}: {}", e.0)))?;
+            step.url = Text(vec![Part::Lit(method.path.clone())]);
+            codecs[step.id as usize] = Some(encoder(&method));
+        }
+    }
+    let mut http = http_spec(spec, parsed, "")?;
+    http.body = Body::None;
     let grpc = engine::Grpc {
-        server_streaming: method.server_streaming,
-        encoder: templated.then(|| encoder(&method)),
+        steps: codecs
+            .into_iter()
+            .map(|c| c.expect("every step is a call"))
+            .collect(),
         ..engine::Grpc::default()
     };
-    Ok(Some(Call {
+    Ok(Call {
         spec: http,
         grpc,
-        display: parsed.display,
-        method,
-    }))
+        display: parsed.display.clone(),
+        method: None,
+    })
 }
 
 impl Call {
     /// `--bodies`: each line's JSON, a message, framed once (a line with templates is
     /// rendered per call and made a message then). Returns whether a line has templates.
     pub(super) fn frame_bodies(&self, entries: &mut Entries) -> Result<bool, SpecError> {
+        let Some(method) = &self.method else {
+            // A scenario's steps: their messages are rendered per call.
+            return Ok(false);
+        };
         let mut templated = false;
         let name = entries.from.1.clone().unwrap_or_default();
         for e in &mut entries.list {
@@ -112,12 +241,12 @@ impl Call {
             let text = std::str::from_utf8(body)
                 .map_err(|_| bad(format!("{}: a gRPC message is JSON (UTF-8)", at())))?;
             if text.contains("{{") {
-                sample(&self.method, text).map_err(|e| bad(format!("{}: {}", at(), e.0)))?;
+                sample(method, text).map_err(|e| bad(format!("{}: {}", at(), e.0)))?;
                 templated = true;
                 continue;
             }
             let mut framed = Vec::new();
-            self.method
+            method
                 .frame_call(text, &mut framed)
                 .map_err(|e| bad(format!("{}: {e}", at())))?;
             *body = framed;
@@ -128,15 +257,15 @@ impl Call {
     /// What the engine reads the calls with: with `templated` lines, their encoder too.
     pub(super) fn engine(&self, templated: bool) -> engine::Grpc {
         let mut g = self.grpc.clone();
-        if templated {
-            g.encoder = Some(encoder(&self.method));
+        if let (true, Some(method)) = (templated, &self.method) {
+            g.encoder = Some(encoder(method));
         }
         g
     }
 }
 
 /// The engine's encoder of `method`'s messages.
-fn encoder(method: &Method) -> std::sync::Arc<dyn engine::MessageEncoder> {
+fn encoder(method: &Method) -> std::sync::Arc<dyn engine::MessageCodec> {
     std::sync::Arc::new(method.clone())
 }
 
@@ -181,10 +310,13 @@ fn fits(spec: &LoadSpec) -> Result<(), SpecError> {
     if spec.websocket.is_set() {
         return Err(bad("--ws-* options are for ws:// and wss:// URLs"));
     }
-    if !matches!(spec.requests_from, Requests::One | Requests::Bodies(_)) {
+    if !matches!(
+        spec.requests_from,
+        Requests::One | Requests::Bodies(_) | Requests::Scenario(_)
+    ) {
         return Err(bad(
-            "--targets and --scenario do not take grpc:// URLs yet: give the calls' messages \
-             with --body, --body-file or --bodies",
+            "--targets does not take grpc:// URLs: give the calls' messages with --body, \
+             --body-file or --bodies, or a scenario's grpc steps",
         ));
     }
     Ok(())
@@ -192,7 +324,6 @@ fn fits(spec: &LoadSpec) -> Result<(), SpecError> {
 
 /// The method the URL's path names, in the descriptors the options give.
 fn method(spec: &LoadSpec, parsed: &target::Parsed, here: Here) -> Result<Method, SpecError> {
-    let g = &spec.grpc;
     let call = parsed.path.trim_start_matches('/');
     if call.is_empty() || parsed.path.contains('?') {
         return Err(bad(format!(
@@ -200,8 +331,27 @@ fn method(spec: &LoadSpec, parsed: &target::Parsed, here: Here) -> Result<Method
             values::quote(&spec.url)
         )));
     }
-    let pool = match (&g.proto, &g.protoset) {
-        _ if g.reflect => reflected(spec, call, here)?,
+    let pool = descriptors(spec, &spec.url, call, here)?;
+    grpc::method(&pool, call).map_err(bad)
+}
+
+/// The service of `call` (`package.Service/Method`).
+fn service_of(call: &str) -> &str {
+    call.rsplit_once('/')
+        .or_else(|| call.rsplit_once('.'))
+        .map_or(call, |(s, _)| s)
+}
+
+/// The descriptors that describe `call`'s service, from where the options say.
+fn descriptors(
+    spec: &LoadSpec,
+    url: &str,
+    call: &str,
+    here: Here,
+) -> Result<prost_reflect::DescriptorPool, SpecError> {
+    let g = &spec.grpc;
+    Ok(match (&g.proto, &g.protoset) {
+        _ if g.reflect => reflected(spec, url, call, here)?,
         (Some(proto), _) => grpc::compile(proto, &g.import_paths).map_err(bad)?,
         (None, Some(set)) => {
             let shown = set.display().to_string();
@@ -215,14 +365,14 @@ fn method(spec: &LoadSpec, parsed: &target::Parsed, here: Here) -> Result<Method
                  imports), --protoset FILE, or --reflect",
             ))
         }
-    };
-    grpc::method(&pool, call).map_err(bad)
+    })
 }
 
 /// `--reflect`: the descriptors of `call`'s service from the server, asked over the run's
 /// own connection settings (its address, its TLS, verified as the run will be).
 fn reflected(
     spec: &LoadSpec,
+    url: &str,
     call: &str,
     here: Here,
 ) -> Result<prost_reflect::DescriptorPool, SpecError> {
@@ -236,11 +386,8 @@ fn reflected(
             "--reflect does not go over --unix-socket: give --proto or --protoset",
         ));
     }
-    let service = call
-        .rsplit_once('/')
-        .or_else(|| call.rsplit_once('.'))
-        .map_or(call, |(s, _)| s);
-    let target = target::resolve(&spec.url).map_err(bad)?;
+    let service = service_of(call);
+    let target = target::resolve(url).map_err(bad)?;
     let mut h2 = spec.clone();
     h2.http2 = true;
     let tls = tls_client(&h2, &target)?;

@@ -82,8 +82,12 @@ pub(crate) enum Here {
 /// shape, the entries, the target, room for the connections, the requests as encoded, the TLS
 /// client and the backend, then the engine's config and the report's info.
 pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, SpecError> {
+    let mut program = match &spec.requests_from {
+        Requests::Scenario(source) => Some(scenario_program(spec, source)?),
+        _ => None,
+    };
     // A gRPC run is the HTTP/2 run of its calls, prepared as one.
-    let call = grpc::call(spec, here)?;
+    let call = grpc::call(spec, here, program.as_mut())?;
     let spec = call.as_ref().map_or(spec, |c| &c.spec);
     if spec.streams.is_some() && !spec.http2 {
         return Err(bad(
@@ -92,10 +96,6 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     }
     let (headers, body) = request_parts(spec)?;
     let mut shape = Shape::of(spec)?;
-    let program = match &spec.requests_from {
-        Requests::Scenario(source) => Some(scenario_program(spec, source)?),
-        _ => None,
-    };
     // A targets file read as the run goes: its first pass, instead of the entries read whole.
     let replaying = crate::replay::checked(spec)?;
     let streamed = match streamed::chosen(spec)? {

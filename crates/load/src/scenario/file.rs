@@ -54,6 +54,8 @@ pub enum Item {
     Delete(RequestDef),
     Head(RequestDef),
     Options(RequestDef),
+    /// A gRPC call (the run's target is grpc:// or grpcs://).
+    Grpc(GrpcDef),
     /// A pause: `2s`, a uniform range `1s..3s`, or an exponential one with its mean,
     /// `exp(2s)`; a bare number is seconds.
     Think(Spanned<ThinkDef>),
@@ -89,6 +91,31 @@ pub struct RequestDef {
     pub check: Vec<Spanned<CheckDef>>,
     /// What a failed check or capture does: `continue` (the default) or `stop` (ends the
     /// iteration; the next starts from the first flow step).
+    pub on_failure: Option<OnFailure>,
+}
+
+/// A gRPC step: a call of one method, its message from JSON (protobuf's canonical mapping).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcDef {
+    /// The method: `package.Service/Method`.
+    pub call: Spanned<String>,
+    /// The step's name in the report (default: the call as written).
+    pub name: Option<String>,
+    /// The call's metadata (`-bin` keys base64).
+    #[serde(default, alias = "headers")]
+    pub metadata: BTreeMap<String, Spanned<String>>,
+    /// The message, written as YAML (a client stream's messages: a list).
+    pub json: Option<Spanned<serde_json::Value>>,
+    /// The message as JSON text.
+    pub body: Option<Spanned<String>>,
+    /// Captures read the reply as JSON (`json`), its metadata and trailers (`header`), and its
+    /// gRPC status's number (`status`).
+    #[serde(default)]
+    pub capture: Vec<Spanned<CaptureDef>>,
+    /// Checks: `status` takes gRPC codes, by name (`OK`, `NOT_FOUND`) or number.
+    #[serde(default)]
+    pub check: Vec<Spanned<CheckDef>>,
     pub on_failure: Option<OnFailure>,
 }
 
@@ -143,8 +170,16 @@ pub struct CheckDef {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum StatusDef {
-    One(u16),
-    Many(Vec<u16>),
+    One(Code),
+    Many(Vec<Code>),
+}
+
+/// A status as written: a number, or (a gRPC step's) a code's name.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Code {
+    Number(u16),
+    Name(String),
 }
 
 /// A data file: CSV with a header row, or JSON lines (one object per line), by extension.

@@ -13,7 +13,7 @@
 mod file;
 
 use crate::ScenarioSource;
-use file::{CaptureDef, CheckDef, Item, OnFailure, RequestDef, StatusDef, ThinkDef};
+use file::{CaptureDef, CheckDef, Code, GrpcDef, Item, OnFailure, RequestDef, StatusDef, ThinkDef};
 pub use pelt_engine::scenario::*;
 use regex::Regex;
 use serde_saphyr::{Location, Spanned};
@@ -172,8 +172,11 @@ impl Compiler<'_> {
         if let Some(t) = &file.config.target {
             let url = url::Url::parse(&t.value)
                 .map_err(|e| self.at(&t.referenced, format!("target '{}': {e}", t.value)))?;
-            if !matches!(url.scheme(), "http" | "https") {
-                return Err(self.at(&t.referenced, "target must be an http:// or https:// URL"));
+            if !matches!(url.scheme(), "http" | "https" | "grpc" | "grpcs") {
+                return Err(self.at(
+                    &t.referenced,
+                    "target must be an http://, https://, grpc:// or grpcs:// URL",
+                ));
             }
             self.program.target = Some(t.value.clone());
         }
@@ -188,6 +191,7 @@ impl Compiler<'_> {
         if file.scenarios.is_empty() {
             return Err(format!("{}: no scenarios", self.path.display()));
         }
+        self.one_kind(&file)?;
         for (k, s) in file.scenarios.iter().enumerate() {
             // Each scenario's users start with the data's variables only.
             self.known.clone_from(&data_vars);
@@ -230,6 +234,45 @@ impl Compiler<'_> {
         Ok((self.program, self.read))
     }
 
+    /// A file's steps are all HTTP requests or all gRPC calls, as its target is one or the
+    /// other: the first step of the other kind is the error.
+    fn one_kind(&self, file: &file::File) -> Result<(), String> {
+        let target_grpc = file
+            .config
+            .target
+            .as_ref()
+            .map(|t| t.value.starts_with("grpc"));
+        let mut first: Option<bool> = target_grpc;
+        let items = file
+            .scenarios
+            .iter()
+            .flat_map(|s| s.value.once.iter().chain(&s.value.flow));
+        for item in items {
+            let grpc = match &item.value {
+                Item::Think(_) => continue,
+                Item::Grpc(_) => true,
+                _ => false,
+            };
+            match first {
+                None => first = Some(grpc),
+                Some(kind) if kind == grpc => {}
+                Some(_) => {
+                    return Err(self.at(
+                        &item.referenced,
+                        match (grpc, target_grpc) {
+                            (true, Some(false)) => "a grpc step needs a grpc:// or grpcs:// target",
+                            (false, Some(true)) => {
+                                "a grpc:// target's steps are grpc calls (- grpc: {call: ...})"
+                            }
+                            _ => "a scenario file's steps are all HTTP requests or all grpc calls",
+                        },
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn ops(&mut self, items: &[Spanned<Item>]) -> Result<Vec<Op>, String> {
         items
             .iter()
@@ -243,6 +286,7 @@ impl Compiler<'_> {
                     Item::Delete(r) => self.request("DELETE", r)?,
                     Item::Head(r) => self.request("HEAD", r)?,
                     Item::Options(r) => self.request("OPTIONS", r)?,
+                    Item::Grpc(g) => self.call(g)?,
                 })
             })
             .collect()
@@ -328,30 +372,98 @@ impl Compiler<'_> {
             .name
             .clone()
             .unwrap_or_else(|| format!("{method} {}", r.url.value));
-        self.program.steps.push(name);
-        let id = (self.program.steps.len() - 1) as u32;
-        // Checks first: they read the response as it came, before the step's captures set
-        // anything.
-        let checks = r
-            .check
-            .iter()
-            .map(|c| self.check(c))
-            .collect::<Result<_, _>>()?;
-        let captures = r
-            .capture
-            .iter()
-            .map(|c| self.capture(c, id))
-            .collect::<Result<_, _>>()?;
-        Ok(Op::Request(Box::new(Step {
-            id,
+        let step = Step {
+            id: 0,
             method: method.to_string(),
             url,
             headers,
             body,
-            captures,
-            checks,
+            captures: Vec::new(),
+            checks: Vec::new(),
             stop_on_failure: r.on_failure == Some(OnFailure::Stop),
-        })))
+            grpc: None,
+        };
+        self.step(name, step, &r.check, &r.capture)
+    }
+
+    /// A gRPC step: a POST of the message to the method's path (prepare finds the method in
+    /// the run's descriptors, makes it `/package.Service/Method`, and checks the message).
+    fn call(&mut self, g: &GrpcDef) -> Result<Op, String> {
+        let call = g.call.value.trim().trim_start_matches('/');
+        let (service, method) = call
+            .rsplit_once('/')
+            .or_else(|| call.rsplit_once('.'))
+            .unwrap_or_default();
+        if service.is_empty() || method.is_empty() || call.contains(['{', '?', ' ']) {
+            return Err(self.at(
+                &g.call.referenced,
+                format!("call '{call}' must name a method: package.Service/Method"),
+            ));
+        }
+        let mut headers = self.headers.clone();
+        for (name, value) in &g.metadata {
+            let name = name.to_ascii_lowercase();
+            if let Err(e) = pelt_codec::request::validate_header(&name, &value.value) {
+                return Err(self.at(&value.referenced, format!("metadata '{name}': {e}")));
+            }
+            if ["content-type", "te", "grpc-timeout"].contains(&name.as_str()) {
+                return Err(self.at(
+                    &value.referenced,
+                    format!("metadata '{name}': pelt sets it on a gRPC call"),
+                ));
+            }
+            let text = self.text(value)?;
+            headers.retain(|(k, _)| *k != name);
+            headers.push((name, text));
+        }
+        let body = match (&g.json, &g.body) {
+            (Some(_), Some(_)) => {
+                return Err(self.at(&g.call.referenced, "a grpc step has one of json and body"))
+            }
+            (Some(j), None) => {
+                let json = Spanned::new(j.value.to_string(), j.referenced, j.defined);
+                self.text(&json)?
+            }
+            (None, Some(b)) => self.text(b)?,
+            (None, None) => Text(vec![Part::Lit("{}".into())]),
+        };
+        let step = Step {
+            id: 0,
+            method: "POST".into(),
+            url: Text(vec![Part::Lit(format!("/{call}"))]),
+            headers,
+            body: Some(body),
+            captures: Vec::new(),
+            checks: Vec::new(),
+            stop_on_failure: g.on_failure == Some(OnFailure::Stop),
+            grpc: Some(call.to_string()),
+        };
+        let name = g.name.clone().unwrap_or_else(|| call.to_string());
+        self.step(name, step, &g.check, &g.capture)
+    }
+
+    /// `step` named `name`, numbered, with its checks and captures compiled.
+    fn step(
+        &mut self,
+        name: String,
+        mut step: Step,
+        checks: &[Spanned<CheckDef>],
+        captures: &[Spanned<CaptureDef>],
+    ) -> Result<Op, String> {
+        self.program.steps.push(name);
+        step.id = (self.program.steps.len() - 1) as u32;
+        // Checks first: they read the response as it came, before the step's captures set
+        // anything.
+        let grpc = step.grpc.is_some();
+        step.checks = checks
+            .iter()
+            .map(|c| self.check(c, grpc))
+            .collect::<Result<_, _>>()?;
+        step.captures = captures
+            .iter()
+            .map(|c| self.capture(c, step.id))
+            .collect::<Result<_, _>>()?;
+        Ok(Op::Request(Box::new(step)))
     }
 
     /// A text's literals and variables; a variable nothing set before this point is an error
@@ -454,7 +566,8 @@ impl Compiler<'_> {
         })
     }
 
-    fn check(&mut self, c: &Spanned<CheckDef>) -> Result<Check, String> {
+    /// A check; a gRPC step's (`grpc`) status is its call's gRPC code.
+    fn check(&mut self, c: &Spanned<CheckDef>, grpc: bool) -> Result<Check, String> {
         let d = &c.value;
         let subjects = [
             d.status.is_some(),
@@ -481,18 +594,20 @@ impl Compiler<'_> {
                     "a status check lists the codes it takes, nothing else",
                 ));
             }
-            let codes = match &s.value {
-                StatusDef::One(c) => vec![*c],
+            let written = match &s.value {
+                StatusDef::One(c) => vec![c.clone()],
                 StatusDef::Many(cs) => cs.clone(),
             };
-            if codes.is_empty() || codes.iter().any(|c| !(100..=999).contains(c)) {
-                return Err(self.at(&s.referenced, "status codes are 100 to 999"));
-            }
+            let codes = self.codes(s, &written, grpc)?;
             let written = format!(
                 "status {}",
-                codes
+                written
                     .iter()
-                    .map(u16::to_string)
+                    .map(|c| match c {
+                        Code::Number(n) if grpc => pelt_codec::grpc::code_name(u32::from(*n)),
+                        Code::Number(n) => n.to_string().into(),
+                        Code::Name(name) => name.to_ascii_uppercase().into(),
+                    })
                     .collect::<Vec<_>>()
                     .join(",")
             );
@@ -547,6 +662,43 @@ impl Compiler<'_> {
             }
         };
         Ok(Check { id, subject, test })
+    }
+
+    /// A status check's codes: HTTP's (100 to 999), or a gRPC step's (0 to 16, or names).
+    fn codes(
+        &self,
+        s: &Spanned<StatusDef>,
+        written: &[Code],
+        grpc: bool,
+    ) -> Result<Vec<u16>, String> {
+        if written.is_empty() {
+            return Err(self.at(&s.referenced, "a status check lists at least one code"));
+        }
+        written
+            .iter()
+            .map(|c| match c {
+                Code::Number(n) if grpc && *n <= 16 => Ok(*n),
+                Code::Number(_) if grpc => Err(self.at(
+                    &s.referenced,
+                    "a grpc step's status is a gRPC code: 0 to 16, or its name (OK, NOT_FOUND...)",
+                )),
+                Code::Number(n) if (100..=999).contains(n) => Ok(*n),
+                Code::Number(_) => Err(self.at(&s.referenced, "status codes are 100 to 999")),
+                Code::Name(name) if grpc => pelt_codec::grpc::code_of(name)
+                    .filter(|c| *c <= 16)
+                    .map(|c| c as u16)
+                    .ok_or_else(|| {
+                        self.at(
+                            &s.referenced,
+                            format!("'{name}' is not a gRPC status (OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, ...)"),
+                        )
+                    }),
+                Code::Name(name) => Err(self.at(
+                    &s.referenced,
+                    format!("status '{name}': an HTTP step's status is a number (names are a grpc step's)"),
+                )),
+            })
+            .collect()
     }
 
     fn regex(&self, r: &Spanned<String>) -> Result<Regex, String> {

@@ -77,16 +77,23 @@ pub(super) fn prepare_lane<'c>(
     // A template renders a valid request unless a value put a line break in a header (a
     // captured value can hold one): the entry's own request goes then, as a lane not
     // rendered. A gRPC call's rendered JSON becomes its message (and has no length field).
-    let encoder = config
-        .http2()
-        .and_then(|h| h.grpc.as_ref()?.encoder.as_deref());
-    let encode = match encoder {
+    let grpc = config.http2().and_then(|h| h.grpc.as_ref());
+    let codec = grpc.and_then(|g| g.codec(slot.target));
+    let encode = match codec {
         Some(_) => h2::encode_request_unsized,
         None => h2::encode_request,
     };
     lane.rendered = encode(&proto.text, scheme, &mut lane.block, &mut lane.body).is_ok();
-    if let (true, Some(encoder)) = (lane.rendered, encoder) {
-        lane.rendered = message(encoder, &mut proto.messages, &mut lane.body);
+    if let (true, Some(codec)) = (lane.rendered, codec) {
+        // One cache per method: a scenario's steps each have theirs.
+        let k = match grpc.is_some_and(|g| g.steps.is_empty()) {
+            true => 0,
+            false => slot.target as usize,
+        };
+        if proto.messages.len() <= k {
+            proto.messages.resize_with(k + 1, Default::default);
+        }
+        lane.rendered = message(codec, &mut proto.messages[k], &mut lane.body);
     }
 }
 
@@ -94,7 +101,7 @@ pub(super) fn prepare_lane<'c>(
 /// same text, else made now (and kept, up to [`crate::MESSAGES_KEPT`]). `false`: the text does
 /// not make a message of the method's type (the entry's own request goes instead).
 fn message(
-    encoder: &dyn crate::MessageEncoder,
+    codec: &dyn crate::MessageCodec,
     kept: &mut HashMap<Vec<u8>, Vec<u8>>,
     body: &mut Vec<u8>,
 ) -> bool {
@@ -104,7 +111,7 @@ fn message(
         return true;
     }
     let mut framed = Vec::new();
-    if encoder.encode(body, &mut framed).is_err() {
+    if codec.encode(body, &mut framed).is_err() {
         return false;
     }
     if kept.len() < crate::MESSAGES_KEPT {
