@@ -11,6 +11,10 @@ alternating tools run by run, for each case:
             --connections 50)
   stream10  server streaming: RouteGuide.ListFeatures answering 10 messages a call, 50
             connections, one call at a time each
+  chat10    bidirectional: RouteGuide.RouteChat echoing each of a call's 10 notes, 50
+            connections; pelt plays ping-pong (each note after the reply to the one before),
+            ghz sends the 10 at once
+  chat10all the same, pelt with --grpc-send-all (ghz's way)
 
 Prints calls/s and the generator's CPU-microseconds per call (user+sys from its own rusage) as
 medians with min-max, and the ratio to ghz.
@@ -19,7 +23,7 @@ medians with min-max, and the ratio to ghz.
 stopped (SIGSTOP) for 1 s in the middle, and prints each tool's p50/p90/p99/max: pelt times each call from when it was due, ghz from when it was sent.
 
 Usage: bench/grpc.py [--pelt target/release/pelt] [--ghz ~/go/bin/ghz] [--calls 100000]
-                     [--runs 3] [--stall]
+                     [--runs 3] [--cases chat10,chat10all] [--stall]
 Needs: go (the module proxy) and ghz v0.120.0:
   GOFLAGS=-mod=mod go install github.com/bojand/ghz/cmd/ghz@v0.120.0
 Traffic stays on 127.0.0.1.
@@ -44,6 +48,9 @@ BODY = '{"name":"pelt"}'
 # The server-streaming case: 10 features a call.
 STREAM = (os.path.join(HERE, "grpc", "route_guide.proto"), "routeguide.RouteGuide/ListFeatures",
           '{"lo":{"latitude":10}}')
+# The bidirectional case: 10 notes a call, each echoed.
+CHAT = (STREAM[0], "routeguide.RouteGuide/RouteChat",
+        json.dumps([{"location": {"latitude": i}, "message": "note"} for i in range(10)]))
 
 
 def greeter(cpu):
@@ -81,16 +88,20 @@ def calls_of(tool, out):
 
 def throughput(a, port):
     unary = (PROTO, CALL, BODY)
-    cases = [("c50", 50, 1, unary), ("c50s10", 50, 10, unary), ("stream10", 50, 1, STREAM)]
+    cases = [("c50", 50, 1, unary, []), ("c50s10", 50, 10, unary, []),
+             ("stream10", 50, 1, STREAM, []), ("chat10", 50, 1, CHAT, []),
+             ("chat10all", 50, 1, CHAT, ["--grpc-send-all"])]
     env = dict(os.environ, GOMAXPROCS="1")
     print(f"# grpc-go Greeter on CPU {a.server_cpu}, generators on CPU {a.client_cpu}, "
           f"{a.calls} calls a run, {a.runs} runs, medians (min-max)")
     print(f"{'case':8} {'tool':6} {'calls/s':>22} {'CPU us/call':>22} {'vs ghz':>7}")
-    for name, conns, streams, call in cases:
+    if a.cases:
+        cases = [c for c in cases if c[0] in a.cases.split(",")]
+    for name, conns, streams, call, pelt_extra in cases:
         res = {"pelt": [], "ghz": []}
         for _ in range(a.runs):
             for tool, make in (("pelt", pelt_cmd), ("ghz", ghz_cmd)):
-                n = ["-n", str(a.calls)]
+                n = ["-n", str(a.calls)] + (pelt_extra if tool == "pelt" else [])
                 cmd = ["taskset", "-c", str(a.client_cpu)] + make(a, port, conns, streams, n, call)
                 out, cpu, _ = measured(cmd, env)
                 ok, secs = calls_of(tool, out)
@@ -147,6 +158,7 @@ def main():
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
     ap.add_argument("--stall", action="store_true")
+    ap.add_argument("--cases", help="a comma-separated list of the cases to run (default: all)")
     a = ap.parse_args()
     server, port = greeter(a.server_cpu)
     try:

@@ -872,3 +872,161 @@ fn bad_scenario_calls_are_one_line_errors_before_any_call() {
         "{e}"
     );
 }
+
+/// The messages in a DATA payload of whole gRPC messages.
+fn messages_in(mut payload: &[u8]) -> u64 {
+    let mut n = 0;
+    while payload.len() >= 5 {
+        let len = u32::from_be_bytes([payload[1], payload[2], payload[3], payload[4]]) as usize;
+        payload = &payload[(5 + len).min(payload.len())..];
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn a_bidirectional_call_sends_each_message_after_the_reply_before() {
+    // Answers every message with one reply, and counts each message that came before the
+    // reply to the one ahead of it went out (a client that does not wait for replies).
+    let early = Arc::new(AtomicU64::new(0));
+    let received = Arc::new(AtomicU64::new(0));
+    let (e, r) = (early.clone(), received.clone());
+    let server = RawServer::start(move |mut s| {
+        if !accept_h2(&mut s, &[]) {
+            return;
+        }
+        // By stream: (messages received, replies sent).
+        let mut calls = std::collections::HashMap::<u32, (u64, u64)>::new();
+        while let Some((kind, flags, stream, payload)) = read_frame(&mut s) {
+            if kind != DATA {
+                continue;
+            }
+            let call = calls.entry(stream).or_default();
+            if call.1 == 0 && call.0 == 0 {
+                write_frame(&mut s, HEADERS, 0x4, stream, &head(200, &[]));
+            }
+            for _ in 0..messages_in(&payload) {
+                call.0 += 1;
+                r.fetch_add(1, Ordering::Relaxed);
+                if call.0 > call.1 + 1 {
+                    e.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            while call.1 < call.0 {
+                write_frame(&mut s, DATA, 0, stream, REPLY);
+                call.1 += 1;
+            }
+            if flags & 1 != 0 {
+                let mut t = vec![];
+                field(&mut t, "grpc-status", "0");
+                write_frame(&mut s, HEADERS, 0x5, stream, &t);
+            }
+        }
+    });
+    let url = server.url().replace("http://", "grpc://") + "pelt.test.Greeter/Chat";
+    let names = r#"[{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}]"#;
+    let v = run_json(&[
+        &url,
+        "--proto",
+        PROTO,
+        "-b",
+        names,
+        "-n",
+        "12",
+        "-c",
+        "1",
+        "--streams",
+        "3",
+    ]);
+    assert_invariant(&v);
+    let g = grpc(&v);
+    assert_eq!(count(g, &["status", "OK"]), 12, "{g}");
+    assert_eq!(count(g, &["messages_received"]), 48, "{g}");
+    // Each reply an event: the gaps are the round trips of messages 2 to 4.
+    assert_eq!(count(&v["event_streams"], &["events"]), 48, "{v}");
+    assert_eq!(received.load(Ordering::Relaxed), 48);
+    assert_eq!(
+        early.load(Ordering::Relaxed),
+        0,
+        "a message went before its turn"
+    );
+    // ghz's way, on demand (and `pelt ghz`'s): all four at once.
+    let v = run_json(&[
+        &url,
+        "--proto",
+        PROTO,
+        "-b",
+        names,
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--grpc-send-all",
+    ]);
+    assert_eq!(count(grpc(&v), &["status", "OK"]), 5, "{v}");
+    assert_eq!(received.load(Ordering::Relaxed), 68);
+    // Each call's messages 2, 3 and 4 came before the replies ahead of them.
+    assert_eq!(early.load(Ordering::Relaxed), 15);
+}
+
+#[test]
+fn a_call_the_server_ends_early_stops_sending_and_is_reset() {
+    // Ends each call after its first message (a reply, then OK), and counts the calls reset
+    // by the client and any DATA for a call already ended.
+    let resets = Arc::new(AtomicU64::new(0));
+    let late = Arc::new(AtomicU64::new(0));
+    let (r, l) = (resets.clone(), late.clone());
+    let server = RawServer::start(move |mut s| {
+        if !accept_h2(&mut s, &[]) {
+            return;
+        }
+        let mut ended = std::collections::HashSet::new();
+        while let Some((kind, _, stream, payload)) = read_frame(&mut s) {
+            match kind {
+                RST_STREAM if payload == 8u32.to_be_bytes() => {
+                    r.fetch_add(1, Ordering::Relaxed);
+                }
+                DATA if ended.contains(&stream) => {
+                    l.fetch_add(1, Ordering::Relaxed);
+                }
+                DATA => {
+                    ended.insert(stream);
+                    write_frame(&mut s, HEADERS, 0x4, stream, &head(200, &[]));
+                    write_frame(&mut s, DATA, 0, stream, REPLY);
+                    let mut t = vec![];
+                    field(&mut t, "grpc-status", "0");
+                    write_frame(&mut s, HEADERS, 0x5, stream, &t);
+                }
+                _ => {}
+            }
+        }
+    });
+    let url = server.url().replace("http://", "grpc://") + "pelt.test.Greeter/Chat";
+    let v = run_json(&[
+        &url,
+        "--proto",
+        PROTO,
+        "-b",
+        r#"[{"name": "a"}, {"name": "b"}]"#,
+        "-n",
+        "6",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+    ]);
+    let g = grpc(&v);
+    assert_eq!(count(g, &["status", "OK"]), 6, "{g}");
+    assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
+    // The server reads on its own thread: what it has read by now (bounded wait).
+    for _ in 0..100 {
+        if resets.load(Ordering::Relaxed) >= 4 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(late.load(Ordering::Relaxed), 0);
+    // Each call reset but those the connection's close ended with the run (at most the two
+    // last, one per stream).
+    assert!(resets.load(Ordering::Relaxed) >= 4, "{resets:?}");
+}

@@ -1,11 +1,12 @@
-// The grpc-go helloworld Greeter, and RouteGuide.ListFeatures as a server stream of fixed
-// length, for bench/grpc.py.
+// The grpc-go helloworld Greeter, RouteGuide.ListFeatures as a server stream of fixed
+// length, and RouteGuide.RouteChat as an echo of each note, for bench/grpc.py.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 
@@ -41,6 +42,22 @@ func (g *guide) ListFeatures(r *rg.Rectangle, s rg.RouteGuide_ListFeaturesServer
 		}
 	}
 	return nil
+}
+
+// RouteChat echoes each note as it comes: a bidirectional call answered message by message.
+func (g *guide) RouteChat(s rg.RouteGuide_RouteChatServer) error {
+	for {
+		n, err := s.Recv()
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		if err := s.Send(n); err != nil {
+			return err
+		}
+	}
 }
 
 func main() {

@@ -221,6 +221,12 @@ export interface RunOptions {
    */
   reflect?: boolean
   /**
+   * --grpc-send-all: grpc:// bidirectional methods: send every message of the call at once, then
+   * half-close (as ghz does); by default each message goes once the one before is answered, so
+   * each gap between replies is a message's round trip.
+   */
+  grpcSendAll?: boolean
+  /**
    * -I, --import-path: grpc://: a folder --proto's imports are found in, as protoc's -I
    * (repeatable; the proto's own folder is always one).
    */

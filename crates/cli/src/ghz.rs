@@ -70,6 +70,8 @@ fn options(a: &GhzArgs) -> Result<Map<String, Value>> {
         },
     };
     put("url", json!(format!("{scheme}://{}/{call}", a.host)));
+    // ghz sends a bidirectional call's messages without waiting for replies.
+    put("grpcSendAll", json!(true));
     if let Some(p) = &a.proto {
         put("proto", json!(p));
     }

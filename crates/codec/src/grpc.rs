@@ -72,6 +72,16 @@ pub fn code_of(name: &str) -> Option<u32> {
         .map(|n| n as u32)
 }
 
+/// Where the framed message that starts at `at` in `body` (a call's messages, framed) ends:
+/// after its prefix and its length; the body's end when what is left is shorter.
+pub fn message_end(body: &[u8], at: usize) -> usize {
+    let len = match body.get(at + 1..at + PREFIX) {
+        Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]) as usize,
+        _ => return body.len(),
+    };
+    (at + PREFIX).saturating_add(len).min(body.len())
+}
+
 /// Appends `message` to `out`, length-prefixed and not compressed.
 pub fn frame(message: &[u8], out: &mut Vec<u8>) {
     out.push(0);
@@ -339,6 +349,13 @@ mod tests {
         // Cut inside a message or its prefix: not between messages.
         assert!(!read(&[&wire[..3]], 1024).2);
         assert!(!read(&[&wire[..7]], 1024).2);
+        // Each message's end, from the one before's.
+        assert_eq!(message_end(&wire, 0), 10);
+        assert_eq!(message_end(&wire, 10), 15);
+        assert_eq!(message_end(&wire, 15), wire.len());
+        assert_eq!(message_end(&wire, wire.len()), wire.len());
+        assert_eq!(message_end(&wire[..12], 10), 12);
+        assert_eq!(message_end(&wire[..8], 0), 8);
     }
 
     #[test]

@@ -533,7 +533,23 @@ impl Session {
         sent: &mut usize,
         stream_window: &mut i64,
     ) -> bool {
-        while *sent < body.len() {
+        self.data_until(out, stream, body, body.len(), sent, stream_window)
+    }
+
+    /// [`Session::data`] for `body[*sent..until]` only (a gRPC call that sends its next
+    /// message once the last one is answered); the stream ends only with the body's last
+    /// byte. Returns whether `until` is reached.
+    pub fn data_until(
+        &mut self,
+        out: &mut Vec<u8>,
+        stream: u32,
+        body: &[u8],
+        until: usize,
+        sent: &mut usize,
+        stream_window: &mut i64,
+    ) -> bool {
+        let until = until.min(body.len());
+        while *sent < until {
             let room = self
                 .send_window
                 .min(*stream_window)
@@ -541,7 +557,7 @@ impl Session {
             if room <= 0 {
                 return false;
             }
-            let n = (body.len() - *sent).min(room as usize);
+            let n = (until - *sent).min(room as usize);
             let end = *sent + n == body.len();
             let flags = if end { flag::END_STREAM } else { 0 };
             frame_header(out, n, kind::DATA, flags, stream);
@@ -1350,6 +1366,17 @@ mod tests {
         let (mut sent2, mut w2) = (0, 65_535i64);
         assert!(s.data(&mut out2, 3, &body2, &mut sent2, &mut w2));
         assert_eq!(out2[4], flag::END_STREAM);
+        // Up to a point: its frames do not end the stream; the rest's last one does.
+        let (mut out3, mut sent3, mut w3) = (vec![], 0, 65_535i64);
+        assert!(s.data_until(&mut out3, 5, &body2, 4, &mut sent3, &mut w3));
+        assert_eq!((sent3, out3.len(), out3[4]), (4, 9 + 4, 0));
+        assert!(s.data_until(&mut out3, 5, &body2, 4, &mut sent3, &mut w3));
+        assert_eq!(out3.len(), 13, "nothing more to send up to 4");
+        assert!(s.data_until(&mut out3, 5, &body2, 99, &mut sent3, &mut w3));
+        assert_eq!(
+            (sent3, out3.len(), out3[13 + 4]),
+            (10, 13 + 9 + 6, flag::END_STREAM)
+        );
     }
 
     #[test]

@@ -387,6 +387,11 @@ pub struct Grpc {
     /// makes its rendered JSON a message and, for a step whose captures or checks read the
     /// reply, its reply JSON. Empty: every call is `encoder`'s.
     pub steps: Vec<std::sync::Arc<dyn MessageCodec>>,
+    /// A bidirectional method's calls send each message once the one before is answered (a
+    /// reply message came): the first with the call's head, the last with its half-close.
+    /// The replies are timed as stream events, so each gap is a message's round trip. `false`:
+    /// every message at once (ghz's way).
+    pub ping_pong: bool,
 }
 
 impl Grpc {
@@ -407,6 +412,7 @@ impl Default for Grpc {
             server_streaming: false,
             encoder: None,
             steps: Vec::new(),
+            ping_pong: false,
         }
     }
 }

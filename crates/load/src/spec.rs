@@ -252,6 +252,9 @@ pub struct GrpcSpec {
     pub import_paths: Vec<PathBuf>,
     /// Ask the server's reflection service for the descriptors.
     pub reflect: bool,
+    /// A bidirectional call sends every message at once (ghz's way), not each after the reply
+    /// to the one before.
+    pub send_all: bool,
 }
 
 impl GrpcSpec {

@@ -55,6 +55,9 @@ pub(super) struct H2 {
     blocked: bool,
     /// Templates: a lane per stream the connection may carry (none otherwise).
     lanes: Lanes,
+    /// gRPC ping-pong: calls the server ended before all their messages went, reset after the
+    /// read (their sending side closed).
+    resets: Vec<u32>,
 }
 
 /// One request's stream.
@@ -71,6 +74,21 @@ pub(super) struct Stream {
     send_window: i64,
     /// Its lane, plus one (0: none).
     lane: u32,
+    /// gRPC ping-pong: the body is sent up to here (the messages answered so far and one
+    /// more), and the reply messages that moved it (`until` 0: the whole body goes).
+    until: usize,
+    answered: u64,
+}
+
+impl Stream {
+    /// How much of a body of `len` bytes may be sent by now.
+    #[inline]
+    fn limit(&self, len: usize) -> usize {
+        match self.until {
+            0 => len,
+            until => until,
+        }
+    }
 }
 
 impl Slots<Stream> {
@@ -149,6 +167,7 @@ impl<'a> Protocol for Http2<'a> {
             settle_by: now + config.connect_timeout,
             blocked: false,
             lanes: Lanes::new(lanes),
+            resets: Vec::new(),
         }));
         Ok(())
     }
@@ -302,6 +321,10 @@ fn open_streams<I: Io, T: Transport, S: Source>(
     let written = conn.slots.len - conn.unwritten;
     let n = conn.unwritten.min(limit.saturating_sub(written));
     let window = session.initial_window() as i64;
+    let ping_pong = config
+        .http2()
+        .and_then(|h| h.grpc.as_ref())
+        .is_some_and(|g| g.ping_pong);
     for k in written..written + n {
         let id = session.open_stream();
         let slot = conn.slots.get_mut(k);
@@ -335,15 +358,20 @@ fn open_streams<I: Io, T: Transport, S: Source>(
         session.headers(out, id, header_block, end_stream);
         if !end_stream {
             let s = &mut slot.stream;
-            session.data(out, id, body, &mut s.body_sent, &mut s.send_window);
-            *blocked |= s.body_sent < body.len();
+            if ping_pong {
+                // The first message; each reply lets the next go (`Frames::answered`).
+                s.until = pelt_codec::grpc::message_end(body, 0);
+            }
+            let until = s.limit(body.len());
+            session.data_until(out, id, body, until, &mut s.body_sent, &mut s.send_window);
+            *blocked |= s.body_sent < until;
         }
     }
     conn.unwritten -= n;
 }
 
-/// Sends the request bodies the windows now let through (only while one waits for a
-/// window).
+/// Sends the request bodies the windows now let through, and the gRPC messages replies let
+/// go (only while one waits).
 fn send_bodies<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize) {
     let request = w.proto.request;
     let conn = &mut w.conns[i];
@@ -362,9 +390,10 @@ fn send_bodies<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: us
         let slot = conn.slots.get_mut(k);
         let (_, body) = stream_request(request, &lanes.all, slot);
         let s = &mut slot.stream;
-        if s.body_sent < body.len() {
-            session.data(out, s.id, body, &mut s.body_sent, &mut s.send_window);
-            *blocked |= s.body_sent < body.len();
+        let until = s.limit(body.len());
+        if s.body_sent < until {
+            session.data_until(out, s.id, body, until, &mut s.body_sent, &mut s.send_window);
+            *blocked |= s.body_sent < until;
         }
     }
 }

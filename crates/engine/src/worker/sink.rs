@@ -434,6 +434,12 @@ impl Sink {
         }
     }
 
+    /// gRPC: the reply messages `slot`'s call has read whole so far.
+    #[inline]
+    pub(super) fn replies<S>(&mut self, slot: &Slot<S>) -> u64 {
+        self.get(slot.reply).map_or(0, |r| r.grpc.reader.messages())
+    }
+
     /// The protocol hands each response's fields (HTTP/2 decodes them only then).
     pub(super) fn wants_fields(&self) -> bool {
         self.users || self.grpc.is_some()

@@ -842,6 +842,21 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "grpcSendAll",
+        long: "grpc-send-all",
+        form: Form::Switch,
+        help: "grpc:// bidirectional methods: send every message of the call at once, then \
+               half-close (as ghz does); by default each message goes once the one before is \
+               answered, so each gap between replies is a message's round trip.",
+        example: "true",
+        read: |s, g| {
+            s.grpc.send_all = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.grpc.send_all),
+        ..BASE
+    },
+    Row {
         name: "importPaths",
         long: "import-path",
         short: Some('I'),

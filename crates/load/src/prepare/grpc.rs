@@ -93,6 +93,7 @@ pub(super) fn call(
     let grpc = engine::Grpc {
         server_streaming: method.server_streaming,
         encoder: templated.then(|| encoder(&method)),
+        ping_pong: method.client_streaming && method.server_streaming && !spec.grpc.send_all,
         ..engine::Grpc::default()
     };
     Ok(Some(Call {

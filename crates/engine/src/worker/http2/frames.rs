@@ -25,8 +25,13 @@ pub(super) fn receive(
         session,
         out,
         lanes,
+        blocked,
+        resets,
         ..
     } = &mut **h2;
+    let Some(request) = config.http2() else {
+        return AfterRead::Keep;
+    };
     let mut read = Frames {
         slots,
         sink,
@@ -34,10 +39,16 @@ pub(super) fn receive(
         ledger,
         streams,
         at: arrived.unwrap_or(now),
+        request,
+        blocked,
+        resets,
     };
     let result = session.receive(data, out, &mut |event| read.event(event));
     if let Err(e) = result {
         return AfterRead::Fail(ErrorKind::Protocol, e.to_string());
+    }
+    for id in resets.drain(..) {
+        h2::rst_stream(out, id, h2::code::CANCEL);
     }
     if sink.take_cut() {
         end_streams(slots, out, lanes, sink, ledger, streams, now);
@@ -54,6 +65,12 @@ struct Frames<'r> {
     streams: &'r Streams,
     /// When the read's bytes arrived.
     at: Instant,
+    /// The requests (a gRPC ping-pong call's messages are sent from its body).
+    request: &'r Request,
+    /// Set when a body has more to send (the write after the read sends it).
+    blocked: &'r mut bool,
+    /// Streams to reset after the read.
+    resets: &'r mut Vec<u32>,
 }
 
 impl Frames<'_> {
@@ -88,7 +105,11 @@ impl Frames<'_> {
             }
             h2::Event::Body { stream, bytes } => {
                 if let Some(k) = slots.position(stream) {
-                    sink.body(slots.get_mut(k), bytes, *at, ledger, streams);
+                    let slot = slots.get_mut(k);
+                    sink.body(slot, bytes, *at, ledger, streams);
+                    if slot.stream.until != 0 {
+                        self.answered(k);
+                    }
                 }
                 0
             }
@@ -151,6 +172,24 @@ impl Frames<'_> {
         0
     }
 
+    /// gRPC ping-pong: the `k`th request's call had replies; for each one new, its next
+    /// message may go (sent by the write after the read).
+    fn answered(&mut self, k: usize) {
+        let slot = self.slots.get_mut(k);
+        let replies = self.sink.replies(slot);
+        if replies <= slot.stream.answered {
+            return;
+        }
+        let (_, body) = stream_request(self.request, &self.lanes.all, slot);
+        let s = &mut slot.stream;
+        while s.answered < replies && s.until < body.len() {
+            s.until = pelt_codec::grpc::message_end(body, s.until);
+            s.answered += 1;
+        }
+        s.answered = replies;
+        *self.blocked = true;
+    }
+
     /// DATA on a stream: its end, or the bytes to open its window by once half is used.
     #[inline]
     fn data(&mut self, stream: u32, len: u32, end: bool) -> u32 {
@@ -173,6 +212,14 @@ impl Frames<'_> {
     #[inline]
     fn finish(&mut self, k: usize) {
         let slot = self.slots.remove(k);
+        if slot.stream.until != 0 {
+            // A ping-pong call the server ended with messages still to send: its sending side
+            // closes (RST_STREAM CANCEL), as a gRPC client's does.
+            let (_, body) = stream_request(self.request, &self.lanes.all, &slot);
+            if slot.stream.body_sent < body.len() {
+                self.resets.push(slot.stream.id);
+            }
+        }
         self.lanes.give_back(&slot);
         if slot.stream.status == 0 {
             let id = slot.stream.id;
