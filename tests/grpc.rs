@@ -705,6 +705,7 @@ scenarios:
           name: fail
           call: pelt.test.Greeter/SayHello
           json: {name: "fail-{{last}}"}
+          metadata: {x-greeting: "{{greeting}}"}
           check:
             - status: [UNAVAILABLE, 4]
             - name: down
@@ -788,8 +789,14 @@ fn scenario_steps_are_calls_with_captures_and_checks() {
     assert_eq!(count(calls, &["SayHelloMany OK"]), many, "{c}");
     assert_eq!(count(calls, &["SayHellos OK"]), stream, "{c}");
     assert_eq!(count(calls, &["messages in"]), 2 * many, "{c}");
-    // SayHello saw the two users' names and the captured stream's last message.
+    // SayHello saw the two users' names and the captured stream's last message, and the
+    // first call's captured replies as metadata.
     assert_eq!(c["names"], 3, "{c}");
+    assert_eq!(
+        c["tokens"],
+        serde_json::json!(["Hello ann", "Hello bob"]),
+        "{c}"
+    );
 
     // The open loop over reflection: iterations arrive at a rate, counts still exact.
     let v = run_json(&[
@@ -1029,4 +1036,53 @@ fn a_call_the_server_ends_early_stops_sending_and_is_reset() {
     // Each call reset but those the connection's close ended with the run (at most the two
     // last, one per stream).
     assert!(resets.load(Ordering::Relaxed) >= 4, "{resets:?}");
+}
+
+#[test]
+fn compare_puts_a_grpc_method_beside_its_json_gateway() {
+    let Some((app, port)) = grpcio() else {
+        return;
+    };
+    let gateway = format!("http://127.0.0.1:{}/v1/greeter/hello", app.port);
+    let dir = std::env::temp_dir().join(format!("pelt-grpc-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("cmp.json");
+    // The same message both ways; every third call fails on either side. The proto is the
+    // gRPC target's alone.
+    let (out, _) = run(&[
+        "compare",
+        "--target",
+        &format!("grpc={}", call_url(port, "SayHello")),
+        "--target",
+        &format!("json={gateway}"),
+        "--proto",
+        PROTO,
+        "-m",
+        "POST",
+        "-b",
+        r#"{"name": "flaky"}"#,
+        "-n",
+        "30",
+        "-c",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    for (row, name) in rows.iter().zip(["grpc", "json"]) {
+        assert_eq!(row["target"], name, "{row}");
+        let run = &row["runs"][0];
+        assert_eq!(run["completed"], 30, "{row}");
+        // A call that did not end OK counts as the gateway's 503 does.
+        assert_eq!(run["non_2xx"], 10, "{row}");
+    }
+    let calls = server_calls(&app);
+    assert_eq!(count(&calls, &["SayHello OK"]), 20, "{calls}");
+    assert_eq!(count(&calls, &["Gateway UNAVAILABLE"]), 10, "{calls}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,7 +1,9 @@
 """A gRPC server pelt did not write: Python's grpcio (PyPI), serving greeter.proto's
 pelt.test.Greeter with generic handlers (no generated code), for tests/grpc.rs.
 
-It counts every call it ends by method and status, and the distinct names SayHello was sent. Its reflection service
+It counts every call it ends by method and status, the distinct names SayHello was sent, and
+the `x-greeting` metadata values it was sent. `POST /v1/greeter/hello` on the side HTTP/1.1
+server is SayHello's JSON gateway (as grpc-gateway maps it), counted as "Gateway". Its reflection service
 (grpcio-reflection, v1alpha) describes greeter.proto from a descriptor built here. A side HTTP/1.1 server answers
 `GET /count` with those counts as JSON, and the gRPC port as `grpc_port`. It binds 127.0.0.1
 port 0 for both and prints `listening on COUNTPORT`. With `--tls CERT KEY` it serves gRPC over
@@ -21,6 +23,8 @@ from grpc_reflection.v1alpha import reflection
 
 counts = {}
 names = set()
+# The x-greeting metadata values SayHello was sent.
+tokens = set()
 flaky = [0]
 lock = threading.Lock()
 
@@ -69,8 +73,8 @@ def reply(message):
     return b"\x0a" + varint(len(data)) + data
 
 
-def say_hello(request, context):
-    name = name_of(request)
+def hello(name, method):
+    """SayHello's rules, for the gRPC method and its JSON gateway: whether the call fails."""
     with lock:
         names.add(name)
     fail = name.startswith("fail")
@@ -78,12 +82,20 @@ def say_hello(request, context):
         with lock:
             flaky[0] += 1
             fail = flaky[0] % 3 == 0
-    if fail:
-        count("SayHello", "UNAVAILABLE")
-        context.abort(grpc.StatusCode.UNAVAILABLE, f"backend down: {name}")
-    if name == "slow":
+    count(method, "UNAVAILABLE" if fail else "OK")
+    if name == "slow" and not fail:
         time.sleep(0.2)
-    count("SayHello", "OK")
+    return fail
+
+
+def say_hello(request, context):
+    name = name_of(request)
+    for key, value in context.invocation_metadata():
+        if key == "x-greeting":
+            with lock:
+                tokens.add(value)
+    if hello(name, "SayHello"):
+        context.abort(grpc.StatusCode.UNAVAILABLE, f"backend down: {name}")
     if name == "big":
         return reply("x" * (5 * 1024 * 1024))
     return reply(f"Hello {name}")
@@ -122,10 +134,28 @@ def chat(requests, context):
 
 
 class Counts(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
     def do_GET(self):
         with lock:
-            body = json.dumps({"calls": counts, "names": len(names), "grpc_port": grpc_port}).encode()
-        self.send_response(200)
+            body = json.dumps({"calls": counts, "names": len(names), "grpc_port": grpc_port,
+                               "tokens": sorted(tokens)})
+        self.answer(200, body)
+
+    def do_POST(self):
+        """SayHello's JSON gateway (as grpc-gateway maps it): POST /v1/greeter/hello with a
+        HelloRequest as JSON; a failed call is a 503 with gRPC's status in its JSON."""
+        data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path != "/v1/greeter/hello":
+            return self.answer(404, "{}")
+        name = json.loads(data or b"{}").get("name", "")
+        if hello(name, "Gateway"):
+            return self.answer(503, json.dumps({"code": 14, "message": f"backend down: {name}"}))
+        self.answer(200, json.dumps({"message": f"Hello {name}"}))
+
+    def answer(self, status, body):
+        body = body.encode()
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

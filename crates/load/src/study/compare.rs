@@ -69,12 +69,17 @@ impl RunFigures {
             sent: r.requests.sent,
             completed: r.requests.completed,
             errors: r.requests.errors,
-            non_2xx: r
-                .status
-                .iter()
-                .filter(|(code, _)| !code.starts_with('2'))
-                .map(|(_, n)| n)
-                .sum(),
+            // A gRPC call's failure is its status: a call that did not end OK counts as a
+            // JSON gateway's 503 would.
+            non_2xx: match &r.grpc {
+                Some(g) => g.calls - g.ok,
+                None => r
+                    .status
+                    .iter()
+                    .filter(|(code, _)| !code.starts_with('2'))
+                    .map(|(_, n)| n)
+                    .sum(),
+            },
             duration_s: r.duration_s,
             server_cpu_us_per_request: server.map(|s| s.cpu_us_per_request),
             server_rss_peak_bytes: server.map(|s| s.rss_peak_bytes),
@@ -464,6 +469,9 @@ pub fn prepare_compare(
     })
 }
 
+/// The options only a grpc:// target takes: the other targets of a comparison go without.
+const GRPC_ONLY: &[&str] = &["proto", "protoset", "importPaths", "reflect", "grpcSendAll"];
+
 /// One cell: the shared options, its settings and its URL, read and prepared.
 fn cell(
     options: &Map<String, Value>,
@@ -482,6 +490,12 @@ fn cell(
         apply_setting(&mut o, k, v)?;
     }
     o.insert("url".into(), Value::String(url.to_string()));
+    if !url.starts_with("grpc") {
+        // The descriptors are the grpc:// targets' (one compared with its JSON gateway).
+        for key in GRPC_ONLY {
+            o.remove(*key);
+        }
+    }
     let spec = options::spec(&o).map_err(|e: OptionError| bad(format!("{what}: {e}")))?;
     let prepared = prepare(&spec).map_err(|e| bad(format!("{what}: {e}")))?;
     Ok(Cell {
