@@ -68,6 +68,15 @@ fn grpcio_calls_are_counted_by_status_exactly() {
     assert_eq!(count(g, &["status", "UNAVAILABLE"]), 100, "{g}");
     assert_eq!(g["messages"]["UNAVAILABLE"], "backend down: flaky");
     assert_eq!(count(g, &["messages_received"]), 200);
+    // Second by second, the calls add up to the section's.
+    let seconds = v["timeline"].as_array().unwrap();
+    let sum = |k: &str| -> u64 {
+        seconds
+            .iter()
+            .map(|p| p["grpc"][k].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert_eq!((sum("calls"), sum("ok")), (300, 200), "{seconds:?}");
     // Each call is a response with its HTTP status; a gRPC status is not an HTTP error.
     assert_eq!(count(&v, &["status", "200"]), 300);
     assert_eq!(count(&v, &["requests", "errors"]), 0);

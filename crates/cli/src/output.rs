@@ -185,7 +185,9 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     s.push_str(
         ",ttfb_p50_us,ttfb_p99_us,stream_events,ttft_p50_us,ttft_p99_us,gap_p50_us,gap_p99_us",
     );
-    s.push_str(&format!(",{}\n", WS_COLUMNS.join(",")));
+    s.push_str(&format!(",{}", WS_COLUMNS.join(",")));
+    // Then gRPC's (empty but in a grpc:// run).
+    s.push_str(",grpc_calls,grpc_ok\n");
     for p in points {
         let l = &p.latency_us;
         let _ = write!(
@@ -248,7 +250,7 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         }
         match &p.websocket {
             Some(w) => {
-                let _ = writeln!(
+                let _ = write!(
                     s,
                     ",{},{},{},{},{},{},{}",
                     w.upgrades,
@@ -260,7 +262,13 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
                     w.drops
                 );
             }
-            None => s.push_str(&format!("{}\n", ",".repeat(WS_COLUMNS.len()))),
+            None => s.push_str(&",".repeat(WS_COLUMNS.len())),
+        }
+        match &p.grpc {
+            Some(g) => {
+                let _ = writeln!(s, ",{},{}", g.calls, g.ok);
+            }
+            None => s.push_str(",,\n"),
         }
     }
     s

@@ -105,6 +105,37 @@ impl GrpcStats {
     }
 }
 
+/// One second's gRPC calls: those that ended with a status in it, and of them those OK (over
+/// the whole timeline they add up to the `grpc` section's `calls` and `ok`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrpcPoint {
+    pub calls: u64,
+    pub ok: u64,
+}
+
+impl GrpcPoint {
+    /// The second's calls by status name (`Detail::grpc`) as a point; `None` without calls.
+    pub fn of(by_status: &BTreeMap<String, u64>) -> Option<GrpcPoint> {
+        let calls: u64 = by_status.values().sum();
+        (calls > 0).then(|| GrpcPoint {
+            calls,
+            ok: by_status.get("OK").copied().unwrap_or(0),
+        })
+    }
+
+    /// Points joined (workers' or agents' same second, or the seconds a coarse point holds):
+    /// `None` when none had calls.
+    pub fn join<'a>(points: impl Iterator<Item = Option<&'a GrpcPoint>>) -> Option<GrpcPoint> {
+        points.flatten().fold(None, |sum, p| {
+            let sum = sum.unwrap_or_default();
+            Some(GrpcPoint {
+                calls: sum.calls + p.calls,
+                ok: sum.ok + p.ok,
+            })
+        })
+    }
+}
+
 /// The result's `grpc` section (a grpc:// or grpcs:// run; absent otherwise).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GrpcReport {

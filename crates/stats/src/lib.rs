@@ -37,7 +37,7 @@ mod websocket;
 
 pub use errors::{ErrorCounts, ErrorKind};
 pub use fleet::{AgentReport, AgentState, FleetInfo};
-pub use grpc::{GrpcReport, GrpcStats};
+pub use grpc::{GrpcPoint, GrpcReport, GrpcStats};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
 pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
 pub use merge::{check_mergeable, merge, merge_figures, merge_points};

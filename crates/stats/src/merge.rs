@@ -119,6 +119,7 @@ struct Second {
     ttfb: Option<LatencyHistogram>,
     streams: Option<crate::StreamPoint>,
     websocket: Option<crate::WsPoint>,
+    grpc: Option<crate::GrpcPoint>,
     detail: crate::Detail,
 }
 
@@ -555,6 +556,7 @@ impl Second {
             crate::StreamPoint::join([self.streams.as_ref(), p.event_streams.as_ref()].into_iter());
         self.websocket =
             crate::WsPoint::join([self.websocket.as_ref(), p.websocket.as_ref()].into_iter());
+        self.grpc = crate::GrpcPoint::join([self.grpc.as_ref(), p.grpc.as_ref()].into_iter());
         self.detail.merge(&p.detail);
         Ok(())
     }
@@ -574,6 +576,7 @@ impl Second {
             ttfb: Some(LatencyHistogram::new()),
             streams: None,
             websocket: None,
+            grpc: None,
             detail: crate::Detail::default(),
         }
     }
@@ -599,6 +602,7 @@ impl Second {
             ttfb_histogram: self.ttfb.as_ref().map(LatencyHistogram::encode),
             event_streams: self.streams,
             websocket: self.websocket,
+            grpc: self.grpc,
             connections: self.connections,
             late: self.late,
             target: self.target,

@@ -247,6 +247,7 @@ impl Interval {
             detail: self.detail.clone(),
             event_streams: self.streams.as_ref().map(|s| s.point()),
             websocket: self.websocket,
+            grpc: crate::GrpcPoint::of(&self.detail.grpc),
         }
     }
 }
@@ -308,6 +309,9 @@ pub struct TimelinePoint {
     /// pings, pongs and sockets the server dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<crate::WsPoint>,
+    /// gRPC runs: the calls that ended in the second, and those OK.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<crate::GrpcPoint>,
     /// Connections open (or opening) at the end of the second, over all workers.
     #[serde(default)]
     pub connections: u64,
@@ -608,6 +612,7 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
         ttfb_histogram: ttfb.as_ref().map(LatencyHistogram::encode),
         event_streams: crate::StreamPoint::join(points.iter().map(|p| p.event_streams.as_ref())),
         websocket: crate::WsPoint::join(points.iter().map(|p| p.websocket.as_ref())),
+        grpc: crate::GrpcPoint::join(points.iter().map(|p| p.grpc.as_ref())),
         connections: last.connections,
         late: sum(|p| p.late),
         target,
