@@ -214,6 +214,32 @@ pub enum Command {
         after_help = "Examples:\n  pelt k8s http://my-service.default.svc:8080/ -d 5m --rate 100k -c 1000 --agents 8 > fleet.yaml\n  kubectl apply -f fleet.yaml\n  kubectl logs -f -l app.kubernetes.io/instance=pelt,app.kubernetes.io/component=agent --prefix --max-log-requests 8\n  kubectl wait --for=condition=complete job/pelt-coordinator --timeout=15m\n  kubectl logs job/pelt-coordinator > result.json && pelt report result.json --html report.html\n  kubectl delete -f fleet.yaml\n\nThe run's flags are those of a plain run (checked here, the host resolved in the cluster); files they name (--body-file, --targets, --bodies, --cacert, --cert, --key) are shipped in the Secret. Build the image with deploy/Dockerfile and push it where the cluster pulls from."
     )]
     K8s(Box<K8sArgs>),
+    /// Print the completion script of SHELL (bash, zsh, fish, powershell, elvish) to stdout.
+    #[command(
+        after_help = "Install:\n  bash:       pelt completions bash > ~/.local/share/bash-completion/completions/pelt\n  zsh:        pelt completions zsh > ~/.zfunc/_pelt   (with fpath+=(~/.zfunc) before compinit in ~/.zshrc)\n  fish:       pelt completions fish > ~/.config/fish/completions/pelt.fish\n  PowerShell: pelt completions powershell >> $PROFILE"
+    )]
+    Completions(CompletionsArgs),
+    /// Print pelt's manual page (roff) to stdout, or write one page per command to --dir.
+    #[command(
+        after_help = "Examples:\n  pelt man | man -l -\n  pelt man --dir ~/.local/share/man/man1   (then man pelt, man pelt-serve, ...)"
+    )]
+    Man(ManArgs),
+}
+
+/// `pelt completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `pelt man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write pelt.1 and a page per command (pelt-serve.1, ...) into this folder.
+    #[arg(long = "dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `pelt monitor`.
@@ -388,6 +414,9 @@ pub struct LoadArgs {
     /// Stream the per-second timeline as JSON lines here (`-`: stdout).
     pub jsonl: Option<PathBuf>,
     pub quiet: bool,
+    /// The URL as typed, when it had no scheme and was taken as http:// (said once the run
+    /// is known to be good, so bad input stays one line).
+    pub schemeless: Option<String>,
 }
 
 impl LoadArgs {
@@ -468,15 +497,79 @@ fn clap_error(e: options::OptionError) -> clap::Error {
     clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n"))
 }
 
+/// The names of pelt's commands (`serve`, `find-max`, ...).
+fn command_names() -> Vec<String> {
+    use clap::CommandFactory;
+    Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+/// A URL typed without its scheme, as curl takes one: `host:port/path`, `host/path` and
+/// `:port` (on 127.0.0.1) are http://. `None`: it has a scheme, is empty, or is a command's
+/// name. A single word close to a command's name is that command mistyped: the error says which.
+pub fn schemeless(url: &str) -> Result<Option<String>, String> {
+    // Only what reads as a host (a DNS name, an IPv4 address or a bracketed IPv6 one), a port
+    // and a path; anything else is left to the URL's own error.
+    let host = url.split(['/', '?']).next().unwrap_or_default();
+    let host = match host.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => host,
+    };
+    let hostlike = host.len() <= 253
+        && (host.starts_with('[')
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'));
+    if url.is_empty() || url.contains("://") || !hostlike {
+        return Ok(None);
+    }
+    if !url.contains([':', '/', '.']) {
+        let names = command_names();
+        if names.iter().any(|name| name == url) {
+            // A command, as typed (clap's word on what follows it stands).
+            return Ok(None);
+        }
+        let near = names.into_iter().find(|name| {
+            let close = strsim::levenshtein(url, name) <= 2 && url.len() >= 3;
+            close || (url.len() >= 2 && name.starts_with(url))
+        });
+        if let Some(name) = near {
+            return Err(format!(
+                "'{url}' is not a command: did you mean `pelt {name}`? (for a host of that \
+                 name, write http://{url}/)"
+            ));
+        }
+    }
+    Ok(Some(match url.strip_prefix(':') {
+        Some(port) => format!("http://127.0.0.1:{port}"),
+        None => format!("http://{url}"),
+    }))
+}
+
 impl FromArgMatches for LoadArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let given = typed(options::RUN, m);
+        let mut given = typed(options::RUN, m);
+        let typed_url = given
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let url = schemeless(&typed_url).map_err(|e| {
+            clap::Error::raw(clap::error::ErrorKind::InvalidSubcommand, format!("{e}\n"))
+        })?;
+        let schemeless = url.map(|url| {
+            given.insert("url".into(), Value::String(url));
+            typed_url
+        });
         Ok(LoadArgs {
             spec: options::read(&given).map_err(clap_error)?,
             given,
             out: Outputs::from_arg_matches(m)?,
             jsonl: m.get_one::<PathBuf>("jsonl").cloned(),
             quiet: m.get_flag("quiet"),
+            schemeless,
         })
     }
 

@@ -25,6 +25,7 @@ mod report;
 mod run;
 mod sections;
 mod serve;
+mod shell;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -70,7 +71,12 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            let line = clap_line(&e);
+            // A command's name mistyped, before what clap says of the words after it.
+            let first = std::env::args().nth(1).unwrap_or_default();
+            let line = match args::schemeless(&first) {
+                Err(typo) if !first.starts_with('-') => typo,
+                _ => clap_line(&e),
+            };
             eprintln!("pelt: {line}");
             return ExitCode::from(EXIT_USAGE);
         }
@@ -102,6 +108,8 @@ fn main() -> ExitCode {
                 .collect();
             k8s::k8s(&a, &raw)
         }
+        Some(Command::Completions(a)) => shell::completions(&a),
+        Some(Command::Man(a)) => shell::man(&a),
         None => {
             fleet::monitor_token(&mut cli.load, &cli.fleet).and_then(|()| match cli.fleet.agents {
                 Some(n) => fleet::coordinate(&cli.load, &cli.fleet, &cli.metrics, n),

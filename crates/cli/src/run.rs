@@ -62,6 +62,9 @@ pub fn prepare_with(a: &LoadArgs, validate: Validate) -> Result<(Prepared, LoadS
             "--json - and --jsonl - both want stdout; send one of them to a file"
         )));
     }
+    if let (Some(typed), false) = (&a.schemeless, a.quiet) {
+        eprintln!("pelt: {typed} has no scheme: taking it as {}", spec.url);
+    }
     let p = Prepared {
         run,
         out: a.out.clone(),
