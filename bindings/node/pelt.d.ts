@@ -477,6 +477,8 @@ export interface TimelinePoint {
     upgrades: number; messages_received: number; received_bytes: number; pushed: number
     pings_received: number; pings_sent: number; pongs: number; drops: number
   }
+  /** A gRPC run: the calls that ended with a status in this second, and those OK. */
+  grpc?: { calls: number; ok: number }
   connections: number
   /** Open loop: the requests that started in this second over 1 ms after their due time. */
   late?: number
