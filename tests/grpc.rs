@@ -366,6 +366,13 @@ fn field(block: &mut Vec<u8>, name: &str, value: &str) {
     block.extend_from_slice(value.as_bytes());
 }
 
+/// Ends `stream` with trailers that say OK (`grpc-status: 0`, END_STREAM).
+fn ok_trailers(s: &mut std::net::TcpStream, stream: u32) {
+    let mut t = vec![];
+    field(&mut t, "grpc-status", "0");
+    write_frame(s, HEADERS, 0x5, stream, &t);
+}
+
 /// A response head: `:status` (200 is static entry 8), `content-type: application/grpc`, then
 /// `fields`.
 fn head(status: u16, fields: &[(&str, &str)]) -> Vec<u8> {
@@ -411,9 +418,7 @@ fn scripted_answers_end_each_call_with_one_defined_status() {
                 0 => {
                     headers(&mut s, head(200, &[]), end_headers);
                     write_frame(&mut s, DATA, 0, stream, REPLY);
-                    let mut t = vec![];
-                    field(&mut t, "grpc-status", "0");
-                    headers(&mut s, t, end);
+                    ok_trailers(&mut s, stream);
                 }
                 // Trailers-only: the head carries the status and a percent-encoded message.
                 1 => headers(
@@ -428,17 +433,13 @@ fn scripted_answers_end_each_call_with_one_defined_status() {
                 2 => {
                     headers(&mut s, head(200, &[]), end_headers);
                     write_frame(&mut s, DATA, 0, stream, &[1, 0, 0, 0, 1, 0]);
-                    let mut t = vec![];
-                    field(&mut t, "grpc-status", "0");
-                    headers(&mut s, t, end);
+                    ok_trailers(&mut s, stream);
                 }
                 // DATA that ends inside a message, then OK.
                 3 => {
                     headers(&mut s, head(200, &[]), end_headers);
                     write_frame(&mut s, DATA, 0, stream, &REPLY[..7]);
-                    let mut t = vec![];
-                    field(&mut t, "grpc-status", "0");
-                    headers(&mut s, t, end);
+                    ok_trailers(&mut s, stream);
                 }
                 // No grpc-status at all: the DATA ends the stream.
                 4 => {
@@ -933,9 +934,7 @@ fn a_bidirectional_call_sends_each_message_after_the_reply_before() {
                 call.1 += 1;
             }
             if flags & 1 != 0 {
-                let mut t = vec![];
-                field(&mut t, "grpc-status", "0");
-                write_frame(&mut s, HEADERS, 0x5, stream, &t);
+                ok_trailers(&mut s, stream);
             }
         }
     });
@@ -1009,9 +1008,7 @@ fn a_call_the_server_ends_early_stops_sending_and_is_reset() {
                     ended.insert(stream);
                     write_frame(&mut s, HEADERS, 0x4, stream, &head(200, &[]));
                     write_frame(&mut s, DATA, 0, stream, REPLY);
-                    let mut t = vec![];
-                    field(&mut t, "grpc-status", "0");
-                    write_frame(&mut s, HEADERS, 0x5, stream, &t);
+                    ok_trailers(&mut s, stream);
                 }
                 _ => {}
             }
