@@ -1130,3 +1130,52 @@ fn a_grpc_fleet_sends_exactly_n_calls_and_merges_their_statuses() {
     assert_eq!(count(calls, &["SayHello UNAVAILABLE"]), 138, "{calls}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_coordinators_live_page_shows_the_merged_fleet() {
+    let (server, url) = serve(ServerConfig::default());
+    let token = token_file("dashboard", TOKEN);
+    let mut coord = Coord::start(
+        &url,
+        2,
+        &token,
+        &[
+            "--rate",
+            "500",
+            "-n",
+            "3000",
+            "-c",
+            "4",
+            "--dashboard",
+            "127.0.0.1:0",
+            "--json",
+            "-",
+        ],
+    );
+    let line = coord.wait_for("dashboard on http://");
+    let page_url = line.split("dashboard on ").nth(1).unwrap().to_string();
+    let agents = coord.agents(2, &token, &["-q"]);
+    let shot =
+        std::env::temp_dir().join(format!("pelt-fleet-dashboard-{}.png", std::process::id()));
+    let page = browser(
+        "check_dashboard.mjs",
+        &[page_url.as_ref(), shot.as_os_str()],
+    );
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    agents_succeed(agents);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(count(&v, &["requests", "completed"]), 3000);
+    assert_eq!(server.served(), 3000);
+    let Some(page) = page else {
+        return;
+    };
+    let page: serde_json::Value = serde_json::from_slice(&page).unwrap();
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    assert!(page["updates"].as_u64().unwrap() >= 3, "{page}");
+    assert_eq!(
+        page["final"]["completed"], "3,000",
+        "the merged fleet's count: {page}"
+    );
+    assert!(page["report"].as_bool().unwrap());
+}

@@ -482,13 +482,25 @@ export interface TimelinePoint {
   connections: number
   /** Open loop: the requests that started in this second over 1 ms after their due time. */
   late?: number
-  /** With `stages`: the rate (requests/s) or connections they asked for in this second. */
+  /** With `stages` (or after a change from `--dashboard`): the rate (requests/s) or
+   * connections asked for in this second. */
   target?: number
+  /** The changes made from `--dashboard` that took effect in this second; absent when none. */
+  changes?: Change[]
   /** With a library caller's sampling (`sampleEvery`): sampled requests of this second left
    * out, over 4,096 per thread; absent when none. */
   samples_dropped?: number
   /** With `monitor`: the server's processes, the host and pelt over this second. */
   resources?: ResourceSample
+}
+
+/** A change made while a run went (`pelt --dashboard`'s page or its POST /api/control). */
+export interface Change {
+  /** Seconds since the start when it took effect. */
+  at_s: number
+  what: 'rate' | 'connections' | 'pause' | 'resume' | 'stop'
+  /** The rate (requests/s) or connections it set; absent for pause and stop. */
+  value?: number
 }
 
 /** A second as a 'tick' event gives it: the result's timeline point, and its detail. */
@@ -679,6 +691,8 @@ export interface Result {
   /** A grpc:// or grpcs:// run: calls by gRPC status, the first grpc-message of each, the
    * response messages read; absent otherwise. */
   grpc?: Grpc
+  /** What was changed while the run went (`pelt --dashboard`), in order; absent when none. */
+  changes?: Change[]
   latency_from: 'send' | 'due'
   open_loop: { service_time_us: Latency; lag_us: Latency; late_requests: number; late_threshold_us: number; backlog_at_end: number } | null
   warmup: { duration_s: number; requests: Requests; status: Record<string, number>; errors: Record<string, number>; latency_us: Latency } | null

@@ -34,6 +34,20 @@ pub struct Cli {
     pub fleet: FleetArgs,
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    #[command(flatten)]
+    pub views: ViewArgs,
+}
+
+/// How a plain run (or a coordinator's) is watched and steered while it goes.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Live views")]
+pub struct ViewArgs {
+    /// Serve a live page of the run at http://ADDR/ (IP:PORT, or a PORT on 127.0.0.1; port
+    /// 5665 as k6's): its charts move each second, and it pauses, resumes, changes the rate
+    /// (open loop) or the connections (closed loop), or stops the run; POST /api/control does
+    /// the same from a script. An address other than loopback needs the fleet's token.
+    #[arg(long = "dashboard", value_name = "ADDR", value_parser = metrics_addr)]
+    pub dashboard: Option<std::net::SocketAddr>,
 }
 
 /// A plain run's (or a coordinator's) live metrics for Prometheus.

@@ -2,11 +2,11 @@
 //! library's (`pelt_load::fleet`); this file reads the token, maps the outcome to exit codes
 //! and writes the same outputs as a plain run.
 
-use crate::args::{AgentArgs, FleetArgs, LoadArgs, MetricsArgs, MonitorArgs};
+use crate::args::{AgentArgs, FleetArgs, LoadArgs, MetricsArgs, MonitorArgs, ViewArgs};
 use crate::files::is_stdout;
 use crate::files::{check_outputs, write_outputs};
 use crate::run::{prepare_with, report_run, stop_flag};
-use crate::{bad, metrics, output, EXIT_FLEET, EXIT_INTERRUPTED};
+use crate::{bad, dashboard, metrics, output, EXIT_FLEET, EXIT_INTERRUPTED};
 use anyhow::{anyhow, Result};
 use pelt_load::fleet::{self, AgentError, Coordinator, CoordinatorOptions, FleetError, Token};
 use pelt_stats::TimelinePoint;
@@ -22,6 +22,30 @@ pub fn token(file: Option<&Path>) -> Result<Token> {
         None => Token::from_env().map_err(|e| format!("a fleet needs a shared token: {e}")),
     }
     .map_err(|e| bad(anyhow!(e)))
+}
+
+/// The fleet's token as text (a live page beyond loopback asks for it): from `file`, else
+/// as [`Token::from_env`] finds it; checked as a fleet's is.
+pub fn token_text(file: Option<&Path>) -> Result<String> {
+    let text = match (file, std::env::var_os("PELT_FLEET_TOKEN_FILE")) {
+        (Some(path), _) => std::fs::read_to_string(path)
+            .map_err(|e| anyhow!("cannot read the token file {}: {e}", path.display())),
+        (None, Some(path)) => std::fs::read_to_string(&path).map_err(|e| {
+            anyhow!(
+                "cannot read the token file {}: {e}",
+                Path::new(&path).display()
+            )
+        }),
+        (None, None) => std::env::var("PELT_FLEET_TOKEN").map_err(|_| {
+            anyhow!(
+                "--dashboard beyond loopback needs the fleet's token: set PELT_FLEET_TOKEN \
+                 (make one with: head -c 32 /dev/urandom | base64), or serve it on 127.0.0.1"
+            )
+        }),
+    }
+    .map_err(bad)?;
+    Token::new(&text).map_err(|e| bad(anyhow!(e)))?;
+    Ok(text.trim().to_string())
 }
 
 /// `pelt monitor`: serves runs until it is stopped.
@@ -56,11 +80,35 @@ pub fn monitor_token(a: &mut LoadArgs, f: &FleetArgs) -> Result<()> {
 }
 
 /// `pelt URL ... --agents N`: the coordinator.
-pub fn coordinate(a: &LoadArgs, f: &FleetArgs, m: &MetricsArgs, agents: u32) -> Result<ExitCode> {
+pub fn coordinate(
+    a: &LoadArgs,
+    f: &FleetArgs,
+    m: &MetricsArgs,
+    v: &ViewArgs,
+    agents: u32,
+) -> Result<ExitCode> {
     let token = token(f.token_file.as_deref())?;
     let (mut p, spec) = prepare_with(a, fleet::validate)?;
     p.agents = Some(agents);
     let live = metrics::start(m, &p.run)?;
+    let stop = stop_flag()?;
+    // The merged fleet's page: changes are not passed to the agents yet, a stop is.
+    let dash = dashboard::start(
+        v,
+        dashboard::Run {
+            run: &p.run,
+            control: None,
+            fixed: Some("a fleet's coordinator passes a stop to its agents, not yet a change"),
+            stop: stop.clone(),
+            token: match v.dashboard {
+                Some(addr) if !addr.ip().is_loopback() => {
+                    Some(token_text(f.token_file.as_deref())?)
+                }
+                _ => None,
+            },
+            quiet: p.quiet,
+        },
+    )?;
     let opts = CoordinatorOptions {
         agents,
         token,
@@ -78,10 +126,9 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, m: &MetricsArgs, agents: u32) -> 
             if agents == 1 { "" } else { "s" }
         );
     }
-    let stop = stop_flag()?;
     let quiet = p.quiet;
     let mut lost = false;
-    let ran = report_run(&p, &stop, live.as_ref(), &mut |on_second| {
+    let ran = report_run(&p, &stop, live.as_ref(), dash.as_ref(), &mut |on_second| {
         let mut log = |line: &str| {
             if !quiet {
                 eprintln!("pelt: {line}");
@@ -105,6 +152,9 @@ pub fn coordinate(a: &LoadArgs, f: &FleetArgs, m: &MetricsArgs, agents: u32) -> 
             Err(e) => Err(anyhow!(FleetFailure(e.to_string()))),
         }
     });
+    if let Some(d) = dash {
+        d.finish(ran.as_ref().ok().map(|(_, report)| report));
+    }
     if let Some(live) = live {
         live.finish(quiet, &stop, ran.as_ref().ok().map(|(_, report)| report));
     }

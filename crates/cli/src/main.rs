@@ -10,6 +10,7 @@
 
 mod args;
 mod compare;
+mod dashboard;
 mod demo;
 mod files;
 mod find_max;
@@ -112,8 +113,8 @@ fn main() -> ExitCode {
         Some(Command::Man(a)) => shell::man(&a),
         None => {
             fleet::monitor_token(&mut cli.load, &cli.fleet).and_then(|()| match cli.fleet.agents {
-                Some(n) => fleet::coordinate(&cli.load, &cli.fleet, &cli.metrics, n),
-                None => run::load(&cli.load, &cli.metrics),
+                Some(n) => fleet::coordinate(&cli.load, &cli.fleet, &cli.metrics, &cli.views, n),
+                None => run::load(&cli.load, &cli.metrics, &cli.views),
             })
         }
     };

@@ -1,9 +1,9 @@
 //! A plain run (`pelt URL ...`): the flags as the library's spec, prepared, run with a live
 //! view and streams, reported, and the exit code.
 
-use crate::args::{LoadArgs, MetricsArgs, Outputs};
+use crate::args::{LoadArgs, MetricsArgs, Outputs, ViewArgs};
 use crate::files::{check_outputs, is_stdout, write_outputs};
-use crate::{bad, live, metrics, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
+use crate::{bad, dashboard, live, metrics, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use anyhow::{anyhow, Result};
 use pelt_load::{LoadSpec, Requests};
 use pelt_stats::{Report, TimelinePoint};
@@ -90,21 +90,53 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-pub fn load(a: &LoadArgs, m: &MetricsArgs) -> Result<ExitCode> {
-    let p = prepare(a)?;
+pub fn load(a: &LoadArgs, m: &MetricsArgs, v: &ViewArgs) -> Result<ExitCode> {
+    let mut p = prepare(a)?;
     let live = metrics::start(m, &p.run)?;
     let stop = stop_flag()?;
-    let (code, report) = report_run(&p, &stop, live.as_ref(), &mut |on_second| {
+    // With a live page, the run can be changed while it goes.
+    let control = v
+        .dashboard
+        .map(|_| Arc::new(pelt_engine::Control::new(&p.run.config)));
+    p.run.config.control = control.clone();
+    let fixed = control
+        .as_ref()
+        .filter(|c| c.of().is_none())
+        .map(|_| "a replay keeps its recording's times: it can be stopped, not changed");
+    let dash = dashboard::start(
+        v,
+        dashboard::Run {
+            run: &p.run,
+            control,
+            fixed,
+            stop: stop.clone(),
+            token: page_token(v)?,
+            quiet: p.quiet,
+        },
+    )?;
+    let ran = report_run(&p, &stop, live.as_ref(), dash.as_ref(), &mut |on_second| {
         Ok(pelt_load::run(&p.run, &stop, on_second))
-    })?;
+    });
+    if let Some(d) = dash {
+        d.finish(ran.as_ref().ok().map(|(_, r)| r));
+    }
+    let (code, report) = ran?;
     if let Some(live) = live {
         live.finish(p.quiet, &stop, Some(&report));
     }
     Ok(code)
 }
 
+/// The token a live page served beyond loopback asks for: the fleet's.
+pub fn page_token(v: &ViewArgs) -> Result<Option<String>> {
+    match v.dashboard {
+        Some(addr) if !addr.ip().is_loopback() => crate::fleet::token_text(None).map(Some),
+        _ => Ok(None),
+    }
+}
+
 pub fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)> {
-    report_run(p, stop, None, &mut |on_second| {
+    report_run(p, stop, None, None, &mut |on_second| {
         Ok(pelt_load::run(&p.run, stop, on_second))
     })
 }
@@ -118,6 +150,7 @@ pub fn report_run(
     p: &Prepared,
     stop: &AtomicBool,
     live: Option<&metrics::Live>,
+    dash: Option<&dashboard::Dashboard>,
     run: Runner,
 ) -> Result<(ExitCode, Report)> {
     if !p.quiet {
@@ -138,6 +171,9 @@ pub fn report_run(
     let report = run(&mut |point| {
         if let Some(m) = live {
             m.add(point);
+        }
+        if let Some(d) = dash {
+            d.add(point);
         }
         if let Some(v) = view.as_mut() {
             v.show(point);

@@ -29,6 +29,7 @@
 mod backend;
 mod choice;
 mod conn;
+mod control;
 mod epoll;
 #[cfg(test)]
 mod fake;
@@ -56,6 +57,7 @@ use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use choice::IoBackend;
+pub use control::{Control, LEAD as CONTROL_LEAD};
 pub use feed::{Block, Feed, Source as FeedSource, BLOCK as FEED_BLOCK, BLOCKS as FEED_BLOCKS};
 pub use load::{Load, OpenLoop, Pace};
 pub use pelt_stats::{Arrival, StopReason};
@@ -161,6 +163,8 @@ pub struct Config {
     /// How streamed responses (server-sent events) are read: `--stream`, its limit and end
     /// marker.
     pub streams: Streams,
+    /// Changes while the run goes (`--dashboard`): `None`, the run is as configured.
+    pub control: Option<Arc<Control>>,
 }
 
 /// A fleet run is one run whose workers live in several processes: this process runs workers
@@ -507,6 +511,7 @@ impl Config {
             sample_responses: false,
             slice: None,
             streams: Streams::default(),
+            control: None,
         }
     }
 
@@ -541,6 +546,8 @@ pub struct RunResult {
     pub backlog_at_end: u64,
     /// Scenarios: what the users did, over all workers.
     pub scenario: Option<scenario::ScenarioCounts>,
+    /// What was changed while the run went (`Config::control`), in order.
+    pub changes: Vec<pelt_stats::Change>,
 }
 
 /// One worker's share of the run.
@@ -670,6 +677,7 @@ pub fn run(
     let quit_reading = AtomicBool::new(false);
     let mut timeline =
         TimelineBuilder::new(threads, first, config.warmup, config.load.stages().cloned());
+    timeline.control = config.control.clone();
     // A slice's points carry its part of what the stages ask for, so a fleet's parts add up.
     timeline.part = config.slice.map_or(1.0, |s| s.fraction(threads));
     let outcomes: Vec<WorkerOutcome> = std::thread::scope(|s| {
@@ -715,6 +723,9 @@ pub fn run(
         // The run starts when every worker is ready.
         start = clock.sync(Instant::now);
         started_at = std::time::SystemTime::now();
+        if let Some(c) = &config.control {
+            c.started(start);
+        }
         // Ends when every worker has finished and dropped its sender.
         for published in rx {
             timeline.add(published, on_second);
@@ -750,6 +761,7 @@ pub fn run(
         stopped_by,
         io: config.io,
         backlog_at_end: outcomes.iter().map(|o| o.backlog).sum(),
+        changes: config.control.as_ref().map_or(Vec::new(), |c| c.changes()),
         scenario: outcomes.iter().filter_map(|o| o.scenario.as_ref()).fold(
             None,
             |acc: Option<scenario::ScenarioCounts>, c| {
@@ -774,6 +786,8 @@ struct TimelineBuilder {
     stages: Option<stages::Stages>,
     /// The part of the stages' targets this process runs (1: all of it).
     part: f64,
+    /// Changes during the run: the points carry them, and the stages they made.
+    control: Option<Arc<Control>>,
     /// Bounded however long the run (see [`pelt_stats::Timeline`]).
     points: pelt_stats::Timeline,
 }
@@ -787,6 +801,7 @@ impl TimelineBuilder {
             warmup_s: warmup.as_secs_f64(),
             stages,
             part: 1.0,
+            control: None,
             points: pelt_stats::Timeline::new(),
         }
     }
@@ -834,6 +849,13 @@ impl TimelineBuilder {
         if let Some(iv) = self.pending.remove(&k) {
             let mut point = iv.point(length_s, (k as f64) < self.warmup_s);
             let (from, to) = (k as f64, k as f64 + length_s);
+            if let Some(c) = &self.control {
+                // Once a second, on this thread: what the changes so far made of the run.
+                if c.generation() > 0 {
+                    self.stages = c.stages();
+                }
+                point.changes = c.changes_within(from, to);
+            }
             point.target = self.stages.as_ref().map(|s| match s.of() {
                 stages::Ramped::Rate => s.mean_over(from, to),
                 stages::Ramped::Connections => s.connections_at(to) as f64,

@@ -111,6 +111,14 @@ impl Model {
         }
     }
 
+    /// Open loop: the schedule follows `pace` from now on (a change during the run, which
+    /// leaves every due time before it as it was).
+    pub fn repace(&mut self, pace: crate::schedule::Pace) {
+        if let Some(s) = &mut self.schedule {
+            s.repace(pace);
+        }
+    }
+
     /// Open loop: requests due at `elapsed_ns` that have not started (waiting for a free
     /// connection), within what the budget still allows.
     pub fn backlog(&self, elapsed_ns: u64) -> u64 {

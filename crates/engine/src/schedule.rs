@@ -183,6 +183,21 @@ impl Schedule {
         }
     }
 
+    /// Follows `pace` from here: the next request's due time is its index's (or its Poisson
+    /// count's) under it. A pace that agrees with the old one up to now leaves every request
+    /// taken where it was.
+    pub fn repace(&mut self, pace: Pace) {
+        if matches!(self.pace, Pace::Fed(_)) {
+            // A streamed recording's times are its entries' (a control refuses a replay).
+            return;
+        }
+        self.pace = pace;
+        self.next_due_ns = match self.arrival {
+            Arrival::Constant => self.due_of(self.worker + self.started * self.workers),
+            Arrival::Poisson => self.pace.at_count_ns(self.poisson_count),
+        };
+    }
+
     /// Takes nothing more: a streamed recording's blocks go back to its reader.
     pub fn close(&mut self) {
         if let Pace::Fed(cursor) = &mut self.pace {

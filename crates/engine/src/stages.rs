@@ -194,8 +194,11 @@ impl Stages {
     /// The first time the count exceeds `n` (seconds): when request `n` (0-based) is due.
     /// `None` if it never does (the value ends at 0 before).
     pub fn time_of(&self, n: f64) -> Option<f64> {
-        // The first stage whose count at its end exceeds n.
-        for (k, st) in self.stages.iter().enumerate() {
+        // The first stage whose count at its end exceeds n (the counts never fall: a binary
+        // search, so a run changed many times from `--dashboard` costs no more per request).
+        let first = self.counts[1..].partition_point(|&c| c <= n);
+        for k in first..self.stages.len() {
+            let st = &self.stages[k];
             let end_count = self.counts.get(k + 1).copied().unwrap_or(self.end_count);
             if end_count <= n {
                 continue;
@@ -217,6 +220,53 @@ impl Stages {
             return None;
         }
         Some(self.end + (n - self.end_count).max(0.0) / last)
+    }
+
+    /// A value held from the start: `value` until changed (a run that `--dashboard` may
+    /// change follows these when it has no stages of its own).
+    pub fn hold(of: Ramped, value: f64) -> Result<Stages, String> {
+        let hold = Stage {
+            duration: Duration::ZERO,
+            target: value,
+        };
+        Stages::new(of, value, vec![hold])
+    }
+
+    /// These stages until `at` seconds, then `target` from `at` on: the stage under way is
+    /// cut at `at` (at its value there) and the later ones dropped, so the value and the count
+    /// up to `at` are unchanged (requests due before keep their due times) and the open loop
+    /// stays free of coordinated omission across the change. `target` is checked as
+    /// [`Stages::new`] checks a stage's.
+    pub fn then(&self, at: f64, target: f64) -> Result<Stages, String> {
+        let at = at.max(0.0);
+        let mut kept = Vec::with_capacity(self.stages.len() + 2);
+        for (k, st) in self.stages.iter().enumerate() {
+            let (from, d) = (self.starts[k], st.duration.as_secs_f64());
+            if from + d <= at {
+                kept.push(*st);
+                continue;
+            }
+            if from < at {
+                kept.push(Stage {
+                    duration: Duration::from_secs_f64(at - from),
+                    target: self.value_at(at),
+                });
+            }
+            break;
+        }
+        let reached: f64 = kept.iter().map(|s| s.duration.as_secs_f64()).sum();
+        if reached < at {
+            // The last value held until the change.
+            kept.push(Stage {
+                duration: Duration::from_secs_f64(at - reached),
+                target: self.value_at(at),
+            });
+        }
+        kept.push(Stage {
+            duration: Duration::ZERO,
+            target,
+        });
+        Stages::new(self.of, self.start, kept)
     }
 
     /// The mean value over `[a, b)` seconds (the value at `a` when the interval is empty).
@@ -315,6 +365,47 @@ mod tests {
         // After the end the last target (7/s) holds.
         let after = s.time_of(total + 70.0).unwrap();
         assert!(close(after, s.total().as_secs_f64() + 10.0), "{after}");
+    }
+
+    #[test]
+    fn a_change_keeps_everything_before_it_and_holds_its_value_after() {
+        // 1000/s held, changed to 3000/s at 3 s, paused at 5 s, resumed at 7 s.
+        let s = Stages::hold(Ramped::Rate, 1e3).unwrap();
+        let s = s.then(3.0, 3e3).unwrap();
+        let s = s.then(5.0, 0.0).unwrap();
+        let s = s.then(7.0, 3e3).unwrap();
+        for (t, count) in [
+            (1.0, 1e3),
+            (3.0, 3e3),
+            (4.0, 6e3),
+            (5.0, 9e3),
+            (6.5, 9e3),
+            (8.0, 12e3),
+        ] {
+            assert!(close(s.count_by(t), count), "at {t}: {}", s.count_by(t));
+        }
+        // Request 2999 is the last at 1000/s (2.999 s), 3000 the first at 3000/s; none is due
+        // in the pause: the 9000th request waits for the resume.
+        assert!(close(s.time_of(2999.0).unwrap(), 2.999));
+        assert!(close(s.time_of(3003.0).unwrap(), 3.001));
+        assert!(close(s.time_of(9000.0).unwrap(), 7.0));
+        assert!(close(s.time_of(9003.0).unwrap(), 7.001));
+        // A change inside a ramp cuts it where it is.
+        let ramp = Stages::new(Ramped::Rate, 0.0, vec![st(10.0, 1e3), st(10.0, 0.0)]).unwrap();
+        let cut = ramp.then(4.0, 50.0).unwrap();
+        for t in [0.0, 1.0, 3.99, 4.0] {
+            assert!(close(cut.count_by(t), ramp.count_by(t)), "at {t}");
+        }
+        assert!(close(cut.value_at(4.0), 50.0) && close(cut.value_at(100.0), 50.0));
+        assert!(close(cut.count_by(6.0), ramp.count_by(4.0) + 100.0));
+        // Connections: whole numbers, checked as stages are.
+        let c = Stages::hold(Ramped::Connections, 10.0).unwrap();
+        assert_eq!(c.then(2.0, 64.0).unwrap().connections_at(2.5), 64);
+        assert!(c.then(2.0, 2.5).unwrap_err().contains("whole number"));
+        assert!(Stages::hold(Ramped::Rate, 1e3)
+            .unwrap()
+            .then(1.0, -5.0)
+            .is_err());
     }
 
     #[test]

@@ -21,6 +21,7 @@ impl Prepared {
             result.stopped_by,
         );
         report.timeline = result.timeline.clone();
+        report.changes = result.changes.clone();
         report.started_unix_ms = result
             .started_at
             .duration_since(std::time::UNIX_EPOCH)

@@ -17,9 +17,11 @@
 //! `error_rate` r, of any n consecutive requests `floor(n * r)` (+-1) answer 500.
 
 mod endpoint;
+mod live;
 mod ws;
 
 pub use endpoint::{Text, TextEndpoint};
+pub use live::{LivePage, Page, Steer};
 pub use ws::WsCounts;
 
 use bytes::Bytes;

@@ -56,8 +56,8 @@ pub use streams::{
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{
-    fold, Detail, Interval, PointLatency, Sample, TargetCounts, Timeline, TimelinePoint,
-    COARSE_MAX, FINE_S, FIRST_GRAIN_S, SAMPLED_RESPONSE_MAX, SAMPLES_PER_SECOND,
+    fold, Change, Detail, Interval, PointLatency, Sample, Steer, TargetCounts, Timeline,
+    TimelinePoint, COARSE_MAX, FINE_S, FIRST_GRAIN_S, SAMPLED_RESPONSE_MAX, SAMPLES_PER_SECOND,
 };
 pub use websocket::{WebSocketHistograms, WebSocketReport, WsPoint, WsStats};
 

@@ -113,6 +113,8 @@ struct Second {
     connections: u64,
     late: u64,
     target: Option<f64>,
+    /// A fleet's agents each carry the coordinator's changes: kept once.
+    changes: Vec<crate::Change>,
     classes: BTreeMap<String, u64>,
     latency: LatencyHistogram,
     /// While every point had one.
@@ -215,7 +217,21 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         event_streams: merged_streams(reports, duration_s),
         websocket: merged_websocket(reports, duration_s),
         grpc: merged_grpc(reports),
+        changes: merged_changes(reports),
     })
+}
+
+/// The changes made during the runs, each once (a fleet's agents all carry the
+/// coordinator's), in time order.
+fn merged_changes(reports: &[Report]) -> Vec<crate::Change> {
+    let mut all: Vec<crate::Change> = Vec::new();
+    for c in reports.iter().flat_map(|r| &r.changes) {
+        if !all.contains(c) {
+            all.push(*c);
+        }
+    }
+    all.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    all
 }
 
 /// gRPC: counts add by status, each status keeps the first message seen.
@@ -546,6 +562,11 @@ impl Second {
         if let Some(t) = p.target {
             *self.target.get_or_insert(0.0) += t;
         }
+        for c in &p.changes {
+            if !self.changes.contains(c) {
+                self.changes.push(*c);
+            }
+        }
         add_maps(&mut self.classes, &p.status_classes);
         self.latency.merge(&h);
         match (&mut self.ttfb, &p.ttfb_histogram) {
@@ -571,6 +592,7 @@ impl Second {
             connections: 0,
             late: 0,
             target: None,
+            changes: Vec::new(),
             classes: BTreeMap::new(),
             latency: LatencyHistogram::new(),
             ttfb: Some(LatencyHistogram::new()),
@@ -606,6 +628,7 @@ impl Second {
             connections: self.connections,
             late: self.late,
             target: self.target,
+            changes: self.changes,
             resources: None,
             samples: Vec::new(),
             samples_dropped: 0,

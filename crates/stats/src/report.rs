@@ -386,6 +386,10 @@ pub struct Report {
     /// requests, booked with their HTTP status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<crate::GrpcReport>,
+    /// What was changed while the run went (`--dashboard`'s page or control endpoint), in
+    /// order; each change is also on the timeline point of the second it took effect in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::Change>,
 }
 
 /// What a scenario run's virtual users did.
@@ -532,6 +536,7 @@ impl Report {
             event_streams: stats.streams.as_ref().map(|s| s.report(duration_s)),
             websocket: stats.websocket.as_ref().map(|w| w.report(duration_s)),
             grpc: stats.grpc.as_ref().map(|g| g.report()),
+            changes: Vec::new(),
         }
     }
 }

@@ -242,6 +242,7 @@ impl Interval {
             connections: self.connections,
             late: self.detail.late,
             target: None,
+            changes: Vec::new(),
             samples: self.samples.clone(),
             samples_dropped: self.samples_dropped,
             detail: self.detail.clone(),
@@ -270,6 +271,55 @@ impl PointLatency {
             p90: s.p90_us,
             p99: s.p99_us,
             max: s.max_us,
+        }
+    }
+}
+
+/// What a change during the run set (`--dashboard`'s page and its control endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Steer {
+    /// The open loop's rate (requests/s, over the whole run).
+    Rate,
+    /// The closed loop's connections (over the whole run).
+    Connections,
+    /// Nothing more is due (open loop) or sent (closed loop) until a resume.
+    Pause,
+    /// Back to the value before the pause.
+    Resume,
+    /// The run stopped, its results kept.
+    Stop,
+}
+
+impl Steer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Steer::Rate => "rate",
+            Steer::Connections => "connections",
+            Steer::Pause => "pause",
+            Steer::Resume => "resume",
+            Steer::Stop => "stop",
+        }
+    }
+}
+
+/// One change made during a run: when it took effect (seconds since the start), what, and
+/// the value it set (the rate or the connections it left the run at).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub at_s: f64,
+    pub what: Steer,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.2}s {}", self.at_s, self.what.name())?;
+        match (self.what, self.value) {
+            (Steer::Rate, Some(v)) => write!(f, " {}/s", crate::fmt::rate(v)),
+            (_, Some(v)) => write!(f, " {}", crate::fmt::thousands(v.round() as u64)),
+            (_, None) => Ok(()),
         }
     }
 }
@@ -324,6 +374,10 @@ pub struct TimelinePoint {
     /// `connections`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<f64>,
+    /// What was changed during the run (`--dashboard`'s control) and took effect in this
+    /// second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
     /// The second's sampled requests, for the caller of `on_second` only (never serialized,
     /// never kept in the result's timeline).
     #[serde(skip)]
@@ -616,6 +670,7 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
         connections: last.connections,
         late: sum(|p| p.late),
         target,
+        changes: points.iter().flat_map(|p| p.changes.clone()).collect(),
         samples: Vec::new(),
         samples_dropped: sum(|p| p.samples_dropped),
         resources: (!resources.is_empty()).then(|| crate::ResourceSample::coarsen(&resources)),

@@ -5,6 +5,7 @@
 
 use pelt_stats::Report;
 
+pub mod changes;
 pub mod errors;
 pub mod fleet;
 pub mod grpc;
@@ -23,7 +24,7 @@ pub mod websocket;
 pub type Writer = fn(&mut String, &Report);
 
 /// The summary, in order.
-pub const TEXT: [Writer; 16] = [
+pub const TEXT: [Writer; 17] = [
     head::text,
     requests::text,
     latency::text,
@@ -38,6 +39,7 @@ pub const TEXT: [Writer; 16] = [
     errors::connections,
     resources::text,
     requests::warmup,
+    changes::text,
     thresholds::text,
     thresholds::notes,
 ];
@@ -53,7 +55,12 @@ pub const FIGURES: [Writer; 6] = [
 ];
 
 /// The report's box of the run's set-up and verdicts, in order (the text summary follows).
-pub const SETUP: [Writer; 3] = [head::config, thresholds::html, thresholds::notes_html];
+pub const SETUP: [Writer; 4] = [
+    head::config,
+    changes::html,
+    thresholds::html,
+    thresholds::notes_html,
+];
 
 /// The report's sections after the two boxes, in order.
 pub const HTML: [Writer; 4] = [targets::html, scenario::html, resources::html, fleet::html];

@@ -105,6 +105,8 @@ struct Worker<'a, I: Io, P: Protocol, T: Transport, S: Source> {
     /// Connections `0..active` carry requests; the others close once idle (`usize::MAX`
     /// without stages).
     active: usize,
+    /// The generation of `Config::control` this worker follows (see `follow_control`).
+    control_seen: u64,
     model: Model,
     /// Where connections go.
     endpoint: Endpoint,
@@ -227,6 +229,7 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
                 self.scan_deadlines(now);
             }
             if now >= next_poll {
+                self.follow_control(plan);
                 self.follow_ramp(now);
                 next_poll = now + DEADLINE_SCAN;
             }
@@ -246,12 +249,34 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
         self.source.done_with(woken);
     }
 
-    /// Closed loop with stages: this worker's share of the active connections at `now`.
+    /// A change made while the run goes (`crate::control`): the open loop's schedule or the
+    /// closed loop's ramp become the changed stages. A relaxed look at the generation every
+    /// `DEADLINE_SCAN`; the stages are read only when it moved.
+    fn follow_control(&mut self, plan: &WorkerPlan) {
+        let Some(control) = &self.config.control else {
+            return;
+        };
+        let generation = control.generation();
+        if generation == self.control_seen {
+            return;
+        }
+        self.control_seen = generation;
+        let Some(stages) = control.stages() else {
+            return;
+        };
+        match stages.of() {
+            Ramped::Rate => self.model.repace(Pace::Staged(stages)),
+            Ramped::Connections => self.ramp = Some((stages, plan.worker, plan.workers)),
+        }
+    }
+
+    /// Closed loop with stages: this worker's share of the active connections at `now` (past
+    /// its connections when a change asked for more).
     fn ramp_target(&self, now: Instant) -> Option<usize> {
         let (stages, worker, workers) = self.ramp.as_ref()?;
         let t = self.ledger.elapsed_ns(now) as f64 / 1e9;
         let total = stages.connections_at(t) as u64;
-        Some((crate::share(total, *workers, *worker) as usize).min(self.conns.len()))
+        Some(crate::share(total, *workers, *worker) as usize)
     }
 
     /// Closed loop with stages: opens the connections the ramp has reached (they start their
@@ -260,7 +285,12 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
         let Some(target) = self.ramp_target(now) else {
             return;
         };
-        let before = std::mem::replace(&mut self.active, target);
+        // Without stages before a change, every connection was active.
+        let before = self.active.min(self.conns.len());
+        while self.conns.len() < target {
+            self.add_conn(now);
+        }
+        self.active = target;
         for i in target.min(before)..target.max(before) {
             // Up: they connect and start. Down: closed now if idle, else when answered.
             self.refill(i, now);

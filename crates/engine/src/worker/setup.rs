@@ -218,6 +218,7 @@ impl<I: Io> Setup<'_, I> {
             max_conns,
             ramp,
             active: usize::MAX,
+            control_seen: 0,
             model,
             endpoint: Endpoint::of(config),
             picker,
@@ -258,7 +259,7 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
         }
         let now = self.io.now();
         if let Some(active) = self.ramp_target(now) {
-            self.active = active;
+            self.active = active.min(self.conns.len());
         }
     }
 

@@ -1,0 +1,437 @@
+//! Live views and control (`--dashboard`): the page in a real browser, the JSON control
+//! endpoint steering a run (a new rate, a pause, a resume, a stop) as nginx's own access log
+//! records it, and who may use the page. Timings are asserted only as shares a loaded machine
+//! keeps (the schedule's counts, ±1 %).
+
+mod util;
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Child;
+use std::time::{Duration, Instant};
+use util::real::{find_server, nginx_command, RealServer};
+use util::*;
+
+/// pelt with `args` and `--dashboard 127.0.0.1:0`: the child, the page's address, and its
+/// stderr's other lines as they come.
+fn with_dashboard(args: &[&str]) -> (Child, SocketAddr, std::sync::mpsc::Receiver<String>) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--dashboard", "127.0.0.1:0"]);
+    let mut child = spawn(&all);
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let start = Instant::now();
+    let addr = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("pelt says where its dashboard is");
+        if let Some(rest) = line.strip_prefix("pelt: dashboard on http://") {
+            break rest.trim_end_matches('/').parse().unwrap();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no dashboard line"
+        );
+    };
+    (child, addr, rx)
+}
+
+/// One HTTP/1.1 request to the page's server: the status and the body.
+fn request(addr: SocketAddr, head: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "{head}\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let status = text[9..12].parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+    (status, body)
+}
+
+fn post(addr: SocketAddr, json: &str) -> (u16, Value) {
+    let (code, body) = request(
+        addr,
+        "POST /api/control HTTP/1.1\r\nContent-Type: application/json",
+        json,
+    );
+    (code, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+fn state(addr: SocketAddr) -> Value {
+    let (code, body) = request(addr, "GET /api/state HTTP/1.1", "");
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Waits until the run has gone `s` seconds (by its own clock).
+fn until_second(addr: SocketAddr, s: f64) {
+    let limit = Instant::now() + Duration::from_secs(30);
+    while state(addr)["elapsed_s"].as_f64().unwrap_or(0.0) < s {
+        assert!(Instant::now() < limit, "the run never reached {s} s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// nginx answering 200, logging each request's time (`$msec`).
+fn nginx(bin: &std::path::Path) -> RealServer {
+    let bin = bin.to_path_buf();
+    RealServer::start("nginx-live", 1, move |dir, ports| {
+        let http = format!(
+            "    log_format t '$msec';\n    access_log {d}/access.log t;\n    \
+             server {{ listen 127.0.0.1:{}; location / {{ return 200 \"ok\"; }} }}\n",
+            ports[0],
+            d = dir.display(),
+        );
+        nginx_command(&bin, dir, &http)
+    })
+}
+
+/// The access log's times (Unix seconds), waiting for `n` of them.
+fn logged(server: &RealServer, n: u64) -> Vec<f64> {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&server.access_log).unwrap_or_default();
+        let times: Vec<f64> = text.lines().map(|l| l.parse().unwrap()).collect();
+        if times.len() as u64 >= n || start.elapsed() > Duration::from_secs(5) {
+            return times;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_control_endpoint_changes_the_rate_pauses_resumes_and_stops_as_nginx_logs() {
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let server = nginx(&bin);
+    let url = server.url("http", 0);
+    let (child, addr, _stderr) = with_dashboard(&[
+        &url,
+        "--rate",
+        "1000",
+        "-d",
+        "30s",
+        "-c",
+        "20",
+        "--max-connections",
+        "200",
+        "--json",
+        "-",
+    ]);
+    // The steps, each asked for when the run's clock passes its second.
+    for (at, json) in [
+        (3.0, r#"{"action": "rate", "value": 3000}"#),
+        (5.0, r#"{"action": "pause"}"#),
+        (7.0, r#"{"action": "resume"}"#),
+        (9.0, r#"{"action": "stop"}"#),
+    ] {
+        until_second(addr, at);
+        let (code, answer) = post(addr, json);
+        assert_eq!(code, 200, "{json}: {answer}");
+        assert_eq!(answer["ok"], true);
+    }
+    let (out, _) = wait_bounded(child, CHILD_LIMIT);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "a stop keeps the results, as Ctrl-C does"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&v);
+    assert_invariant(&v);
+    let changes = v["changes"].as_array().unwrap();
+    let what: Vec<&str> = changes
+        .iter()
+        .map(|c| c["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(what, ["rate", "pause", "resume", "stop"]);
+    let at: Vec<f64> = changes
+        .iter()
+        .map(|c| c["at_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        changes[2]["value"], 3000.0,
+        "a resume goes back to the rate before the pause"
+    );
+    // Each change is marked on the timeline, in the second it took effect in.
+    for c in changes {
+        let second = c["at_s"].as_f64().unwrap().floor() as u64;
+        let point = v["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["second"] == second)
+            .unwrap();
+        assert!(
+            point["changes"].as_array().is_some_and(|m| m.contains(c)),
+            "second {second} marks {c}"
+        );
+    }
+    // nginx saw every request pelt counted, and each phase at its rate.
+    let done = count(&v, &["requests", "completed"]) + count(&v, &["requests", "errors"]);
+    assert_eq!(count(&v, &["requests", "errors"]), 0);
+    let times = logged(&server, done);
+    assert_eq!(times.len() as u64, done, "nginx logged what pelt counted");
+    let start = v["started_unix_ms"].as_f64().unwrap() / 1000.0;
+    let within = |a: f64, b: f64| {
+        times
+            .iter()
+            .filter(|&&t| t - start >= a && t - start < b)
+            .count() as f64
+    };
+    for (from, to, rate) in [
+        (0.0, at[0], 1000.0),
+        (at[0], at[1], 3000.0),
+        (at[1], at[2], 0.0),
+        (at[2], at[3], 3000.0),
+    ] {
+        let got = within(from, to);
+        let want = rate * (to - from);
+        // A request logged a few ms after it was due lands across a boundary: ±1 %, and
+        // 5 ms at 3000/s at each end.
+        assert!(
+            (got - want).abs() <= want * 0.01 + 15.0,
+            "{from:.2}..{to:.2} s at {rate}/s: nginx logged {got}, the schedule says {want:.0}"
+        );
+    }
+    let paused: Vec<f64> = times
+        .iter()
+        .map(|t| t - start)
+        .filter(|&t| t >= at[1] + 0.05 && t < at[2])
+        .collect();
+    assert!(
+        paused.is_empty(),
+        "nothing is sent while paused ({at:?}): {paused:?}"
+    );
+}
+
+#[test]
+fn a_closed_loop_changes_its_connections_and_refuses_a_rate() {
+    let (server, url) = serve(pelt_server::ServerConfig::default());
+    let (child, addr, _stderr) = with_dashboard(&[&url, "-c", "4", "-d", "20s", "--json", "-"]);
+    until_second(addr, 1.0);
+    let (code, answer) = post(addr, r#"{"action": "rate", "value": 500}"#);
+    assert_eq!(code, 409);
+    assert!(
+        answer["error"].as_str().unwrap().contains("closed loop"),
+        "{answer}"
+    );
+    assert_eq!(state(addr)["steers"], "connections");
+    let (code, answer) = post(addr, r#"{"action": "connections", "value": 12}"#);
+    assert_eq!(
+        (code, &answer["change"]["value"]),
+        (200, &Value::from(12.0))
+    );
+    until_second(addr, 3.5);
+    let (code, _) = post(addr, r#"{"action": "pause"}"#);
+    assert_eq!(code, 200);
+    until_second(addr, 5.5);
+    let (code, _) = post(addr, r#"{"action": "stop"}"#);
+    assert_eq!(code, 200);
+    let (out, _) = wait_bounded(child, CHILD_LIMIT);
+    assert_eq!(out.status.code(), Some(130));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    let points = v["timeline"].as_array().unwrap();
+    let at = |s: u64| points.iter().find(|p| p["second"] == s).unwrap();
+    assert_eq!(at(0)["connections"], 4);
+    assert_eq!(
+        at(2)["connections"],
+        12,
+        "a change opens the connections it asks for"
+    );
+    assert_eq!(at(2)["target"], 12.0);
+    assert_eq!(at(4)["completed"], 0, "paused: every connection idle");
+    assert_eq!(at(4)["connections"], 0);
+    assert_eq!(
+        server.served(),
+        count(&v, &["requests", "completed"]),
+        "the server counted what pelt did"
+    );
+}
+
+#[test]
+fn the_page_refuses_what_is_not_a_change_from_itself() {
+    let (_server, url) = serve(pelt_server::ServerConfig::default());
+    let (child, addr, _stderr) =
+        with_dashboard(&[&url, "--rate", "200", "-d", "20s", "-c", "2", "--json", "-"]);
+    let child = Killed(child);
+    until_second(addr, 0.2);
+    // A form (no JSON) and a script on another site are refused; so is a change the loop
+    // has no value for, and nonsense.
+    let (code, _) = request(addr, "POST /api/control HTTP/1.1", r#"{"action":"pause"}"#);
+    assert_eq!(code, 415);
+    let (code, _) = request(
+        addr,
+        "POST /api/control HTTP/1.1\r\nContent-Type: application/json\r\nOrigin: http://evil.example",
+        r#"{"action":"pause"}"#,
+    );
+    assert_eq!(code, 403);
+    for (json, says) in [
+        (r#"{"action": "connections", "value": 10}"#, "open loop"),
+        (r#"{"action": "rate", "value": -5}"#, "out of range"),
+        (r#"{"action": "rate"}"#, "needs a value"),
+        (r#"{"action": "resume"}"#, "not paused"),
+        (r#"{"action": "faster"}"#, "one of rate"),
+        ("not json", "not JSON"),
+    ] {
+        let (code, answer) = post(addr, json);
+        assert!(code == 400 || code == 409, "{json}: {code}");
+        let e = answer["error"].as_str().unwrap();
+        assert!(e.contains(says), "{json}: {e}");
+    }
+    let (code, page) = request(addr, "GET / HTTP/1.1", "");
+    assert_eq!(code, 200);
+    assert!(
+        page.contains("rps-chart") && !page.contains("http://cdn"),
+        "the page is whole"
+    );
+    drop(child);
+}
+
+#[test]
+fn a_dashboard_beyond_loopback_needs_the_fleets_token() {
+    assert_bad_input_without_token(
+        &[
+            "http://127.0.0.1:1/",
+            "--dashboard",
+            "0.0.0.0:0",
+            "-d",
+            "1s",
+        ],
+        "token",
+    );
+    let (_server, url) = serve(pelt_server::ServerConfig::default());
+    let token = "a-token-of-twenty-chars";
+    let mut cmd = pelt();
+    cmd.env("PELT_FLEET_TOKEN", token).args([
+        url.as_str(),
+        "--rate",
+        "100",
+        "-d",
+        "20s",
+        "--dashboard",
+        "0.0.0.0:0",
+        "--json",
+        "-",
+    ]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines
+        .find_map(|l| l.ok().filter(|l| l.contains("dashboard on")))
+        .unwrap();
+    assert!(line.ends_with("?token=..."), "{line}");
+    let port: u16 = line
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/?token=...")
+        .parse()
+        .unwrap();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let (code, _) = request(addr, "GET /api/state HTTP/1.1", "");
+    assert_eq!(code, 401);
+    let (code, _) = request(addr, &format!("GET /api/state?token={token} HTTP/1.1"), "");
+    assert_eq!(code, 200);
+    let (code, body) = request(
+        addr,
+        &format!("POST /api/control HTTP/1.1\r\nContent-Type: application/json\r\nAuthorization: Bearer {token}"),
+        r#"{"action": "stop"}"#,
+    );
+    assert_eq!(code, 200, "{body}");
+    let (out, _) = wait_bounded(child, CHILD_LIMIT);
+    assert_eq!(out.status.code(), Some(130));
+}
+
+/// `fmtUs` of the page's common.js.
+fn fmt_us(us: f64) -> String {
+    if us < 1000.0 {
+        format!("{} us", us.round())
+    } else if us < 1e6 {
+        let digits = if us < 1e4 { 2 } else { 1 };
+        format!("{:.*} ms", digits, us / 1000.0)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+#[test]
+fn the_page_draws_the_run_live_steers_it_and_ends_with_its_figures() {
+    let (_server, url) = serve(pelt_server::ServerConfig::default());
+    let (child, addr, _stderr) =
+        with_dashboard(&[&url, "--rate", "400", "-d", "7s", "-c", "8", "--json", "-"]);
+    let shot = std::env::temp_dir().join(format!("pelt-dashboard-{}.png", std::process::id()));
+    let page_url = format!("http://{addr}/");
+    let Some(page) = browser(
+        "check_dashboard.mjs",
+        &[
+            page_url.as_ref(),
+            shot.as_os_str(),
+            "2:set=800".as_ref(),
+            "4:pause".as_ref(),
+            "5:resume".as_ref(),
+        ],
+    ) else {
+        return;
+    };
+    let page: Value = serde_json::from_slice(&page).unwrap();
+    let (out, _) = wait_bounded(child, CHILD_LIMIT);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    assert!(page["ended"].as_bool().unwrap(), "{page}");
+    assert!(
+        page["updates"].as_u64().unwrap() >= 3,
+        "the charts moved live: {page}"
+    );
+    assert!(
+        page["report"].as_bool().unwrap(),
+        "the page offers the HTML report"
+    );
+    let f = &page["final"];
+    assert_eq!(
+        f["completed"],
+        pelt_stats::fmt::thousands(count(&v, &["requests", "completed"]))
+    );
+    assert_eq!(
+        f["errors"],
+        pelt_stats::fmt::thousands(count(&v, &["requests", "errors"]))
+    );
+    assert_eq!(
+        f["rps"],
+        pelt_stats::fmt::thousands(v["rps"].as_f64().unwrap().round() as u64)
+    );
+    assert_eq!(f["p50"], fmt_us(v["latency_us"]["p50"].as_f64().unwrap()));
+    assert_eq!(f["p99"], fmt_us(v["latency_us"]["p99"].as_f64().unwrap()));
+    let kinds: Vec<&str> = page["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["rate", "pause", "resume"], "{page}");
+    let what: Vec<&str> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(what, kinds);
+    // Every second of the run is drawn.
+    let drawn = page["charts"][0]["datasets"][0]["points"].as_u64().unwrap();
+    assert_eq!(drawn, v["timeline"].as_array().unwrap().len() as u64);
+}
