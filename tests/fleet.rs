@@ -1179,3 +1179,121 @@ fn a_coordinators_live_page_shows_the_merged_fleet() {
     );
     assert!(page["report"].as_bool().unwrap());
 }
+
+#[test]
+fn a_change_on_the_coordinators_page_holds_on_every_agent_at_the_same_second() {
+    let (server, url) = serve(ServerConfig::default());
+    let token = token_file("steer", TOKEN);
+    let mut coord = Coord::start(
+        &url,
+        2,
+        &token,
+        &[
+            "--rate",
+            "1000",
+            "-d",
+            "30s",
+            "-c",
+            "8",
+            "--dashboard",
+            "127.0.0.1:0",
+            "--json",
+            "-",
+        ],
+    );
+    let line = coord.wait_for("dashboard on http://");
+    let addr: std::net::SocketAddr = line
+        .split("dashboard on http://")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("pelt-fleet-steer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let parts: Vec<String> = (0..2)
+        .map(|r| dir.join(format!("agent{r}.json")).display().to_string())
+        .collect();
+    let agents: Vec<Child> = (0..2)
+        .map(|r| {
+            agent(
+                &coord.addr,
+                r,
+                2,
+                &token,
+                &["-q", "--json", &parts[r as usize]],
+            )
+        })
+        .collect();
+    for (at, json) in [
+        (2.0, r#"{"action": "rate", "value": 3000}"#),
+        (4.0, r#"{"action": "pause"}"#),
+        (5.0, r#"{"action": "resume"}"#),
+        (7.0, r#"{"action": "stop"}"#),
+    ] {
+        util::live::until_second(addr, at);
+        let (code, answer) = util::live::post(addr, json);
+        assert_eq!(code, 200, "{json}: {answer}");
+    }
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    assert_eq!(code, Some(130), "{stderr}");
+    for a in agents {
+        let _ = wait_bounded(a, CHILD_LIMIT);
+    }
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_invariant(&v);
+    let changes = v["changes"].as_array().unwrap();
+    let what: Vec<&str> = changes
+        .iter()
+        .map(|c| c["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        what,
+        ["rate", "pause", "resume", "stop"],
+        "each change once: {v}"
+    );
+    // Every agent followed the same changes, at the same second of the run.
+    let mut total = 0;
+    let mut shares = vec![];
+    for part in &parts {
+        let a = json_file(std::path::Path::new(part));
+        assert_eq!(a["changes"].as_array().unwrap()[..], changes[..3], "{part}");
+        shares.push(count(&a, &["requests", "completed"]));
+        total += count(&a, &["requests", "completed"]) + count(&a, &["requests", "errors"]);
+    }
+    let done = count(&v, &["requests", "completed"]) + count(&v, &["requests", "errors"]);
+    assert_eq!(total, done, "the parts add up to the fleet's");
+    assert_eq!(server.served(), count(&v, &["requests", "completed"]));
+    let (a, b) = (shares[0] as f64, shares[1] as f64);
+    assert!(
+        (a - b).abs() <= 0.01 * (a + b) + 4.0,
+        "split evenly: {shares:?}"
+    );
+    // The merged seconds follow the schedule: 1000/s, 3000/s, nothing while paused, 3000/s.
+    let at: Vec<f64> = changes
+        .iter()
+        .map(|c| c["at_s"].as_f64().unwrap())
+        .collect();
+    let points = v["timeline"].as_array().unwrap();
+    let sent_in = |from: u64, to: u64| -> f64 {
+        points
+            .iter()
+            .filter(|p| (from..to).contains(&p["second"].as_u64().unwrap()))
+            .map(|p| p["sent"].as_f64().unwrap())
+            .sum()
+    };
+    let whole = |t: f64| t.ceil() as u64;
+    for (from, to, rate) in [
+        (0, at[0].floor() as u64, 1000.0),
+        (whole(at[0]), at[1].floor() as u64, 3000.0),
+        (whole(at[1]), at[2].floor() as u64, 0.0),
+        (whole(at[2]), at[3].floor() as u64, 3000.0),
+    ] {
+        let want = rate * (to - from) as f64;
+        let got = sent_in(from, to);
+        assert!(
+            (got - want).abs() <= want * 0.01 + 2.0,
+            "seconds {from}..{to} at {rate}/s: sent {got}, the schedule says {want}"
+        );
+    }
+}

@@ -14,6 +14,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// How long after it is asked a change on a coordinator's page takes effect: time for every
+/// agent to hear of it first.
+const FLEET_LEAD: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The token from `--token-file`, else from the environment: bad input when neither.
 pub fn token(file: Option<&Path>) -> Result<Token> {
@@ -92,13 +97,21 @@ pub fn coordinate(
     p.agents = Some(agents);
     let live = metrics::start(m, &p.run)?;
     let stop = stop_flag()?;
-    // The merged fleet's page: changes are not passed to the agents yet, a stop is.
+    // The merged fleet's page; its changes go to every agent, for the same second of the run.
+    let control = v
+        .dashboard
+        .map(|_| Arc::new(pelt_engine::Control::new(&p.run.config).with_lead(FLEET_LEAD)));
+    p.run.config.control = control.clone();
+    let fixed = control
+        .as_ref()
+        .filter(|c| c.of().is_none())
+        .map(|_| "a replay keeps its recording's times: it can be stopped, not changed");
     let dash = dashboard::start(
         v,
         dashboard::Run {
             run: &p.run,
-            control: None,
-            fixed: Some("a fleet's coordinator passes a stop to its agents, not yet a change"),
+            control,
+            fixed,
             stop: stop.clone(),
             token: match v.dashboard {
                 Some(addr) if !addr.ip().is_loopback() => {

@@ -32,6 +32,9 @@ pub struct Control {
     state: Mutex<State>,
     /// The run's second 0 (set when every worker is ready).
     start: OnceLock<Instant>,
+    /// How long after it is asked a change takes effect ([`LEAD`]; a fleet's coordinator
+    /// gives its agents longer to hear of it).
+    lead: Duration,
 }
 
 #[derive(Debug)]
@@ -65,7 +68,14 @@ impl Control {
                 changes: Vec::new(),
             }),
             start: OnceLock::new(),
+            lead: LEAD,
         }
+    }
+
+    /// Changes take effect `lead` after they are asked for (at least [`LEAD`]).
+    pub fn with_lead(mut self, lead: Duration) -> Control {
+        self.lead = lead.max(LEAD);
+        self
     }
 
     /// What a change of value sets: the rate (open loop) or the connections (closed loop).
@@ -98,7 +108,24 @@ impl Control {
         let now = self
             .elapsed_s()
             .ok_or_else(|| "the run has not started yet".to_string())?;
-        let at_s = at_s.unwrap_or(0.0).max(now + LEAD.as_secs_f64());
+        let at_s = at_s.unwrap_or(0.0).max(now + self.lead.as_secs_f64());
+        self.apply(what, value, at_s, now)
+    }
+
+    /// Makes `change` as another process made it (a fleet's coordinator, for its agents):
+    /// at its own time, so every agent changes at the same instant and their results carry
+    /// the same change.
+    pub fn follow(&self, change: &Change) -> Result<Change, String> {
+        self.apply(change.what, change.value, change.at_s, change.at_s)
+    }
+
+    fn apply(
+        &self,
+        what: Steer,
+        value: Option<f64>,
+        at_s: f64,
+        now: f64,
+    ) -> Result<Change, String> {
         let mut state = self.lock();
         if what == Steer::Stop {
             let change = Change {
@@ -183,8 +210,9 @@ impl Control {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// The run started at `start` (its second 0).
-    pub(crate) fn started(&self, start: Instant) {
+    /// The run started at `start` (its second 0): set by the engine's run, or by a fleet's
+    /// coordinator at the fleet's start.
+    pub fn started(&self, start: Instant) {
         let _ = self.start.set(start);
     }
 

@@ -84,7 +84,7 @@ pub fn run_agent(
         offset_us as f64 / 1000.0
     ));
     let part = wait_for_part(&mut reader)?;
-    let prepared = match part.prepare() {
+    let mut prepared = match part.prepare() {
         Ok(p) => p,
         Err(message) => {
             let failed = FromAgent::Failed {
@@ -98,7 +98,10 @@ pub fn run_agent(
     let why: Arc<Mutex<Option<(String, bool)>>> = Arc::default();
     let finished = Arc::new(AtomicBool::new(false));
     let _ = reader.stream().set_read_timeout(Some(opts.silence));
-    let listened = listen(reader, stop, &why, &finished);
+    // The coordinator's live page may change the run: each change comes at its second.
+    let control = Arc::new(pelt_engine::Control::new(&prepared.config));
+    prepared.config.control = Some(control.clone());
+    let listened = listen(reader, stop, &why, &finished, control);
     beat(&writer, &finished);
     // Start at the coordinator's instant, on this clock.
     let wait_us = start_us + offset_us - now_us();
@@ -362,6 +365,7 @@ fn listen(
     stop: &Arc<AtomicBool>,
     why: &Arc<Mutex<Option<(String, bool)>>>,
     finished: &Arc<AtomicBool>,
+    control: Arc<pelt_engine::Control>,
 ) -> std::sync::mpsc::Receiver<()> {
     let (stop, why, finished) = (stop.clone(), why.clone(), finished.clone());
     let (ended, listened) = std::sync::mpsc::channel::<()>();
@@ -370,6 +374,11 @@ fn listen(
         loop {
             let (reason, orphaned) = match reader.read::<ToAgent>() {
                 Ok(ToAgent::Heartbeat) => continue,
+                Ok(ToAgent::Change { change }) => {
+                    // The coordinator made it on the same run: it holds here too.
+                    let _ = control.follow(&change);
+                    continue;
+                }
                 Ok(ToAgent::Abort { reason }) => {
                     (format!("the coordinator stopped the run: {reason}"), false)
                 }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// How a coordinator waits and judges.
@@ -178,7 +178,16 @@ impl Coordinator {
                     lost
                 })
             });
+            // A live page's changes: on the fleet's clock, passed to every agent.
+            let control = prepared.config.control.clone();
+            if let Some(c) = &control {
+                let ahead = Duration::from_micros((start_us - now_us()).max(0) as u64);
+                let behind = Duration::from_micros((now_us() - start_us).max(0) as u64);
+                c.started(Instant::now() + ahead - behind);
+            }
             let mut run = Running {
+                control,
+                forwarded: 0,
                 members: &mut members,
                 pending: BTreeMap::new(),
                 aborted: None,
@@ -199,6 +208,16 @@ impl Coordinator {
                 seconds.add(sample);
             }
             let mut fleet = finish(prepared, &members, start_us, interrupted)?;
+            // The agents carry the changes they followed; a stop is the coordinator's own.
+            if let Some(c) = &prepared.config.control {
+                let changes = &mut fleet.report.changes;
+                for change in c.changes() {
+                    if !changes.contains(&change) {
+                        changes.push(change);
+                    }
+                }
+                changes.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+            }
             if follower_ran(&seconds) {
                 attach(
                     prepared,
@@ -658,6 +677,9 @@ fn attach(
 
 /// The run as the coordinator follows it.
 struct Running<'a> {
+    /// The live page's changes (`--dashboard`), and how many were passed to the agents.
+    control: Option<Arc<pelt_engine::Control>>,
+    forwarded: usize,
     members: &'a mut Vec<Member>,
     /// Seconds reported by some agents, not yet by all.
     pending: BTreeMap<u64, Vec<TimelinePoint>>,
@@ -721,6 +743,7 @@ impl Running<'_> {
                 beat = Instant::now();
                 tell(self.running(), &ToAgent::Heartbeat);
             }
+            self.forward();
             self.emit(on_second, log);
         }
         self.emit(on_second, log);
@@ -808,6 +831,20 @@ impl Running<'_> {
         let rank = m.rank;
         m.state = State::Lost(format!("{why} ({at})"));
         self.abort(format!("agent {rank} was lost"));
+    }
+
+    /// Passes the live page's new changes to every running agent (a stop goes as an abort).
+    fn forward(&mut self) {
+        let Some(c) = &self.control else {
+            return;
+        };
+        let changes = c.changes();
+        for change in &changes[self.forwarded.min(changes.len())..] {
+            if change.what != pelt_stats::Steer::Stop {
+                tell(self.running(), &ToAgent::Change { change: *change });
+            }
+        }
+        self.forwarded = changes.len();
     }
 
     /// Tells every running agent to stop (once).

@@ -103,6 +103,11 @@ pub enum ToAgent {
     Abort {
         reason: String,
     },
+    /// A change made on the coordinator's live page (`--dashboard`), for every agent at the
+    /// same second of the run.
+    Change {
+        change: pelt_stats::Change,
+    },
 }
 
 /// What a run says to a remote monitor (`pelt monitor` on the server's host).
