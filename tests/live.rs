@@ -395,3 +395,178 @@ fn the_page_draws_the_run_live_steers_it_and_ends_with_its_figures() {
     let drawn = page["charts"][0]["datasets"][0]["points"].as_u64().unwrap();
     assert_eq!(drawn, v["timeline"].as_array().unwrap().len() as u64);
 }
+
+/// tmux on its own socket (a test's own server, ended with it).
+struct Tmux {
+    socket: std::path::PathBuf,
+}
+
+impl Tmux {
+    /// A session of `width` x `height` running `command`; `None` (skipped outside CI)
+    /// without tmux.
+    fn start(width: u16, height: u16, command: &str) -> Option<Tmux> {
+        if !std::path::Path::new("/usr/bin/tmux").exists() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "tmux is missing (Debian package: tmux); .ci/run installs it"
+            );
+            eprintln!("SKIPPED: tmux is not installed");
+            return None;
+        }
+        let socket = std::env::temp_dir().join(format!("pelt-tmux-{}", std::process::id()));
+        let t = Tmux { socket };
+        let (w, h) = (width.to_string(), height.to_string());
+        let out = t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "pelt",
+            "-x",
+            &w,
+            "-y",
+            &h,
+            command,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(t)
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .env("TERM", "xterm-256color")
+            .output()
+            .unwrap()
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "pelt"]).stdout).into()
+    }
+
+    /// Waits (at most 20 s) for the screen to satisfy `ok`; returns it.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let limit = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < limit, "no {what} on the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// The number after `before` on the screen (`12,345` read as 12345).
+fn number_after(screen: &str, before: &str) -> Option<f64> {
+    let rest = &screen[screen.find(before)? + before.len()..];
+    let text: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',' || *c == '.')
+        .filter(|c| *c != ',')
+        .collect();
+    text.trim_end_matches('.').parse().ok()
+}
+
+/// The view's "at 12s: 12,000 completed" line: the second and the count.
+fn so_far(screen: &str) -> Option<(u64, u64)> {
+    let line = screen
+        .lines()
+        .find(|l| l.starts_with("at ") && l.contains("s: "))?;
+    let at = number_after(line, "at ")? as u64;
+    let completed = number_after(line, "s:")? as u64;
+    Some((at, completed))
+}
+
+#[test]
+fn the_terminal_view_shows_the_runs_figures_shrinks_and_stops_on_q() {
+    let (_server, url) = serve(pelt_server::ServerConfig::default());
+    let dir = std::env::temp_dir().join(format!("pelt-tui-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, rc) = (dir.join("r.json"), dir.join("rc"));
+    let command = format!(
+        "{} {url} --rate 1000 -d 30s -c 8 --tui --json {}; echo $? > {}; sleep 30",
+        env!("CARGO_BIN_EXE_pelt"),
+        json.display(),
+        rc.display()
+    );
+    let Some(tmux) = Tmux::start(140, 40, &command) else {
+        return;
+    };
+    // A few seconds in: the charts, the last second and the run so far.
+    let screen = tmux.wait_for("third second", |s| so_far(s).is_some_and(|(at, _)| at >= 3));
+    assert!(
+        screen.contains("requests/s") && screen.contains("latency"),
+        "{screen}"
+    );
+    assert!(screen.contains("q stop"), "{screen}");
+    let (at, shown_completed) = so_far(&screen).unwrap();
+    let shown_rps = number_after(&screen, "last second:").unwrap();
+    // Too small for the charts: the figures, one per line.
+    tmux.run(&["resize-window", "-t", "pelt", "-x", "40", "-y", "12"]);
+    let small = tmux.wait_for("reduced view", |s| s.contains("enlarge for charts"));
+    assert!(
+        small.contains("req/s") && small.contains("q: stop"),
+        "{small}"
+    );
+    assert!(small.lines().all(|l| l.chars().count() <= 40), "{small}");
+    tmux.run(&["send-keys", "-t", "pelt", "q"]);
+    let limit = Instant::now() + Duration::from_secs(20);
+    while !rc.exists() || std::fs::read_to_string(&rc).unwrap().trim().is_empty() {
+        assert!(Instant::now() < limit, "q did not end the run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "130");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        v["interrupted"], true,
+        "q keeps the results, as Ctrl-C does"
+    );
+    // What the screen said is what the result says of those seconds.
+    let points = v["timeline"].as_array().unwrap();
+    let completed: u64 = points
+        .iter()
+        .filter(|p| p["second"].as_u64().unwrap() < at)
+        .map(|p| p["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(shown_completed, completed, "{screen}");
+    let last = points.iter().find(|p| p["second"] == at - 1).unwrap();
+    assert_eq!(
+        format!("{shown_rps:.1}"),
+        format!("{:.1}", last["rps"].as_f64().unwrap()),
+        "{screen}"
+    );
+}
+
+#[test]
+fn no_terminal_view_when_stdout_is_not_a_terminal() {
+    let (_server, url) = serve(pelt_server::ServerConfig::default());
+    let (out, _) = run(&[&url, "-n", "200", "-c", "2", "--tui"]);
+    assert!(out.status.success());
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stdout.contains("Requests"),
+        "the summary, as without --tui: {stdout}"
+    );
+    assert!(
+        !stderr.contains('\x1b') && !stdout.contains('\x1b'),
+        "no escape sequence: {stderr}"
+    );
+}

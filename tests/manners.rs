@@ -138,3 +138,32 @@ fn a_url_without_its_scheme_is_http() {
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no scheme"));
 }
+
+#[test]
+fn results_written_to_dev_null_leave_it_a_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let (_server, url) = serve(pelt_server::ServerConfig::default());
+    let (out, _) = run(&[
+        &url,
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--json",
+        "/dev/null",
+        "--html",
+        "/dev/null",
+        "--csv",
+        "/dev/null",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kind = std::fs::metadata("/dev/null").unwrap().file_type();
+    assert!(
+        kind.is_char_device(),
+        "a result is written into /dev/null, never over it"
+    );
+}

@@ -48,6 +48,13 @@ pub struct ViewArgs {
     /// the same from a script. An address other than loopback needs the fleet's token.
     #[arg(long = "dashboard", value_name = "ADDR", value_parser = metrics_addr)]
     pub dashboard: Option<std::net::SocketAddr>,
+
+    /// Show the run in a full-screen terminal view instead of the live line: requests/s and
+    /// latency per second as charts, the progress, status codes, errors and targets; q stops
+    /// the run and keeps its results, v switches views. Only when stdout and stderr are
+    /// terminals, and not with -q.
+    #[arg(long = "tui")]
+    pub tui: bool,
 }
 
 /// A plain run's (or a coordinator's) live metrics for Prometheus.

@@ -141,7 +141,11 @@ pub fn coordinate(
     }
     let quiet = p.quiet;
     let mut lost = false;
-    let ran = report_run(&p, &stop, live.as_ref(), dash.as_ref(), &mut |on_second| {
+    let views = crate::run::Views {
+        tui: crate::tui::start(v, &p.run, p.quiet, stop.clone()),
+        dash,
+    };
+    let ran = report_run(&p, &stop, live.as_ref(), &views, &mut |on_second| {
         let mut log = |line: &str| {
             if !quiet {
                 eprintln!("pelt: {line}");
@@ -165,9 +169,7 @@ pub fn coordinate(
             Err(e) => Err(anyhow!(FleetFailure(e.to_string()))),
         }
     });
-    if let Some(d) = dash {
-        d.finish(ran.as_ref().ok().map(|(_, report)| report));
-    }
+    views.finish(ran.as_ref().ok().map(|(_, report)| report));
     if let Some(live) = live {
         live.finish(quiet, &stop, ran.as_ref().ok().map(|(_, report)| report));
     }

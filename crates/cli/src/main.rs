@@ -27,6 +27,7 @@ mod run;
 mod sections;
 mod serve;
 mod shell;
+mod tui;
 
 use args::{Cli, Command};
 use clap::Parser;

@@ -394,7 +394,16 @@ pub fn hdr_log(r: &Report) -> Result<Vec<u8>> {
 }
 
 /// Writes `data` to `path` atomically: a temp file in the same directory, synced, renamed.
+/// A path that is not a file (`/dev/null`, a FIFO, `/dev/stdout`) is written as it is: a
+/// rename would replace the device or pipe itself.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(data))
+            .with_context(|| format!("cannot write {}", path.display()));
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -421,6 +430,19 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
 
 /// Checks, before any traffic, that a result file can be created at `path`.
 pub fn check_writable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    // A device (`/dev/null`) is written as it is; a FIFO is not opened before its reader.
+    match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_fifo() => return Ok(()),
+        Ok(m) if !m.is_file() && !m.is_dir() => {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        _ => {}
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

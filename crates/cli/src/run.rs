@@ -3,7 +3,7 @@
 
 use crate::args::{LoadArgs, MetricsArgs, Outputs, ViewArgs};
 use crate::files::{check_outputs, is_stdout, write_outputs};
-use crate::{bad, dashboard, live, metrics, output, EXIT_INTERRUPTED, EXIT_THRESHOLD};
+use crate::{bad, dashboard, live, metrics, output, tui, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use anyhow::{anyhow, Result};
 use pelt_load::{LoadSpec, Requests};
 use pelt_stats::{Report, TimelinePoint};
@@ -114,17 +114,39 @@ pub fn load(a: &LoadArgs, m: &MetricsArgs, v: &ViewArgs) -> Result<ExitCode> {
             quiet: p.quiet,
         },
     )?;
-    let ran = report_run(&p, &stop, live.as_ref(), dash.as_ref(), &mut |on_second| {
+    let views = Views {
+        tui: tui::start(v, &p.run, p.quiet, stop.clone()),
+        dash,
+    };
+    let ran = report_run(&p, &stop, live.as_ref(), &views, &mut |on_second| {
         Ok(pelt_load::run(&p.run, &stop, on_second))
     });
-    if let Some(d) = dash {
-        d.finish(ran.as_ref().ok().map(|(_, r)| r));
-    }
+    views.finish(ran.as_ref().ok().map(|(_, r)| r));
     let (code, report) = ran?;
     if let Some(live) = live {
         live.finish(p.quiet, &stop, Some(&report));
     }
     Ok(code)
+}
+
+/// What shows the run as it goes, besides the live line and the streams: the terminal view
+/// and the live page.
+#[derive(Default)]
+pub struct Views {
+    pub tui: Option<tui::Tui>,
+    pub dash: Option<dashboard::Dashboard>,
+}
+
+impl Views {
+    /// The run is over (`report`: its result, if it has one).
+    pub fn finish(self, report: Option<&pelt_stats::Report>) {
+        if let Some(t) = self.tui {
+            t.finish();
+        }
+        if let Some(d) = self.dash {
+            d.finish(report);
+        }
+    }
 }
 
 /// The token a live page served beyond loopback asks for: the fleet's.
@@ -136,7 +158,7 @@ pub fn page_token(v: &ViewArgs) -> Result<Option<String>> {
 }
 
 pub fn run_and_report(p: &Prepared, stop: &AtomicBool) -> Result<(ExitCode, Report)> {
-    report_run(p, stop, None, None, &mut |on_second| {
+    report_run(p, stop, None, &Views::default(), &mut |on_second| {
         Ok(pelt_load::run(&p.run, stop, on_second))
     })
 }
@@ -150,7 +172,7 @@ pub fn report_run(
     p: &Prepared,
     stop: &AtomicBool,
     live: Option<&metrics::Live>,
-    dash: Option<&dashboard::Dashboard>,
+    views: &Views,
     run: Runner,
 ) -> Result<(ExitCode, Report)> {
     if !p.quiet {
@@ -165,15 +187,19 @@ pub fn report_run(
         Some(path) if path.as_os_str() == "-" => Some(live::JsonLines::stdout()),
         Some(path) => Some(live::JsonLines::create(path)?),
     };
-    let mut view = (!p.quiet && !is_stdout(&p.jsonl))
+    // The terminal view replaces the live line.
+    let mut view = (!p.quiet && !is_stdout(&p.jsonl) && views.tui.is_none())
         .then(|| live::LiveView::new(&p.run.config))
         .flatten();
     let report = run(&mut |point| {
         if let Some(m) = live {
             m.add(point);
         }
-        if let Some(d) = dash {
+        if let Some(d) = &views.dash {
             d.add(point);
+        }
+        if let Some(t) = &views.tui {
+            t.add(point);
         }
         if let Some(v) = view.as_mut() {
             v.show(point);
