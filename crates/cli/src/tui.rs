@@ -499,6 +499,7 @@ fn line_chart<'a>(
     label: impl Fn(f64) -> String,
 ) -> Chart<'a> {
     Chart::new(sets)
+        .legend_position(Some(ratatui::widgets::LegendPosition::BottomRight))
         .block(Block::default().borders(Borders::ALL).title(title))
         .x_axis(
             Axis::default()
