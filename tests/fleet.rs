@@ -1182,7 +1182,11 @@ fn a_coordinators_live_page_shows_the_merged_fleet() {
 
 #[test]
 fn a_change_on_the_coordinators_page_holds_on_every_agent_at_the_same_second() {
-    let (server, url) = serve(ServerConfig::default());
+    let Some(bin) = util::real::find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let server = util::live::nginx_timed(&bin);
+    let url = server.url("http", 0);
     let token = token_file("steer", TOKEN);
     let mut coord = Coord::start(
         &url,
@@ -1263,37 +1267,22 @@ fn a_change_on_the_coordinators_page_holds_on_every_agent_at_the_same_second() {
     }
     let done = count(&v, &["requests", "completed"]) + count(&v, &["requests", "errors"]);
     assert_eq!(total, done, "the parts add up to the fleet's");
-    assert_eq!(server.served(), count(&v, &["requests", "completed"]));
     let (a, b) = (shares[0] as f64, shares[1] as f64);
     assert!(
         (a - b).abs() <= 0.01 * (a + b) + 4.0,
         "split evenly: {shares:?}"
     );
-    // The merged seconds follow the schedule: 1000/s, 3000/s, nothing while paused, 3000/s.
+    // nginx saw every request, each phase at its rate, as for one process.
+    let times = util::live::logged_times(&server, done);
+    assert_eq!(
+        times.len() as u64,
+        done,
+        "nginx logged what the fleet counted"
+    );
     let at: Vec<f64> = changes
         .iter()
         .map(|c| c["at_s"].as_f64().unwrap())
         .collect();
-    let points = v["timeline"].as_array().unwrap();
-    let sent_in = |from: u64, to: u64| -> f64 {
-        points
-            .iter()
-            .filter(|p| (from..to).contains(&p["second"].as_u64().unwrap()))
-            .map(|p| p["sent"].as_f64().unwrap())
-            .sum()
-    };
-    let whole = |t: f64| t.ceil() as u64;
-    for (from, to, rate) in [
-        (0, at[0].floor() as u64, 1000.0),
-        (whole(at[0]), at[1].floor() as u64, 3000.0),
-        (whole(at[1]), at[2].floor() as u64, 0.0),
-        (whole(at[2]), at[3].floor() as u64, 3000.0),
-    ] {
-        let want = rate * (to - from) as f64;
-        let got = sent_in(from, to);
-        assert!(
-            (got - want).abs() <= want * 0.01 + 2.0,
-            "seconds {from}..{to} at {rate}/s: sent {got}, the schedule says {want}"
-        );
-    }
+    let start = v["started_unix_ms"].as_f64().unwrap() / 1000.0;
+    util::live::assert_phases(&times, start, &at);
 }

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::process::Child;
 use std::time::{Duration, Instant};
 use util::live::*;
-use util::real::{find_server, nginx_command, RealServer};
+use util::real::find_server;
 use util::*;
 
 /// pelt with `args` and `--dashboard 127.0.0.1:0`: the child, the page's address, and its
@@ -43,39 +43,12 @@ fn with_dashboard(args: &[&str]) -> (Child, SocketAddr, std::sync::mpsc::Receive
     (child, addr, rx)
 }
 
-/// nginx answering 200, logging each request's time (`$msec`).
-fn nginx(bin: &std::path::Path) -> RealServer {
-    let bin = bin.to_path_buf();
-    RealServer::start("nginx-live", 1, move |dir, ports| {
-        let http = format!(
-            "    log_format t '$msec';\n    access_log {d}/access.log t;\n    \
-             server {{ listen 127.0.0.1:{}; location / {{ return 200 \"ok\"; }} }}\n",
-            ports[0],
-            d = dir.display(),
-        );
-        nginx_command(&bin, dir, &http)
-    })
-}
-
-/// The access log's times (Unix seconds), waiting for `n` of them.
-fn logged(server: &RealServer, n: u64) -> Vec<f64> {
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&server.access_log).unwrap_or_default();
-        let times: Vec<f64> = text.lines().map(|l| l.parse().unwrap()).collect();
-        if times.len() as u64 >= n || start.elapsed() > Duration::from_secs(5) {
-            return times;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn the_control_endpoint_changes_the_rate_pauses_resumes_and_stops_as_nginx_logs() {
     let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
         return;
     };
-    let server = nginx(&bin);
+    let server = nginx_timed(&bin);
     let url = server.url("http", 0);
     let (child, addr, _stderr) = with_dashboard(&[
         &url,
@@ -142,39 +115,10 @@ fn the_control_endpoint_changes_the_rate_pauses_resumes_and_stops_as_nginx_logs(
     // nginx saw every request pelt counted, and each phase at its rate.
     let done = count(&v, &["requests", "completed"]) + count(&v, &["requests", "errors"]);
     assert_eq!(count(&v, &["requests", "errors"]), 0);
-    let times = logged(&server, done);
+    let times = logged_times(&server, done);
     assert_eq!(times.len() as u64, done, "nginx logged what pelt counted");
     let start = v["started_unix_ms"].as_f64().unwrap() / 1000.0;
-    let within = |a: f64, b: f64| {
-        times
-            .iter()
-            .filter(|&&t| t - start >= a && t - start < b)
-            .count() as f64
-    };
-    for (from, to, rate) in [
-        (0.0, at[0], 1000.0),
-        (at[0], at[1], 3000.0),
-        (at[1], at[2], 0.0),
-        (at[2], at[3], 3000.0),
-    ] {
-        let got = within(from, to);
-        let want = rate * (to - from);
-        // A request logged a few ms after it was due lands across a boundary: ±1 %, and
-        // 5 ms at 3000/s at each end.
-        assert!(
-            (got - want).abs() <= want * 0.01 + 15.0,
-            "{from:.2}..{to:.2} s at {rate}/s: nginx logged {got}, the schedule says {want:.0}"
-        );
-    }
-    let paused: Vec<f64> = times
-        .iter()
-        .map(|t| t - start)
-        .filter(|&t| t >= at[1] + 0.05 && t < at[2])
-        .collect();
-    assert!(
-        paused.is_empty(),
-        "nothing is sent while paused ({at:?}): {paused:?}"
-    );
+    assert_phases(&times, start, &at);
 }
 
 #[test]
@@ -391,6 +335,9 @@ fn the_page_draws_the_run_live_steers_it_and_ends_with_its_figures() {
         .map(|c| c["what"].as_str().unwrap())
         .collect();
     assert_eq!(what, kinds);
+    // The status codes' table adds up the seconds as the result does.
+    let ok = pelt_stats::fmt::thousands(count(&v, &["status", "200"]));
+    assert_eq!(page["codes"], serde_json::json!([["200", ok]]), "{page}");
     // Every second of the run is drawn.
     let drawn = page["charts"][0]["datasets"][0]["points"].as_u64().unwrap();
     assert_eq!(drawn, v["timeline"].as_array().unwrap().len() as u64);

@@ -62,8 +62,10 @@ try {
       const c = Chart.getChart(id);
       return { id, datasets: c.data.datasets.map(d => ({ label: d.label, points: d.data.length })) };
     });
-    const changes = [...document.querySelectorAll("#changes tr")].slice(1)
+    const rows = id => [...document.querySelectorAll(`#${id} tr`)].slice(1)
       .map(r => [...r.cells].map(c => c.textContent));
+    const changes = rows("changes");
+    const codes = rows("codes");
     return {
       ended: !document.getElementById("end").hidden,
       status: text("status"),
@@ -75,6 +77,7 @@ try {
       answer: text("answer"),
       charts,
       changes,
+      codes,
     };
   });
   await page.screenshot({ path: shot, fullPage: true });

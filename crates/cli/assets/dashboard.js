@@ -52,6 +52,38 @@ const latencyChart = lineChart("latency-chart", [
 ], "latency", v => fmtUs(v));
 
 let total = 0, errors = 0, ended = false, paused = false;
+const CODES = {}, KINDS = {}, TARGETS = [];
+
+// A table's rows (after its header) as `rows` says, in order.
+function fill(id, rows) {
+  const t = $(id);
+  while (t.rows.length > 1) t.deleteRow(1);
+  for (const cells of rows) {
+    const r = t.insertRow();
+    cells.forEach((c, i) => { const d = r.insertCell(); d.textContent = c; if (i > 0) d.className = "n"; });
+  }
+}
+
+function addCounts(p) {
+  for (const [code, n] of Object.entries(p.codes || {})) CODES[code] = (CODES[code] || 0) + n;
+  for (const [kind, n] of Object.entries(p.error_kinds || {})) KINDS[kind] = (KINDS[kind] || 0) + n;
+  (p.target_counts || []).forEach((c, i) => {
+    const t = TARGETS[i] || (TARGETS[i] = { sent: 0, completed: 0, errors: 0 });
+    t.sent += c.sent; t.completed += c.completed; t.errors += c.errors;
+  });
+  fill("codes", Object.entries(CODES).map(([c, n]) => [c, num(n)]));
+  fill("kinds", Object.entries(KINDS).map(([k, n]) => [k, num(n)]));
+  if (TARGETS.length) {
+    $("targets-box").hidden = false;
+    fill("targets", TARGETS.map((t, i) => [(HEAD.names || [])[i] || "#" + i, num(t.sent), num(t.completed), num(t.errors)]));
+  }
+  const r = p.resources;
+  if (r) {
+    const cores = s => (s.cpu_user + s.cpu_system).toFixed(2);
+    $("cpu-card").hidden = false;
+    $("cpu").textContent = (r.server ? cores(r.server) : "-") + " / " + cores(r.pelt);
+  }
+}
 
 function showChange(c) {
   if (CHANGES.some(k => k.at_s === c.at_s && k.what === c.what)) return;
@@ -87,6 +119,7 @@ function onPoint(p) {
   const l = p.latency_us;
   [l.p50, l.p90, l.p99, l.max].forEach((v, i) => latencyChart.data.datasets[i].data.push({ x, y: v }));
   for (const c of p.changes || []) showChange(c);
+  addCounts(p);
   rpsChart.update();
   latencyChart.update();
   $("total").textContent = num(total);
@@ -112,6 +145,10 @@ function onEnd(e) {
   $("final-p50").textContent = fmtUs(e.latency_us.p50);
   $("final-p99").textContent = fmtUs(e.latency_us.p99);
   $("final-errors").textContent = num(e.requests.errors);
+  if (e.verdict) {
+    $("verdict").hidden = false;
+    $("verdict").textContent = "Who was the bottleneck: " + e.verdict;
+  }
   const blob = new Blob([e.html], { type: "text/html" });
   $("report").href = URL.createObjectURL(blob);
 }

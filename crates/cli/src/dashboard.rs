@@ -64,6 +64,7 @@ pub fn start(v: &ViewArgs, run: Run) -> Result<Option<Dashboard>> {
         "warmup_s": config.warmup.as_secs_f64(),
         "steers": of.map(Ramped::name),
         "fixed": run.fixed,
+        "names": config.targets().map_or(Vec::new(), |t| t.names().to_vec()),
     });
     let state = {
         let control = control.clone();
@@ -113,6 +114,10 @@ impl Dashboard {
         if let Some(o) = v.as_object_mut() {
             o.remove("histogram");
             o.remove("ttfb_histogram");
+            // The second's codes, error kinds and targets (kept from the result's points).
+            o.insert("codes".into(), json!(p.detail.codes));
+            o.insert("error_kinds".into(), json!(p.detail.errors));
+            o.insert("target_counts".into(), json!(p.detail.targets));
         }
         self.page.publish("point", &v.to_string());
     }
@@ -130,6 +135,8 @@ impl Dashboard {
                 "stopped_by": r.stopped_by,
                 "interrupted": r.interrupted,
                 "changes": r.changes,
+                // --monitor: who was the bottleneck, as the summary says it.
+                "verdict": r.resources.as_ref().map(|x| x.verdict.headline()),
                 "html": html::report(r),
             }),
             None => json!({ "failed": true }),
@@ -220,6 +227,7 @@ const BODY: &str = r##"<h1>pelt <span id="target"></span></h1>
 <div class="card"><div class="k">p50 / p99, last second</div><div class="v" id="latency">-</div></div>
 <div class="card"><div class="k">errors</div><div class="v" id="errors">0</div></div>
 <div class="card"><div class="k">connections</div><div class="v" id="connections">-</div></div>
+<div class="card" id="cpu-card" hidden><div class="k">server / pelt CPU (cores)</div><div class="v" id="cpu">-</div></div>
 </div>
 <section class="box" id="end" hidden><h2>Result</h2>
 <div class="cards">
@@ -229,11 +237,17 @@ const BODY: &str = r##"<h1>pelt <span id="target"></span></h1>
 <div class="card"><div class="k">p99</div><div class="v" id="final-p99"></div></div>
 <div class="card"><div class="k">errors</div><div class="v" id="final-errors"></div></div>
 </div>
+<p id="verdict" hidden></p>
 <p><a id="report" download="pelt-report.html" href="#">Download the HTML report</a></p></section>
 <div class="grid">
 <section class="box"><h2>Requests per second</h2><div class="chart"><canvas id="rps-chart"></canvas></div></section>
 <section class="box"><h2>Latency per second</h2><div class="chart"><canvas id="latency-chart"></canvas></div></section>
 </div>
+<div class="grid">
+<section class="box"><h2>Status codes</h2><table id="codes"><tr><th>status</th><th class="n">responses</th></tr></table></section>
+<section class="box"><h2>Errors</h2><table id="kinds"><tr><th>error</th><th class="n">count</th></tr></table></section>
+</div>
+<section class="box" id="targets-box" hidden><h2>Targets and steps</h2><table id="targets"><tr><th>target</th><th class="n">sent</th><th class="n">completed</th><th class="n">errors</th></tr></table></section>
 <section class="box" id="steer"><h2>Control</h2>
 <p class="sub" id="fixed" hidden></p>
 <form id="set" hidden><label><span id="set-label">rate</span> <input id="value" type="number" min="0" step="any" required></label>

@@ -1,5 +1,5 @@
 //! `--tui`: the run in a full-screen terminal view (ratatui on crossterm): requests/s and
-//! latency per second as charts, the progress, the figures of the last second and of the run
+//! latency (p50, p90, p99, max) per second as charts, the progress, the figures of the last second and of the run
 //! so far, status codes, error kinds and each target's row; `q` (or Ctrl-C) stops the run and
 //! keeps its results, `v` (or Tab) switches between the charts and the tables.
 //!
@@ -172,6 +172,7 @@ struct Second {
     target: Option<f64>,
     /// Latency, milliseconds.
     p50: f64,
+    p90: f64,
     p99: f64,
     max: f64,
 }
@@ -225,6 +226,7 @@ impl State {
             rps: p.rps,
             target: p.target,
             p50: ms(p.latency_us.p50),
+            p90: ms(p.latency_us.p90),
             p99: ms(p.latency_us.p99),
             max: ms(p.latency_us.max),
         });
@@ -297,14 +299,24 @@ impl State {
             latency(p.latency_us.max as f64),
             thousands(p.connections)
         );
+        // The open loop's lag: how late requests started (pelt's own delay, or a wait for
+        // a free connection).
+        if let Some(lag) = p.detail.lag.as_ref().filter(|l| l.count() > 0) {
+            now.push_str(&format!(
+                "  lag p99 {}",
+                latency(lag.summary().p99_us as f64)
+            ));
+        }
         if p.late > 0 {
             now.push_str(&format!("  {} started late", thousands(p.late)));
         }
         if let Some(s) = &p.event_streams {
             now.push_str(&format!(
-                "  TTFT p50 {} p99 {}",
+                "  {} events  TTFT p50 {} p99 {}  gap p99 {}",
+                thousands(s.events),
                 latency(s.ttft_us.p50 as f64),
-                latency(s.ttft_us.p99 as f64)
+                latency(s.ttft_us.p99 as f64),
+                latency(s.gap_us.p99 as f64)
             ));
         }
         if let Some(r) = &p.resources {
@@ -390,11 +402,13 @@ impl State {
             halves[0],
         );
         let p50 = series(|s| Some(s.p50));
+        let p90 = series(|s| Some(s.p90));
         let p99 = series(|s| Some(s.p99));
         let max = series(|s| Some(s.max));
         let top = p99.iter().map(|p| p.1).fold(0.001, f64::max) * 1.2;
         let sets = vec![
             dataset("p50", Color::Green, &p50),
+            dataset("p90", Color::Blue, &p90),
             dataset("p99", Color::Yellow, &p99),
             dataset("max", Color::Red, &max),
         ];
