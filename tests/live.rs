@@ -276,8 +276,21 @@ fn fmt_us(us: f64) -> String {
 #[test]
 fn the_page_draws_the_run_live_steers_it_and_ends_with_its_figures() {
     let (_server, url) = serve(pelt_server::ServerConfig::default());
-    let (child, addr, _stderr) =
-        with_dashboard(&[&url, "--rate", "400", "-d", "7s", "-c", "8", "--json", "-"]);
+    // The server runs in this test's process: --monitor names it.
+    let pid = std::process::id().to_string();
+    let (child, addr, _stderr) = with_dashboard(&[
+        &url,
+        "--rate",
+        "400",
+        "-d",
+        "7s",
+        "-c",
+        "8",
+        "--monitor",
+        &pid,
+        "--json",
+        "-",
+    ]);
     let shot = std::env::temp_dir().join(format!("pelt-dashboard-{}.png", std::process::id()));
     let page_url = format!("http://{addr}/");
     let Some(page) = browser(
@@ -338,9 +351,86 @@ fn the_page_draws_the_run_live_steers_it_and_ends_with_its_figures() {
     // The status codes' table adds up the seconds as the result does.
     let ok = pelt_stats::fmt::thousands(count(&v, &["status", "200"]));
     assert_eq!(page["codes"], serde_json::json!([["200", ok]]), "{page}");
+    // Who was the bottleneck: each second's while it ran, the result's at the end.
+    let live = page["verdicts"].as_array().unwrap();
+    assert!(!live.is_empty(), "{page}");
+    for l in live {
+        let l = l.as_str().unwrap();
+        assert!(l.starts_with("Who is the bottleneck (last 10 s): "), "{l}");
+    }
+    assert_eq!(page["live_verdict_shown"], false, "the result's replaces it");
+    let verdict = page["verdict"].as_str().unwrap();
+    assert!(verdict.starts_with("Who was the bottleneck: "), "{page}");
     // Every second of the run is drawn.
     let drawn = page["charts"][0]["datasets"][0]["points"].as_u64().unwrap();
     assert_eq!(drawn, v["timeline"].as_array().unwrap().len() as u64);
+}
+
+/// The page's server-sent events from the start to the end: each point's second and verdict.
+fn page_verdicts(addr: SocketAddr) -> Vec<(u64, Option<String>)> {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut seen = Vec::new();
+    let mut event = String::new();
+    for line in BufReader::new(s).lines() {
+        let line = line.expect("the page's events end with \"end\"");
+        if let Some(name) = line.strip_prefix("event: ") {
+            event = name.to_string();
+        } else if let Some(data) = line.strip_prefix("data: ") {
+            match event.as_str() {
+                "end" => break,
+                "point" => {
+                    let p: Value = serde_json::from_str(data).unwrap();
+                    let verdict = p["verdict"].as_str().map(String::from);
+                    seen.push((p["second"].as_u64().unwrap(), verdict));
+                }
+                _ => {}
+            }
+        }
+    }
+    seen
+}
+
+/// With `--monitor`, each second the page names who was the bottleneck over the last seconds:
+/// what the result's own seconds judge to, second by second.
+#[test]
+fn the_live_verdict_is_the_results_seconds_judged_as_they_came() {
+    let (_server, url) = serve(pelt_server::ServerConfig::default());
+    let dir = std::env::temp_dir().join(format!("pelt-live-verdict-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    // The server runs in this test's process.
+    let pid = std::process::id().to_string();
+    let (child, addr, _stderr) = with_dashboard(&[
+        &url,
+        "-c",
+        "4",
+        "-d",
+        "4s",
+        "--monitor",
+        &pid,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let seen = page_verdicts(addr);
+    let (out, _) = wait_bounded(child, CHILD_LIMIT);
+    assert_eq!(out.status.code(), Some(0));
+    let report: pelt_stats::Report =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(seen.len(), report.timeline.len(), "{seen:?}");
+    let mut judge = pelt_stats::LiveVerdict::new(&report.info, false);
+    for ((second, shown), p) in seen.iter().zip(&report.timeline) {
+        assert_eq!(*second, p.second);
+        let judged = judge.add(p).map(|v| v.headline());
+        assert_eq!(shown, &judged, "second {second}");
+    }
+    assert!(
+        seen.iter().any(|(_, v)| v.is_some()),
+        "a verdict each second with --monitor: {seen:?}"
+    );
 }
 
 /// tmux on its own socket (a test's own server, ended with it).
@@ -445,9 +535,11 @@ fn the_terminal_view_shows_the_runs_figures_shrinks_and_stops_on_q() {
     let dir = std::env::temp_dir().join(format!("pelt-tui-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (json, rc) = (dir.join("r.json"), dir.join("rc"));
+    // The server runs in this test's process: --monitor names it.
     let command = format!(
-        "{} {url} --rate 1000 -d 30s -c 8 --tui --json {}; echo $? > {}; sleep 30",
+        "{} {url} --rate 1000 -d 30s -c 8 --monitor {} --tui --json {}; echo $? > {}; sleep 30",
         env!("CARGO_BIN_EXE_pelt"),
+        std::process::id(),
         json.display(),
         rc.display()
     );
@@ -461,6 +553,18 @@ fn the_terminal_view_shows_the_runs_figures_shrinks_and_stops_on_q() {
         "{screen}"
     );
     assert!(screen.contains("q stop"), "{screen}");
+    // Who was the bottleneck over the last seconds, and the server's CPU.
+    assert!(
+        screen.contains(&format!(
+            "bottleneck (last {} s): ",
+            pelt_stats::LIVE_WINDOW
+        )),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("server ") && screen.contains(" cores"),
+        "{screen}"
+    );
     let (at, shown_completed) = so_far(&screen).unwrap();
     let shown_rps = number_after(&screen, "last second:").unwrap();
     // Too small for the charts: the figures, one per line.

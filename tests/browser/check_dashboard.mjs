@@ -1,6 +1,6 @@
 // Opens a running pelt's live page (--dashboard) in headless Debian chromium, counts how
 // many times its charts gained points while the run went, waits for the run's end, and prints
-// as one JSON line what the page showed: the updates, the final figures, each chart's points,
+// as one JSON line what the page showed: the updates, the live verdicts, the final figures, each chart's points,
 // the changes' table, and any console error, page error or request to another origin.
 //
 // Usage: node check_dashboard.mjs URL SCREENSHOT.png [ACTION_AT_SECOND:ACTION ...]
@@ -35,6 +35,8 @@ try {
     return d.length ? d[d.length - 1].x : 0;
   });
   let updates = 0, seen = await points();
+  // With --monitor: each verdict the page showed while the run went.
+  const verdicts = new Set();
   const pending = actions.map(a => {
     const [at, what] = a.split(":");
     return { at: Number(at), what };
@@ -43,6 +45,11 @@ try {
   while (await page.locator("#end").isHidden() && Date.now() < deadline) {
     const n = await points();
     if (n > seen) { updates++; seen = n; }
+    const live = await page.evaluate(() => {
+      const v = document.getElementById("live-verdict");
+      return v.hidden ? null : v.textContent;
+    });
+    if (live) verdicts.add(live);
     const now = await lastSecond();
     while (pending.length && now >= pending[0].at) {
       const { what } = pending.shift();
@@ -74,6 +81,8 @@ try {
         p99: text("final-p99"), errors: text("final-errors"),
       },
       report: document.getElementById("report").href.startsWith("blob:"),
+      verdict: document.getElementById("verdict").hidden ? null : text("verdict"),
+      live_verdict_shown: !document.getElementById("live-verdict").hidden,
       answer: text("answer"),
       charts,
       changes,
@@ -81,7 +90,7 @@ try {
     };
   });
   await page.screenshot({ path: shot, fullPage: true });
-  console.log(JSON.stringify(Object.assign({ updates, problems }, shown)));
+  console.log(JSON.stringify(Object.assign({ updates, problems, verdicts: [...verdicts] }, shown)));
 } finally {
   await browser.close();
 }

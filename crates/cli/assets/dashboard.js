@@ -130,13 +130,16 @@ function onPoint(p) {
   const of = HEAD.duration_s ? " of " + Math.round(HEAD.duration_s) + " s" : "";
   const warm = p.warmup ? " (warm-up)" : "";
   $("status").textContent = (paused ? "paused at " : "running: ") + Math.round(x) + " s" + of + warm;
+  // --monitor: who is the bottleneck over the last seconds (the result's verdict at the end).
+  $("live-verdict").hidden = !p.verdict;
+  if (p.verdict) $("live-verdict").textContent = "Who is the bottleneck (last " + HEAD.verdict_window_s + " s): " + p.verdict;
 }
 
 function onEnd(e) {
   ended = true;
   events.close();
   $("status").textContent = e.failed ? "the run failed" : "ended" + (e.interrupted ? " (stopped)" : "");
-  for (const b of ["set", "pause", "resume", "stop"]) $(b).hidden = true;
+  for (const b of ["set", "pause", "resume", "stop", "live-verdict"]) $(b).hidden = true;
   if (e.failed) return;
   for (const c of e.changes || []) showChange(c);
   $("end").hidden = false;

@@ -31,10 +31,8 @@ pub struct Dashboard {
 /// What the dashboard needs of the run.
 pub struct Run<'a> {
     pub run: &'a pelt_load::Prepared,
-    /// Changes go here (`None`: only a stop: a fleet's coordinator, a replay).
+    /// Changes go here (`None`: only a stop).
     pub control: Option<Arc<Control>>,
-    /// Why the run cannot be changed, when it cannot.
-    pub fixed: Option<&'static str>,
     pub stop: Arc<AtomicBool>,
     /// The fleet's token, when the page must ask for it.
     pub token: Option<String>,
@@ -56,6 +54,10 @@ pub fn start(v: &ViewArgs, run: Run) -> Result<Option<Dashboard>> {
     }
     let control = run.control.clone();
     let of = control.as_ref().and_then(|c| c.of());
+    // Why the run cannot be changed, when it cannot (a replay's pace is its recording's).
+    let fixed = of
+        .is_none()
+        .then_some("a replay keeps its recording's times: it can be stopped, not changed");
     let config = &run.run.config;
     let head = json!({
         "info": run.run.info,
@@ -63,8 +65,10 @@ pub fn start(v: &ViewArgs, run: Run) -> Result<Option<Dashboard>> {
         "requests": config.requests,
         "warmup_s": config.warmup.as_secs_f64(),
         "steers": of.map(Ramped::name),
-        "fixed": run.fixed,
+        "fixed": fixed,
         "names": config.targets().map_or(Vec::new(), |t| t.names().to_vec()),
+        // The seconds a point's verdict reads.
+        "verdict_window_s": pelt_stats::LIVE_WINDOW,
     });
     let state = {
         let control = control.clone();
@@ -72,7 +76,7 @@ pub fn start(v: &ViewArgs, run: Run) -> Result<Option<Dashboard>> {
         Arc::new(move || state(control.as_deref(), &stop).to_string())
     };
     let steer = {
-        let (control, stop, fixed) = (control.clone(), run.stop.clone(), run.fixed);
+        let (control, stop) = (control.clone(), run.stop.clone());
         Arc::new(move |body: &[u8]| steer(control.as_deref(), fixed, &stop, body))
     };
     let data = json!({ "head": head.clone() });
@@ -109,7 +113,8 @@ fn url_host(a: SocketAddr) -> String {
 impl Dashboard {
     /// A second of the run, as the page draws it (its histograms left out: the page reads the
     /// percentiles).
-    pub fn add(&self, p: &TimelinePoint) {
+    /// `verdict`: who was the bottleneck over the last seconds (`--monitor`).
+    pub fn add(&self, p: &TimelinePoint, verdict: Option<&str>) {
         let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
         if let Some(o) = v.as_object_mut() {
             o.remove("histogram");
@@ -118,6 +123,7 @@ impl Dashboard {
             o.insert("codes".into(), json!(p.detail.codes));
             o.insert("error_kinds".into(), json!(p.detail.errors));
             o.insert("target_counts".into(), json!(p.detail.targets));
+            o.insert("verdict".into(), json!(verdict));
         }
         self.page.publish("point", &v.to_string());
     }
@@ -229,6 +235,7 @@ const BODY: &str = r##"<h1>pelt <span id="target"></span></h1>
 <div class="card"><div class="k">connections</div><div class="v" id="connections">-</div></div>
 <div class="card" id="cpu-card" hidden><div class="k">server / pelt CPU (cores)</div><div class="v" id="cpu">-</div></div>
 </div>
+<p id="live-verdict" hidden></p>
 <section class="box" id="end" hidden><h2>Result</h2>
 <div class="cards">
 <div class="card"><div class="k">completed</div><div class="v" id="final-completed"></div></div>

@@ -102,23 +102,13 @@ pub fn coordinate(
         .dashboard
         .map(|_| Arc::new(pelt_engine::Control::new(&p.run.config).with_lead(FLEET_LEAD)));
     p.run.config.control = control.clone();
-    let fixed = control
-        .as_ref()
-        .filter(|c| c.of().is_none())
-        .map(|_| "a replay keeps its recording's times: it can be stopped, not changed");
     let dash = dashboard::start(
         v,
         dashboard::Run {
             run: &p.run,
             control,
-            fixed,
             stop: stop.clone(),
-            token: match v.dashboard {
-                Some(addr) if !addr.ip().is_loopback() => {
-                    Some(token_text(f.token_file.as_deref())?)
-                }
-                _ => None,
-            },
+            token: crate::run::page_token(v, f.token_file.as_deref())?,
             quiet: p.quiet,
         },
     )?;

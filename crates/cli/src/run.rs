@@ -6,7 +6,7 @@ use crate::files::{check_outputs, is_stdout, write_outputs};
 use crate::{bad, dashboard, live, metrics, output, tui, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use anyhow::{anyhow, Result};
 use pelt_load::{LoadSpec, Requests};
-use pelt_stats::{Report, TimelinePoint};
+use pelt_stats::{LiveVerdict, Report, TimelinePoint};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,18 +99,13 @@ pub fn load(a: &LoadArgs, m: &MetricsArgs, v: &ViewArgs) -> Result<ExitCode> {
         .dashboard
         .map(|_| Arc::new(pelt_engine::Control::new(&p.run.config)));
     p.run.config.control = control.clone();
-    let fixed = control
-        .as_ref()
-        .filter(|c| c.of().is_none())
-        .map(|_| "a replay keeps its recording's times: it can be stopped, not changed");
     let dash = dashboard::start(
         v,
         dashboard::Run {
             run: &p.run,
             control,
-            fixed,
             stop: stop.clone(),
-            token: page_token(v)?,
+            token: page_token(v, None)?,
             quiet: p.quiet,
         },
     )?;
@@ -149,10 +144,11 @@ impl Views {
     }
 }
 
-/// The token a live page served beyond loopback asks for: the fleet's.
-pub fn page_token(v: &ViewArgs) -> Result<Option<String>> {
+/// The token a live page served beyond loopback asks for: the fleet's (from `file`, or the
+/// environment).
+pub fn page_token(v: &ViewArgs, file: Option<&std::path::Path>) -> Result<Option<String>> {
     match v.dashboard {
-        Some(addr) if !addr.ip().is_loopback() => crate::fleet::token_text(None).map(Some),
+        Some(addr) if !addr.ip().is_loopback() => crate::fleet::token_text(file).map(Some),
         _ => Ok(None),
     }
 }
@@ -191,15 +187,22 @@ pub fn report_run(
     let mut view = (!p.quiet && !is_stdout(&p.jsonl) && views.tui.is_none())
         .then(|| live::LiveView::new(&p.run.config))
         .flatten();
+    // With --monitor, the views name the bottleneck of the last seconds as the run goes.
+    let mut judge = (views.tui.is_some() || views.dash.is_some())
+        .then(|| LiveVerdict::new(&p.run.info, p.run.config.scenario().is_some()));
     let report = run(&mut |point| {
         if let Some(m) = live {
             m.add(point);
         }
+        let verdict = judge
+            .as_mut()
+            .and_then(|j| j.add(point))
+            .map(|v| v.headline());
         if let Some(d) = &views.dash {
-            d.add(point);
+            d.add(point, verdict.as_deref());
         }
         if let Some(t) = &views.tui {
-            t.add(point);
+            t.add(point, verdict);
         }
         if let Some(v) = view.as_mut() {
             v.show(point);

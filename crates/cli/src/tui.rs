@@ -11,7 +11,7 @@
 
 use crate::args::ViewArgs;
 use crate::output::{latency, rate, thousands};
-use pelt_stats::TimelinePoint;
+use pelt_stats::{TimelinePoint, LIVE_WINDOW};
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::execute;
@@ -46,7 +46,8 @@ pub struct Tui {
 }
 
 enum Msg {
-    Point(Box<TimelinePoint>),
+    /// A second, and who was the bottleneck over the last seconds (`--monitor`).
+    Point(Box<TimelinePoint>, Option<String>),
     End,
 }
 
@@ -75,10 +76,10 @@ pub fn start(
 
 impl Tui {
     /// A second of the run.
-    pub fn add(&self, p: &TimelinePoint) {
+    pub fn add(&self, p: &TimelinePoint, verdict: Option<String>) {
         let mut p = p.clone();
         p.samples = Vec::new();
-        let _ = self.tx.send(Msg::Point(Box::new(p)));
+        let _ = self.tx.send(Msg::Point(Box::new(p), verdict));
     }
 
     /// The run is over: the terminal is given back (the summary follows).
@@ -134,8 +135,9 @@ fn drive(mut screen: Screen, mut state: State, rx: &mpsc::Receiver<Msg>, stop: &
             dirty = false;
         }
         match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Msg::Point(p)) => {
+            Ok(Msg::Point(p, verdict)) => {
                 state.add(&p);
+                state.verdict = verdict;
                 dirty = true;
             }
             Ok(Msg::End) | Err(RecvTimeoutError::Disconnected) => return,
@@ -186,6 +188,8 @@ struct State {
     names: Vec<String>,
     seconds: VecDeque<Second>,
     last: Option<TimelinePoint>,
+    /// Who was the bottleneck over the last seconds (`--monitor`).
+    verdict: Option<String>,
     completed: u64,
     errors: u64,
     /// Measured requests ended (for `-n`'s progress).
@@ -208,6 +212,7 @@ impl State {
             names: config.targets().map_or(Vec::new(), |t| t.names().to_vec()),
             seconds: VecDeque::new(),
             last: None,
+            verdict: None,
             completed: 0,
             errors: 0,
             ended: 0,
@@ -330,13 +335,17 @@ impl State {
             now.push_str(&format!("  pelt {:.2} cores", r.pelt.cpu()));
         }
         lines.push(Line::from(now));
-        lines.push(Line::from(format!(
+        let mut so_far = format!(
             "at {:.0}s: {} completed  {} errors{}",
             self.elapsed(),
             thousands(self.completed),
             thousands(self.errors),
             if p.warmup { "  (warm-up)" } else { "" }
-        )));
+        );
+        if let Some(v) = &self.verdict {
+            so_far.push_str(&format!("  bottleneck (last {LIVE_WINDOW} s): {v}"));
+        }
+        lines.push(Line::from(so_far));
         let keys = if self.stopping {
             "stopping: the requests in flight finish, then the results".to_string()
         } else {

@@ -47,8 +47,8 @@ pub use report::{
     SetFrom, SetOrder, SkippedInfo, StageInfo, StagesInfo, Threshold, TlsInfo, WarmupReport,
 };
 pub use resources::{
-    Bottleneck, HostSample, HostSummary, Load, ProcessSample, ProcessSummary, ResourceSample,
-    ResourcesReport, Sampled, Verdict, QUEUED, SATURATED,
+    Bottleneck, HostSample, HostSummary, LiveVerdict, Load, ProcessSample, ProcessSummary,
+    ResourceSample, ResourcesReport, Sampled, Verdict, LIVE_WINDOW, QUEUED, SATURATED,
 };
 pub use streams::{
     StreamEnd, StreamFigures, StreamHistograms, StreamPoint, StreamSecond, StreamStats,

@@ -646,39 +646,9 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Http, Io, LatencyFrom};
     use crate::{Interval, RunInfo, WorkerStats};
+    use crate::{Io, LatencyFrom};
     use proptest::prelude::*;
-
-    fn info() -> RunInfo {
-        RunInfo {
-            target: "http://127.0.0.1:1/".into(),
-            method: "GET".into(),
-            connections: 2,
-            threads: 1,
-            keep_alive: true,
-            io: Io::Epoll,
-            pipeline: 1,
-            http: Http::Http1,
-            streams: None,
-            connect_rate: None,
-            tls: None,
-            load_model: LoadModel::Closed,
-            rate: None,
-            arrival: None,
-            max_connections: None,
-            batch_window_us: None,
-            warmup_s: 0.0,
-            grace_s: 1.0,
-            duration_limit_s: Some(2.0),
-            requests_limit: None,
-            request_set: None,
-            unix_socket: None,
-            stages: None,
-            replay: None,
-            timeout_s: 10.0,
-        }
-    }
 
     /// A result of `samples` (status, latency, second), as written and read back as JSON.
     fn result(samples: &[(u16, u64, u64)], started_unix_ms: u64) -> Report {
@@ -691,7 +661,7 @@ mod tests {
             iv.sent += 1;
             iv.record_response(status, lat, lat / 3);
         }
-        let mut r = Report::new(info(), &stats, 2.0, StopReason::Duration);
+        let mut r = Report::new(RunInfo::example(), &stats, 2.0, StopReason::Duration);
         r.started_unix_ms = started_unix_ms;
         r.timeline = seconds.values().map(|iv| iv.point(1.0, false)).collect();
         let json = serde_json::to_string(&r).unwrap();
@@ -717,7 +687,7 @@ mod tests {
             stats.targets[t].sent += 1;
             stats.targets[t].record_response(status, lat, lat / 3);
         }
-        let mut r = Report::new(info(), &stats, 2.0, StopReason::Duration);
+        let mut r = Report::new(RunInfo::example(), &stats, 2.0, StopReason::Duration);
         r.targets = stats
             .targets
             .iter()

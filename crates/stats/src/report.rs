@@ -540,3 +540,37 @@ impl Report {
         }
     }
 }
+
+#[cfg(test)]
+impl RunInfo {
+    /// A closed loop of 2 connections for 2 s, for tests.
+    pub(crate) fn example() -> RunInfo {
+        RunInfo {
+            target: "http://127.0.0.1:1/".into(),
+            method: "GET".into(),
+            connections: 2,
+            threads: 1,
+            keep_alive: true,
+            io: crate::Io::Epoll,
+            pipeline: 1,
+            http: crate::Http::Http1,
+            streams: None,
+            connect_rate: None,
+            tls: None,
+            load_model: crate::LoadModel::Closed,
+            rate: None,
+            arrival: None,
+            max_connections: None,
+            batch_window_us: None,
+            warmup_s: 0.0,
+            grace_s: 1.0,
+            duration_limit_s: Some(2.0),
+            requests_limit: None,
+            request_set: None,
+            unix_socket: None,
+            stages: None,
+            replay: None,
+            timeout_s: 10.0,
+        }
+    }
+}

@@ -3,7 +3,7 @@
 //! run. The sampler (pelt-load's `monitor`) reads /proc; this module only holds and judges
 //! what it read, so a saved result can be judged again.
 
-use crate::{fmt, Report, TimelinePoint};
+use crate::{fmt, LatencyHistogram, Report, RunInfo, TimelinePoint};
 use serde::{Deserialize, Serialize};
 
 /// One second's resources: what the sampler read at the end of the timeline point it rides on.
@@ -422,35 +422,42 @@ impl Load {
     /// The load of `report`'s measured seconds.
     pub fn of(report: &Report) -> Load {
         let measured: Vec<&TimelinePoint> = report.timeline.iter().filter(|p| !p.warmup).collect();
-        let seconds: f64 = measured.iter().map(|p| p.length_s).sum();
-        let completed: u64 = measured.iter().map(|p| p.completed).sum();
         let info = &report.info;
-        let depth = info.pipeline.max(info.streams.unwrap_or(1)).max(1);
-        let connections = info.max_connections.unwrap_or(info.connections);
         let open = report.open_loop.as_ref();
-        let any_whole = measured.iter().any(|p| p.length_s >= SHORT_S);
+        Load {
+            connections: info.max_connections.unwrap_or(info.connections) as u64,
+            users: report.scenario.is_some(),
+            held_us: open.map_or(report.latency_us.mean_us, |o| o.service_time_us.mean_us),
+            rate: open.and(info.rate),
+            lag_p99_us: open.map_or(0, |o| o.lag_us.p99_us),
+            latency_p99_us: report.latency_us.p99_us,
+            ..Load::over(info, &measured)
+        }
+    }
+
+    /// What `points` alone tell of the load (the rest is left at its default): the depth,
+    /// the late threshold, the responses per second and the median second's late share.
+    fn over(info: &RunInfo, points: &[&TimelinePoint]) -> Load {
+        let seconds: f64 = points.iter().map(|p| p.length_s).sum();
+        let completed: u64 = points.iter().map(|p| p.completed).sum();
+        let any_whole = points.iter().any(|p| p.length_s >= SHORT_S);
         let late_share = median(
-            measured
+            points
                 .iter()
                 .filter(|p| p.sent > 0 && (!any_whole || p.length_s >= SHORT_S))
                 .map(|p| (p.late as f64 / p.sent as f64, p.length_s))
                 .collect(),
         );
         Load {
-            connections: connections as u64,
-            depth: depth as u64,
-            users: report.scenario.is_some(),
-            held_us: open.map_or(report.latency_us.mean_us, |o| o.service_time_us.mean_us),
+            depth: info.pipeline.max(info.streams.unwrap_or(1)).max(1) as u64,
             completed_per_s: if seconds > 0.0 {
                 completed as f64 / seconds
             } else {
                 0.0
             },
-            rate: open.and(info.rate),
-            lag_p99_us: open.map_or(0, |o| o.lag_us.p99_us),
-            latency_p99_us: report.latency_us.p99_us,
             late_after_us: crate::LATE_THRESHOLD_US + info.batch_window_us.unwrap_or(0),
             late_share,
+            ..Load::default()
         }
     }
 
@@ -567,6 +574,107 @@ impl ResourcesReport {
             lost: None,
             verdict,
         }
+    }
+}
+
+/// Measured seconds the verdict during a run reads: the last ten, so it follows the run's
+/// changes (a stage, a change from the live page) instead of averaging them away.
+pub const LIVE_WINDOW: usize = 10;
+
+/// The verdict as the run goes (`--tui`, `--dashboard` with `--monitor`): judged as the
+/// result's is, over the last [`LIVE_WINDOW`] measured seconds. Fed one point a second on the
+/// thread that makes them; nothing of it is on the per-request path.
+pub struct LiveVerdict {
+    info: RunInfo,
+    users: bool,
+    window: std::collections::VecDeque<LiveSecond>,
+}
+
+/// One second in the live verdict's window.
+struct LiveSecond {
+    point: TimelinePoint,
+    latency: LatencyHistogram,
+    lag: LatencyHistogram,
+}
+
+impl LiveVerdict {
+    /// For the run `info` describes (`users`: a scenario's virtual users hold the places).
+    pub fn new(info: &RunInfo, users: bool) -> LiveVerdict {
+        LiveVerdict {
+            info: info.clone(),
+            users,
+            window: std::collections::VecDeque::with_capacity(LIVE_WINDOW + 1),
+        }
+    }
+
+    /// Takes the second `p` and judges the window: `None` before a measured second with a
+    /// sample (no `--monitor`, the warm-up) and while nothing completes (a pause).
+    pub fn add(&mut self, p: &TimelinePoint) -> Option<Verdict> {
+        if p.warmup || p.resources.is_none() {
+            return None;
+        }
+        let decode = |h: Option<&String>| {
+            h.and_then(|h| LatencyHistogram::decode(h).ok())
+                .unwrap_or_default()
+        };
+        let mut point = p.clone();
+        point.samples = Vec::new();
+        let lag = point.detail.lag.take().unwrap_or_default();
+        point.detail = Default::default();
+        self.window.push_back(LiveSecond {
+            latency: decode(p.histogram.as_ref()),
+            point,
+            lag,
+        });
+        if self.window.len() > LIVE_WINDOW {
+            self.window.pop_front();
+        }
+        self.judge()
+    }
+
+    fn judge(&self) -> Option<Verdict> {
+        let points: Vec<&TimelinePoint> = self.window.iter().map(|s| &s.point).collect();
+        let completed: u64 = points.iter().map(|p| p.completed).sum();
+        if completed == 0 {
+            return None;
+        }
+        let (mut latency, mut lag) = (LatencyHistogram::new(), LatencyHistogram::new());
+        for s in &self.window {
+            latency.merge(&s.latency);
+            lag.merge(&s.lag);
+        }
+        let (latency, lag) = (latency.summary(), lag.summary());
+        let info = &self.info;
+        let open = info.load_model == crate::LoadModel::Open;
+        // What the stages or the page's changes asked for, at its most over the window.
+        let target = points
+            .iter()
+            .filter_map(|p| p.target)
+            .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
+        let load = Load {
+            connections: match (open, target) {
+                (true, _) => info.max_connections.unwrap_or(info.connections) as u64,
+                (false, Some(t)) => t.round() as u64,
+                (false, None) => info.connections as u64,
+            },
+            users: self.users,
+            // The open loop's latency counts from the due time: less the lag, it is the time
+            // from the first byte written, as the result's service time is.
+            held_us: if open {
+                (latency.mean_us - lag.mean_us).max(0.0)
+            } else {
+                latency.mean_us
+            },
+            rate: open.then(|| target.or(info.rate)).flatten(),
+            lag_p99_us: if open { lag.p99_us } else { 0 },
+            latency_p99_us: latency.p99_us,
+            ..Load::over(info, &points)
+        };
+        let samples: Vec<Sampled> = points
+            .iter()
+            .filter_map(|p| p.resources.as_ref().map(|r| (r, p.length_s)))
+            .collect();
+        Some(ResourcesReport::new(None, &samples, completed, &load).verdict)
     }
 }
 
@@ -1066,6 +1174,82 @@ mod tests {
     fn judge(seconds: &[ResourceSample], load: &Load) -> ResourcesReport {
         let refs: Vec<Sampled> = seconds.iter().map(|s| (s, 1.0)).collect();
         ResourcesReport::new(Some("nginx".into()), &refs, 100_000, load)
+    }
+
+    /// Second `n` of a closed loop: 1,000 responses of 1 ms each over one connection, the
+    /// server's CPU at `server` of its one core.
+    fn live_second(n: u64, server: f64) -> TimelinePoint {
+        let mut iv = crate::Interval::new(n);
+        for _ in 0..1_000 {
+            iv.sent += 1;
+            iv.record_response(200, 1_000, 300);
+        }
+        let mut p = iv.point(1.0, false);
+        p.resources = Some(second(Some((server, 1.0)), 0.3));
+        p
+    }
+
+    #[test]
+    fn the_live_verdict_follows_the_last_seconds() {
+        let info = RunInfo {
+            connections: 1,
+            ..RunInfo::example()
+        };
+        let mut live = LiveVerdict::new(&info, false);
+        // The warm-up and a second without a sample are not judged.
+        let mut warm = live_second(0, 0.99);
+        warm.warmup = true;
+        assert_eq!(live.add(&warm), None);
+        let mut bare = live_second(0, 0.99);
+        bare.resources = None;
+        assert_eq!(live.add(&bare), None);
+        // A server at its limit, as the result would judge these seconds.
+        let busy: Vec<TimelinePoint> = (0..LIVE_WINDOW as u64)
+            .map(|n| live_second(n, 0.97))
+            .collect();
+        let mut last = None;
+        for p in &busy {
+            last = live.add(p);
+        }
+        let v = last.unwrap();
+        assert_eq!(v.bottleneck, Bottleneck::ServerCpu, "{v:?}");
+        let samples: Vec<Sampled> = busy
+            .iter()
+            .map(|p| (p.resources.as_ref().unwrap(), 1.0))
+            .collect();
+        let load = Load {
+            connections: 1,
+            depth: 1,
+            held_us: 1_000.0,
+            completed_per_s: 1_000.0,
+            ..Load::default()
+        };
+        let whole = ResourcesReport::new(None, &samples, 10_000, &load).verdict;
+        assert_eq!(v, whole);
+        // Then the connections go to 2 and the server idles: once the window holds only
+        // those seconds, the run is latency-bound at the new connections' cap.
+        let mut v = None;
+        for n in 10..10 + LIVE_WINDOW as u64 {
+            let mut p = live_second(n, 0.1);
+            p.target = Some(2.0);
+            v = live.add(&p);
+            if n < 15 {
+                assert_eq!(v.as_ref().unwrap().bottleneck, Bottleneck::ServerCpu);
+            }
+        }
+        let v = v.unwrap();
+        assert_eq!(v.bottleneck, Bottleneck::Latency, "{v:?}");
+        assert_eq!(v.connection_cap_per_s, Some(2_000.0));
+        // A pause: once nothing completed in the window, nothing to judge.
+        let paused: Vec<Option<Verdict>> = (20..20 + LIVE_WINDOW as u64)
+            .map(|n| {
+                let mut p = crate::Interval::new(n).point(1.0, false);
+                p.resources = Some(second(Some((0.0, 1.0)), 0.0));
+                live.add(&p)
+            })
+            .collect();
+        assert!(paused[0].is_some());
+        assert_eq!(paused.last(), Some(&None));
     }
 
     #[test]
