@@ -358,7 +358,10 @@ fn the_page_draws_the_run_live_steers_it_and_ends_with_its_figures() {
         let l = l.as_str().unwrap();
         assert!(l.starts_with("Who is the bottleneck (last 10 s): "), "{l}");
     }
-    assert_eq!(page["live_verdict_shown"], false, "the result's replaces it");
+    assert_eq!(
+        page["live_verdict_shown"], false,
+        "the result's replaces it"
+    );
     let verdict = page["verdict"].as_str().unwrap();
     assert!(verdict.starts_with("Who was the bottleneck: "), "{page}");
     // Every second of the run is drawn.
