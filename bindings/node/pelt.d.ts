@@ -134,6 +134,17 @@ export interface RunOptions {
    */
   scenario?: string | Record<string, unknown>
   /**
+   * -s, --script: Run a wrk Lua script (wrk's scripting API: the wrk table, wrk.format,
+   * wrk.lookup, wrk.connect, setup(thread), init(args), done(summary, latency, requests)); its
+   * arguments follow --. The request it leaves in the wrk table is the run's; done() gets the
+   * figures of every thread.
+   */
+  script?: string
+  /**
+   * -- ARGS...: The script's arguments (init(args)), after -- as wrk takes them.
+   */
+  scriptArgs?: string[]
+  /**
    * --order: With --targets or --bodies: the order requests take their entries. [default:
    * sequential]
    */

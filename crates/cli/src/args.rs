@@ -456,6 +456,11 @@ fn clap_arg<S>(f: &Flag<S>, default: &S) -> Option<Arg> {
     a = match f.form {
         Form::Library => return None,
         Form::Positional => a.value_name(f.value),
+        Form::Trailing => a
+            .value_name(f.value)
+            .num_args(0..)
+            .last(true)
+            .action(ArgAction::Append),
         Form::Switch | Form::Negated => a.long(f.long).action(ArgAction::SetTrue),
         Form::Value => a.long(f.long).value_name(f.value).action(ArgAction::Set),
         Form::Many => a.long(f.long).value_name(f.value).action(ArgAction::Append),
@@ -499,7 +504,7 @@ fn typed<S>(table: &[Flag<S>], m: &ArgMatches) -> Map<String, Value> {
             Form::Switch | Form::Negated => m
                 .get_flag(f.name)
                 .then_some(Value::Bool(f.form == Form::Switch)),
-            Form::Many => m
+            Form::Many | Form::Trailing => m
                 .get_many::<String>(f.name)
                 .map(|v| Value::Array(v.map(|s| Value::String(s.clone())).collect())),
             Form::Value | Form::Positional => m
@@ -919,6 +924,7 @@ mod tests {
         match f.form {
             Form::Switch | Form::Negated => vec![format!("--{}", f.long)],
             Form::Positional => vec![text],
+            Form::Trailing => vec!["--".into(), text],
             _ => vec![format!("--{}", f.long), text],
         }
     }

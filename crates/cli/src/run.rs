@@ -226,10 +226,23 @@ pub fn report_run(
         print!("{}", output::summary(&report));
     }
     std::io::stdout().flush()?;
+    // -s: the script's done() follows the summary, as wrk's follows its report.
+    let script_failed = match p
+        .run
+        .script_done(&report, json_to_stdout || is_stdout(&p.jsonl))
+    {
+        Ok(()) => false,
+        Err(e) => {
+            eprintln!("pelt: {e}");
+            true
+        }
+    };
     let code = if stop.load(Ordering::Relaxed) {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if report.thresholds.iter().any(|t| !t.passed) {
         ExitCode::from(EXIT_THRESHOLD)
+    } else if script_failed {
+        ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     };

@@ -81,6 +81,9 @@ pub struct LoadSpec {
     pub grpc: GrpcSpec,
     /// `--replay`: the targets' recorded times are their due times.
     pub replay: ReplaySpec,
+    /// `-s`: a wrk Lua script, and the arguments its `init(args)` gets.
+    pub script: Option<PathBuf>,
+    pub script_args: Vec<String>,
     /// `--log-format`: an access log's line layout, in nginx's syntax (`None`: combined).
     pub log_format: Option<String>,
     /// `--targets-read`: read a `--targets` file as the run goes, or whole before it.
@@ -138,6 +141,8 @@ impl LoadSpec {
             websocket: WsSpec::default(),
             grpc: GrpcSpec::default(),
             replay: ReplaySpec::default(),
+            script: None,
+            script_args: Vec::new(),
             log_format: None,
             targets_read: TargetsRead::Auto,
             skip_bad_lines: false,

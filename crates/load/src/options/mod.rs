@@ -69,6 +69,8 @@ pub enum Form {
     Negated,
     /// The positional argument.
     Positional,
+    /// The values after `--` (a script's arguments); a list in JSON.
+    Trailing,
     /// No CLI flag: library and Node.js only.
     Library,
 }
@@ -139,6 +141,7 @@ impl<S> Flag<S> {
         match self.form {
             Form::Library => self.name.to_string(),
             Form::Positional => format!("<{}>", self.value),
+            Form::Trailing => format!("-- <{}>...", self.value),
             Form::Switch | Form::Negated => format!("--{}", self.long),
             Form::Value | Form::Many => format!("--{} <{}>", self.long, self.value),
         }
@@ -166,6 +169,7 @@ impl<S> Flag<S> {
         match self.form {
             Form::Switch | Form::Negated => "boolean".into(),
             Form::Many => "string | string[]".into(),
+            Form::Trailing => "string[]".into(),
             _ => "string".into(),
         }
     }
@@ -456,6 +460,7 @@ pub fn typescript<S>(name: &str, table: &[Flag<S>], default: &S) -> String {
     for f in table {
         let flag = match f.form {
             Form::Library | Form::Positional => String::new(),
+            Form::Trailing => format!("-- {}...: ", f.value),
             _ => {
                 let short = f.short.map_or(String::new(), |c| format!("-{c}, "));
                 format!("{short}--{}: ", f.long)
@@ -480,6 +485,7 @@ pub fn markdown<S>(table: &[Flag<S>], default: &S) -> String {
         let flag = match f.form {
             Form::Library => String::new(),
             Form::Positional => f.value.to_string(),
+            Form::Trailing => format!("-- {}...", f.value),
             _ => {
                 let short = f.short.map_or(String::new(), |c| format!("-{c}, "));
                 let value = match f.value {

@@ -556,6 +556,38 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "script",
+        long: "script",
+        short: Some('s'),
+        value: "FILE",
+        help: "Run a wrk Lua script (wrk's scripting API: the wrk table, wrk.format, \
+               wrk.lookup, wrk.connect, setup(thread), init(args), done(summary, latency, \
+               requests)); its arguments follow --. The request it leaves in the wrk table is \
+               the run's; done() gets the figures of every thread.",
+        example: r#""post.lua""#,
+        rules: &[Rule::Conflicts("scenario"), Rule::Conflicts("targets")],
+        read: |s, g| {
+            s.script = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| Ok(s.script.as_ref().map(|p| p.display().to_string().into())),
+        ..BASE
+    },
+    Row {
+        name: "scriptArgs",
+        value: "ARGS",
+        form: Form::Trailing,
+        help: "The script's arguments (init(args)), after -- as wrk takes them.",
+        example: r#"["a", "b"]"#,
+        rules: &[Rule::Requires("script")],
+        read: |s, g| {
+            s.script_args = g.list()?;
+            Ok(())
+        },
+        write: |s| Ok((!s.script_args.is_empty()).then(|| json!(s.script_args))),
+        ..BASE
+    },
+    Row {
         name: "order",
         long: "order",
         value: "ORDER",

@@ -194,7 +194,7 @@ fn check_table<S>(table: &[Flag<S>], read: impl Fn(&Map<String, Value>) -> Resul
         assert!(!f.help.is_empty(), "{} has no help", f.name);
         assert_eq!(
             f.long.is_empty(),
-            matches!(f.form, Form::Library | Form::Positional),
+            matches!(f.form, Form::Library | Form::Positional | Form::Trailing),
             "{}",
             f.name
         );

@@ -19,6 +19,7 @@ mod monitor;
 mod names;
 mod protocol;
 mod scenario;
+mod script;
 mod shape;
 pub(crate) mod streamed;
 
@@ -58,6 +59,8 @@ pub struct Prepared {
     pub remote_watching: Option<String>,
     /// A replayed recording's own latencies, by target name number (`None`: none recorded).
     pub recorded: Vec<Option<pelt_stats::LatencyHistogram>>,
+    /// `-s`: the script, for its `done`.
+    pub script: Option<pelt_script::Scripted>,
 }
 
 /// Validates `spec` and does the I/O a run needs first: resolves the host, reads the body
@@ -89,6 +92,10 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     // A gRPC run is the HTTP/2 run of its calls, prepared as one.
     let call = grpc::call(spec, here, program.as_mut())?;
     let spec = call.as_ref().map_or(spec, |c| &c.spec);
+    // A script's run is the run of the request its wrk table leaves.
+    let threads = spec.threads.unwrap_or_else(engine::default_threads);
+    let (scripted_spec, script) = script::run(spec, threads, here)?.unzip();
+    let spec = scripted_spec.as_ref().unwrap_or(spec);
     if spec.streams.is_some() && !spec.http2 {
         return Err(bad(
             "--streams is HTTP/2's: add --http2 (a grpc:// URL is HTTP/2 already)",
@@ -134,7 +141,6 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         target.display = c.display.clone();
         target.grpc = true;
     }
-    let threads = spec.threads.unwrap_or_else(engine::default_threads);
     check_room(spec, &shape, threads, here)?;
     tls_flags_fit(spec, &target)?;
     let websocket = websocket(spec, &target, &headers, &body, entries.as_ref())?;
@@ -191,6 +197,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         remote_watching: remote_monitor.as_ref().map(|r| r.describe()),
         remote_monitor: std::sync::Mutex::new(remote_monitor),
         recorded,
+        script,
     })
 }
 

@@ -1,0 +1,133 @@
+//! `-s`: a wrk Lua script. Its setup and each thread's `init` run before the run
+//! (`pelt-script`), and the request the script leaves in the `wrk` table becomes the run's: the
+//! run that follows is an ordinary one, at pelt's own speed, over any protocol pelt speaks. The
+//! script's `done` is called with the result (`Prepared::script`).
+
+use super::{bad, request_parts, Here};
+use crate::spec::{Body, LoadSpec};
+use crate::target;
+use crate::SpecError;
+
+/// The spec as the script leaves it, and the script (for its `done`); `None` without `-s`,
+/// or where this process does not run the load (the script runs where the threads are).
+pub(super) fn run(
+    spec: &LoadSpec,
+    threads: usize,
+    here: Here,
+) -> Result<Option<(LoadSpec, pelt_script::Scripted)>, SpecError> {
+    let Some(path) = &spec.script else {
+        return Ok(None);
+    };
+    if here == Here::Describes {
+        return Ok(None);
+    }
+    if spec.url.is_empty() {
+        return Err(bad("-s: a script needs the URL argument"));
+    }
+    let t = target::resolve(&spec.url).map_err(bad)?;
+    let url = url::Url::parse(&spec.url).map_err(|e| bad(format!("invalid URL: {e}")))?;
+    let (headers, body) = request_parts(spec)?;
+    let origin = pelt_script::Origin {
+        scheme: url.scheme().to_string(),
+        host: url
+            .host_str()
+            .unwrap_or_default()
+            .trim_matches(|c| c == '[' || c == ']')
+            .to_string(),
+        port: url.port(),
+        path: t.path.clone(),
+        method: spec.method.clone(),
+        headers,
+        body: (!body.is_empty()).then_some(body),
+        addr: t.addr,
+    };
+    let script = pelt_script::Script {
+        path: path.clone(),
+        args: spec.script_args.clone(),
+    };
+    let scripted = pelt_script::start(&script, &origin, threads).map_err(bad)?;
+    let r = &scripted.request;
+    if r.addr != t.addr {
+        return Err(bad(format!(
+            "{}: setup() set thread.addr to {}, another address than the URL's ({}), which \
+             pelt does not connect to yet",
+            path.display(),
+            r.addr,
+            t.addr
+        )));
+    }
+    let mut scripted_spec = spec.clone();
+    scripted_spec.method = r.method.clone();
+    // The Host header the URL gives is pelt's own; another one is sent as the script says.
+    scripted_spec.headers = r
+        .headers
+        .iter()
+        .filter(|(n, v)| !(n.eq_ignore_ascii_case("host") && *v == t.host_header))
+        .map(|(n, v)| format!("{n}: {v}"))
+        .collect();
+    scripted_spec.body = Body::Bytes(r.body.clone().unwrap_or_default());
+    scripted_spec.url = format!("{}://{}{}", url.scheme(), t.host_header, r.path);
+    Ok(Some((scripted_spec, scripted)))
+}
+
+impl super::Prepared {
+    /// Calls the script's `done(summary, latency, requests)` with `report`'s figures (its
+    /// output to stderr when `stdout_busy`); nothing without a script or its `done`.
+    pub fn script_done(
+        &self,
+        report: &pelt_stats::Report,
+        stdout_busy: bool,
+    ) -> Result<(), String> {
+        match &self.script {
+            Some(s) => s.done(figures(report), stdout_busy),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `report` as wrk's `done` reads a run: its error kinds folded into wrk's five (pelt tells
+/// no write error apart: a failed write shows as the read that follows it).
+fn figures(report: &pelt_stats::Report) -> pelt_script::Figures {
+    let mut errors = pelt_script::Errors::default();
+    for (kind, n) in &report.errors {
+        match kind.as_str() {
+            "refused" | "connect" | "connect_timeout" | "addr_not_available" | "fd_limit" => {
+                errors.connect += n
+            }
+            "timeout" => errors.timeout += n,
+            _ => errors.read += n,
+        }
+    }
+    errors.status = report
+        .status
+        .iter()
+        .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c > 399))
+        .map(|(_, n)| n)
+        .sum();
+    // wrk samples each thread's rate: here each measured second's, shared by the threads (the
+    // whole seconds, or the one short second of a run shorter than a second).
+    let threads = report.info.threads.max(1) as f64;
+    let measured: Vec<&pelt_stats::TimelinePoint> = report
+        .timeline
+        .iter()
+        .filter(|p| !p.warmup && p.length_s > 0.0)
+        .collect();
+    let whole = measured.iter().any(|p| p.length_s >= 0.999);
+    let rates = measured
+        .iter()
+        .filter(|p| !whole || p.length_s >= 0.999)
+        .map(|p| (p.rps / threads).round() as u64)
+        .collect();
+    pelt_script::Figures {
+        duration_us: (report.duration_s * 1e6).round() as u64,
+        requests: report.requests.completed,
+        bytes: report.bytes.received,
+        errors,
+        latency: report
+            .histograms
+            .as_ref()
+            .map(|h| h.latency_us.clone())
+            .unwrap_or_default(),
+        rates,
+    }
+}

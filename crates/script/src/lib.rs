@@ -1,0 +1,1036 @@
+//! wrk's Lua scripting API (its `SCRIPTING` document) on LuaJIT, as wrk embeds it: the global
+//! `wrk` table (`scheme`, `host`, `port`, `method`, `path`, `headers`, `body`, `thread`),
+//! `wrk.format()`, `wrk.lookup()`, `wrk.connect()`; `setup(thread)` with `thread.addr`,
+//! `thread:get()`, `thread:set()`; `init(args)` in each thread's own state; and
+//! `done(summary, latency, requests)` with wrk's summary table and statistics objects, fed
+//! the figures of every thread.
+//!
+//! As in wrk, the setup and done phases run in a state of their own, and each thread has its
+//! own state, where `init` runs. Lua states are not `Send`: they all live on one thread of
+//! this crate's (`pelt-script`), which the run talks to through [`Scripted`] before the run
+//! (the request the script leaves in the `wrk` table) and after it (`done`); nothing of it is
+//! on the per-request path.
+//!
+//! The API is pelt's own code (wrk's `wrk.lua` and `script.c` are not copied): `wrk.format`
+//! writes the same request line, headers and body, its headers in name order instead of a
+//! Lua table's hash order.
+//!
+//! No error is ever raised from Rust: pelt is built with `panic = "abort"`, and LuaJIT raises
+//! an error by unwinding the stack, which aborts the process when it crosses a Rust frame. So
+//! each Rust function answers `ok, value` (never failing to read its arguments: it takes them
+//! as they come) and a Lua wrapper (`guard`, in [`PRELUDE`]) raises the error from Lua; the
+//! thread and statistics objects are Lua tables, not userdata.
+
+use mlua::{Function, Lua, MultiValue, Table, Value, WeakLua};
+use pelt_stats::LatencyHistogram;
+use std::cell::RefCell;
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A script and the arguments its `init(args)` gets (those after `--` on wrk's command line).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Script {
+    pub path: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// What the `wrk` table starts from: the run's URL and request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    pub scheme: String,
+    pub host: String,
+    /// The port when the URL names one (wrk's `wrk.port` is nil otherwise).
+    pub port: Option<u16>,
+    /// The path and query.
+    pub path: String,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    /// The address the run connects to (`thread.addr` before `setup` changes it).
+    pub addr: SocketAddr,
+}
+
+/// The request the script leaves in each thread's `wrk` table after `init`: what every
+/// request of the run sends when the script has no `request()`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    /// As the script left them, `Host` among them; never `Content-Length` (pelt adds it).
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    /// Where the threads connect (`thread.addr`, as `setup` left it).
+    pub addr: SocketAddr,
+}
+
+/// The run's figures, as `done(summary, latency, requests)` reads them.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// The run's measured duration, microseconds.
+    pub duration_us: u64,
+    /// Responses completed.
+    pub requests: u64,
+    /// Bytes received.
+    pub bytes: u64,
+    pub errors: Errors,
+    /// Every measured request's latency, microseconds.
+    pub latency: LatencyHistogram,
+    /// Requests per second, one value per thread and second (wrk samples each thread's rate).
+    pub rates: Vec<u64>,
+}
+
+/// wrk's error counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Errors {
+    pub connect: u64,
+    pub read: u64,
+    pub write: u64,
+    /// Responses with a status over 399.
+    pub status: u64,
+    pub timeout: u64,
+}
+
+/// A script started: its setup done and each thread's `init` run. Dropping it ends its
+/// thread (and its Lua states).
+pub struct Scripted {
+    /// The request the threads' `wrk` tables say.
+    pub request: Request,
+    /// The script defines `done`.
+    pub has_done: bool,
+    jobs: mpsc::Sender<Job>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+enum Job {
+    Done(Box<Figures>, bool, mpsc::Sender<Result<(), String>>),
+}
+
+impl Scripted {
+    /// Calls the script's `done` with the run's figures (its output to stderr when
+    /// `stdout_busy`: stdout carries the JSON result). An error is one line.
+    pub fn done(&self, figures: Figures, stdout_busy: bool) -> Result<(), String> {
+        if !self.has_done {
+            return Ok(());
+        }
+        let (tx, rx) = mpsc::channel();
+        self.jobs
+            .send(Job::Done(Box::new(figures), stdout_busy, tx))
+            .map_err(|_| "the script's thread has ended".to_string())?;
+        rx.recv()
+            .unwrap_or_else(|_| Err("the script's thread has ended".into()))
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread.
+        let (tx, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.jobs, tx));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Loads `script` for a run of `threads` threads from `origin`: runs it in the setup state
+/// and in each thread's, calls `setup(thread)` for each thread and then each thread's
+/// `init(args)`. A Lua error is one line, with the script's file and line.
+pub fn start(script: &Script, origin: &Origin, threads: usize) -> Result<Scripted, String> {
+    let source = std::fs::read(&script.path)
+        .map_err(|e| format!("cannot read the script {}: {e}", script.path.display()))?;
+    let name = script.path.display().to_string();
+    let (script, origin) = (script.clone(), origin.clone());
+    let (jobs, rx) = mpsc::channel::<Job>();
+    let (ready_tx, ready) = mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("pelt-script".into())
+        .spawn(move || {
+            let host = Host::new(&name, &source, &script.args, &origin, threads);
+            let host = match host {
+                Ok((host, request)) => {
+                    let _ = ready_tx.send(Ok((request, host.has("done"))));
+                    host
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(one_line(&e)));
+                    return;
+                }
+            };
+            for job in rx {
+                match job {
+                    Job::Done(figures, busy, answer) => {
+                        let _ = answer.send(host.done(&figures, busy).map_err(|e| one_line(&e)));
+                    }
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the script's thread: {e}"))?;
+    let started = ready
+        .recv()
+        .unwrap_or_else(|_| Err("the script's thread ended".into()));
+    match started {
+        Ok((request, has_done)) => Ok(Scripted {
+            request,
+            has_done,
+            jobs,
+            thread: Some(thread),
+        }),
+        Err(e) => {
+            let _ = thread.join();
+            Err(e)
+        }
+    }
+}
+
+/// A Lua error as one line: its message, the traceback left out.
+fn one_line(e: &mlua::Error) -> String {
+    let text = match e {
+        mlua::Error::CallbackError { cause, .. } => return one_line(cause),
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(m) => m.clone(),
+        e => e.to_string(),
+    };
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+/// The states: the setup state (setup, done) and each thread's (init).
+struct Host {
+    setup: Lua,
+    /// The setup state's constructors (the prelude's).
+    made: Table,
+    shared: Shared,
+    /// Kept alive for `thread:get()` in `done`.
+    _threads: Vec<Lua>,
+}
+
+impl Host {
+    fn new(
+        name: &str,
+        source: &[u8],
+        args: &[String],
+        origin: &Origin,
+        threads: usize,
+    ) -> mlua::Result<(Host, Request)> {
+        let shared = Shared {
+            slots: Rc::new(RefCell::new(Vec::with_capacity(threads))),
+            stats: Rc::new(RefCell::new(Vec::new())),
+            stderr: Rc::new(std::cell::Cell::new(false)),
+        };
+        let load = |lua: &Lua| -> mlua::Result<Table> {
+            let made = install(lua, origin, &shared)?;
+            lua.load(source).set_name(format!("@{name}")).exec()?;
+            Ok(made)
+        };
+        let setup = Lua::new();
+        let made = load(&setup)?;
+        let mut states = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let lua = Lua::new();
+            let own = load(&lua)?;
+            shared.slots.borrow_mut().push(Slot {
+                lua: lua.weak(),
+                addr: origin.addr,
+            });
+            states.push((lua, own));
+        }
+        // setup(thread), once per thread, in the setup state.
+        if let Some(f) = function(&setup, "setup")? {
+            for i in 0..threads {
+                f.call::<()>(made.get::<Function>("thread")?.call::<Table>(i)?)?;
+            }
+        }
+        // init(args), in each thread's own state, its Host header set first.
+        let mut request: Option<Request> = None;
+        for (i, (lua, own)) in states.iter().enumerate() {
+            let wrk: Table = lua.globals().get("wrk")?;
+            wrk.set("thread", own.get::<Function>("thread")?.call::<Table>(i)?)?;
+            let headers: Table = wrk.get("headers")?;
+            if headers.get::<Value>("Host")?.is_nil() {
+                headers.set("Host", host_header(origin))?;
+            }
+            if let Some(init) = function(lua, "init")? {
+                let list = lua.create_sequence_from(args.iter().map(String::as_str))?;
+                init.call::<()>(list)?;
+            }
+            for hook in ["request", "response", "delay"] {
+                if function(lua, hook)?.is_some() {
+                    return Err(mlua::Error::runtime(format!(
+                        "{name}: {hook}() is called per request, which pelt's scripts do not \
+                         run yet (setup(), init(), the wrk table and done() they do)"
+                    )));
+                }
+            }
+            let addr = shared.slots.borrow()[i].addr;
+            let mine = left_request(&wrk, addr)?;
+            match &request {
+                Some(r) if *r != mine => {
+                    return Err(mlua::Error::runtime(format!(
+                        "{name}: the threads' init() left different requests in the wrk \
+                         table, which pelt's scripts do not send yet"
+                    )))
+                }
+                _ => request = Some(mine),
+            }
+        }
+        let request = match request {
+            Some(r) => r,
+            None => left_request(&setup.globals().get("wrk")?, origin.addr)?,
+        };
+        Ok((
+            Host {
+                setup,
+                made,
+                shared,
+                _threads: states.into_iter().map(|(l, _)| l).collect(),
+            },
+            request,
+        ))
+    }
+
+    fn has(&self, name: &str) -> bool {
+        matches!(function(&self.setup, name), Ok(Some(_)))
+    }
+
+    fn done(&self, figures: &Figures, stdout_busy: bool) -> mlua::Result<()> {
+        let Some(done) = function(&self.setup, "done")? else {
+            return Ok(());
+        };
+        let lua = &self.setup;
+        self.shared.stderr.set(stdout_busy);
+        let summary = lua.create_table()?;
+        summary.set("duration", figures.duration_us)?;
+        summary.set("requests", figures.requests)?;
+        summary.set("bytes", figures.bytes)?;
+        let e = &figures.errors;
+        let errors = lua.create_table()?;
+        for (k, v) in [
+            ("connect", e.connect),
+            ("read", e.read),
+            ("write", e.write),
+            ("status", e.status),
+            ("timeout", e.timeout),
+        ] {
+            errors.set(k, v)?;
+        }
+        summary.set("errors", errors)?;
+        let latency = Stats::of_histogram(&figures.latency);
+        let requests = Stats::of_values(&figures.rates);
+        let objects = (
+            latency.object(lua, &self.made, 0)?,
+            requests.object(lua, &self.made, 1)?,
+        );
+        *self.shared.stats.borrow_mut() = vec![latency, requests];
+        let result = done.call::<()>((summary, objects.0, objects.1));
+        let _ = std::io::stdout().flush();
+        result
+    }
+}
+
+/// The global function `name`, if the script defines one.
+fn function(lua: &Lua, name: &str) -> mlua::Result<Option<Function>> {
+    match lua.globals().get::<Value>(name)? {
+        Value::Function(f) => Ok(Some(f)),
+        _ => Ok(None),
+    }
+}
+
+/// wrk's default Host header: the host (bracketed when IPv6), with the port the URL names.
+fn host_header(origin: &Origin) -> String {
+    let host = if origin.host.contains(':') {
+        format!("[{}]", origin.host)
+    } else {
+        origin.host.clone()
+    };
+    match origin.port {
+        Some(p) => format!("{host}:{p}"),
+        None => host,
+    }
+}
+
+/// The request a `wrk` table says.
+fn left_request(wrk: &Table, addr: SocketAddr) -> mlua::Result<Request> {
+    let headers: Table = wrk.get("headers")?;
+    Ok(Request {
+        method: wrk.get("method")?,
+        path: wrk.get("path")?,
+        headers: header_list(&headers)?
+            .into_iter()
+            .filter(|(n, _)| !n.eq_ignore_ascii_case("content-length"))
+            .collect(),
+        body: wrk
+            .get::<Option<mlua::LuaString>>("body")?
+            .map(|b| b.as_bytes().to_vec()),
+        addr,
+    })
+}
+
+/// A headers table as `(name, value)` pairs in name order (numbers and booleans written as
+/// Lua writes them; nil and other values left out).
+fn header_list(t: &Table) -> mlua::Result<Vec<(String, String)>> {
+    let mut list = Vec::new();
+    for pair in t.pairs::<Value, Value>() {
+        let (k, v) = pair?;
+        let Some(name) = text(&k) else { continue };
+        if let Some(value) = text(&v) {
+            list.push((name, value));
+        }
+    }
+    list.sort();
+    Ok(list)
+}
+
+/// A string, number or boolean as text.
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.to_string_lossy()),
+        Value::Integer(i) => Some(i.to_string()),
+        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => Some(format!("{}", *n as i64)),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// pelt's own Lua around the Rust functions (`raw`): `guard` raises a Rust function's error
+/// from Lua; the thread objects (`setup(thread)`, `wrk.thread`) and the statistics objects
+/// (`done`'s `latency` and `requests`) are tables with metatables. Returns the constructors.
+const PRELUDE: &str = r#"
+local raw = ...
+local function guard(f)
+   return function(...)
+      local ok, a, b = f(...)
+      if not ok then error(a, 2) end
+      return a, b
+   end
+end
+wrk.format = guard(raw.format)
+wrk.lookup = guard(raw.lookup)
+wrk.connect = guard(raw.connect)
+wrk.request = function() return wrk.format() end
+print = raw.print
+io.write = raw.write
+os.exit = function()
+   error("os.exit() is not allowed: a script cannot end the run", 2)
+end
+
+local ids = setmetatable({}, { __mode = "k" })
+local get, set = guard(raw.thread_get), guard(raw.thread_set)
+local addr, set_addr = guard(raw.thread_addr), guard(raw.thread_set_addr)
+local methods = {
+   get = function(self, name) return get(ids[self], name) end,
+   set = function(self, name, value) return set(ids[self], name, value) end,
+   stop = function(self)
+      error("thread:stop() stops a running thread, and pelt does not run scripts per request yet", 2)
+   end,
+}
+local thread_meta = {
+   __index = function(t, k)
+      if k == "addr" then return addr(ids[t]) end
+      return methods[k]
+   end,
+   __newindex = function(t, k, v)
+      if k == "addr" then set_addr(ids[t], v) else rawset(t, k, v) end
+   end,
+}
+local function thread(i)
+   local t = setmetatable({}, thread_meta)
+   ids[t] = i
+   return t
+end
+
+local counts = setmetatable({}, { __mode = "k" })
+local percentile = guard(raw.percentile)
+local stats_meta = {
+   __index = { percentile = function(self, p) return percentile(ids[self], p) end },
+   __call = function(self, i) return rawget(self, i), counts[self][i] end,
+}
+local function stats(t, c, i)
+   ids[t], counts[t] = i, c
+   return setmetatable(t, stats_meta)
+end
+return { thread = thread, stats = stats }
+"#;
+
+/// What the Rust functions of a state reach: the threads (from every state) and, in the setup
+/// state at `done`, the statistics.
+#[derive(Clone)]
+struct Shared {
+    slots: Rc<RefCell<Vec<Slot>>>,
+    stats: Rc<RefCell<Vec<Stats>>>,
+    /// `print` and `io.write` go to stderr (stdout carries the JSON result).
+    stderr: Rc<std::cell::Cell<bool>>,
+}
+
+/// What the setup state knows of a thread: its state and its address.
+struct Slot {
+    lua: WeakLua,
+    addr: SocketAddr,
+}
+
+/// A Rust function as the prelude's `guard` takes it: it answers `true, value` or `false,
+/// message`, whatever its arguments.
+fn raw<F>(lua: &Lua, f: F) -> mlua::Result<Function>
+where
+    F: Fn(&Lua, &Shared, Vec<Value>) -> Result<Value, String> + 'static,
+{
+    lua.create_function(move |lua, args: MultiValue| {
+        let shared = lua.app_data_ref::<Shared>().map(|s| s.clone());
+        let answer = match shared {
+            Some(shared) => f(lua, &shared, args.into_iter().collect()),
+            None => Err("pelt's script state is gone".into()),
+        };
+        Ok(match answer {
+            Ok(v) => (true, v),
+            Err(e) => (false, Value::String(lua.create_string(e)?)),
+        })
+    })
+}
+
+/// Argument `i` as bytes (strings and numbers, as Lua coerces them).
+fn bytes_arg(args: &[Value], i: usize) -> Option<Vec<u8>> {
+    match args.get(i)? {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        v => text(v).map(String::into_bytes),
+    }
+}
+
+fn lua_err(e: mlua::Error) -> String {
+    one_line(&e)
+}
+
+/// The `wrk` table, the functions wrk's scripts may call, the thread and statistics
+/// objects; `print` and `io.write` write through Rust's stdout (so they keep their place
+/// beside pelt's own output); `os.exit` is an error, not an exit in the middle of a run.
+/// Returns the prelude's constructors.
+fn install(lua: &Lua, origin: &Origin, shared: &Shared) -> mlua::Result<Table> {
+    lua.set_app_data(shared.clone());
+    let wrk = lua.create_table()?;
+    wrk.set("scheme", origin.scheme.as_str())?;
+    wrk.set("host", origin.host.as_str())?;
+    wrk.set("port", origin.port)?;
+    wrk.set("method", origin.method.as_str())?;
+    wrk.set("path", origin.path.as_str())?;
+    let headers = lua.create_table()?;
+    for (n, v) in &origin.headers {
+        headers.set(n.as_str(), v.as_str())?;
+    }
+    wrk.set("headers", headers)?;
+    if let Some(b) = &origin.body {
+        wrk.set("body", lua.create_string(b)?)?;
+    }
+    lua.globals().set("wrk", wrk)?;
+    let r = lua.create_table()?;
+    r.set("format", raw(lua, |lua, _, a| format(lua, &a))?)?;
+    r.set(
+        "lookup",
+        raw(lua, |lua, _, a| {
+            let host = bytes_arg(&a, 0).ok_or("wrk.lookup(host, service): a host")?;
+            let list = lookup(&String::from_utf8_lossy(&host), a.get(1))?;
+            let t = lua
+                .create_sequence_from(list.iter().map(|a| a.to_string()))
+                .map_err(lua_err)?;
+            Ok(Value::Table(t))
+        })?,
+    )?;
+    r.set(
+        "connect",
+        raw(lua, |_, _, a| {
+            let addr = address(&a, 0)?;
+            Ok(Value::Boolean(
+                TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok(),
+            ))
+        })?,
+    )?;
+    r.set(
+        "thread_addr",
+        raw(lua, |lua, s, a| {
+            let slots = s.slots.borrow();
+            let slot = slot_of(&slots, &a)?;
+            Ok(Value::String(
+                lua.create_string(slot.addr.to_string()).map_err(lua_err)?,
+            ))
+        })?,
+    )?;
+    r.set(
+        "thread_set_addr",
+        raw(lua, |_, s, a| {
+            let addr = address(&a, 1)?;
+            let mut slots = s.slots.borrow_mut();
+            let i = index_of(&slots, &a)?;
+            slots[i].addr = addr;
+            Ok(Value::Nil)
+        })?,
+    )?;
+    // A value crosses from one state to another as a copy: booleans, numbers, strings and
+    // tables of them, as in wrk.
+    r.set(
+        "thread_get",
+        raw(lua, |lua, s, a| {
+            let state = state_of(s, &a)?;
+            let name = bytes_arg(&a, 1).ok_or("thread:get(name): a name")?;
+            let v: Value = state
+                .globals()
+                .raw_get(state.create_string(name).map_err(lua_err)?)
+                .map_err(lua_err)?;
+            Plain::of(&v)?.into_lua(lua).map_err(lua_err)
+        })?,
+    )?;
+    r.set(
+        "thread_set",
+        raw(lua, |_, s, a| {
+            let state = state_of(s, &a)?;
+            let name = bytes_arg(&a, 1).ok_or("thread:set(name, value): a name")?;
+            let v = Plain::of(a.get(2).unwrap_or(&Value::Nil))?
+                .into_lua(&state)
+                .map_err(lua_err)?;
+            let name = state.create_string(name).map_err(lua_err)?;
+            state.globals().raw_set(name, v).map_err(lua_err)?;
+            Ok(Value::Nil)
+        })?,
+    )?;
+    r.set(
+        "percentile",
+        raw(lua, |_, s, a| {
+            let stats = s.stats.borrow();
+            let i = match a.first() {
+                Some(Value::Integer(i)) => *i as usize,
+                _ => usize::MAX,
+            };
+            let st = stats.get(i).ok_or("not a statistics object")?;
+            let p = match a.get(1) {
+                Some(Value::Integer(p)) => *p as f64,
+                Some(Value::Number(p)) => *p,
+                _ => return Err("percentile(p): a number".into()),
+            };
+            Ok(Value::Integer(st.percentile(p) as i64))
+        })?,
+    )?;
+    let print = lua.create_function(|lua, args: MultiValue| {
+        let mut line = Vec::new();
+        for (i, v) in args.iter().enumerate() {
+            if i > 0 {
+                line.push(b'\t');
+            }
+            match v {
+                Value::String(s) => line.extend_from_slice(&s.as_bytes()),
+                v => line.extend_from_slice(
+                    text(v)
+                        .or_else(|| v.to_string().ok())
+                        .unwrap_or_default()
+                        .as_bytes(),
+                ),
+            }
+        }
+        line.push(b'\n');
+        write_out(lua, &line);
+        Ok(())
+    })?;
+    r.set("print", print)?;
+    let write = lua.create_function(|lua, args: MultiValue| {
+        for v in &args {
+            match v {
+                Value::String(s) => write_out(lua, &s.as_bytes()),
+                v => write_out(lua, text(v).unwrap_or_default().as_bytes()),
+            }
+        }
+        Ok(())
+    })?;
+    r.set("write", write)?;
+    lua.load(PRELUDE).set_name("=pelt").call::<Table>(r)
+}
+
+fn write_out(lua: &Lua, bytes: &[u8]) {
+    let stderr = lua.app_data_ref::<Shared>().is_some_and(|s| s.stderr.get());
+    if stderr {
+        let _ = std::io::stderr().write_all(bytes);
+    } else {
+        let _ = std::io::stdout().write_all(bytes);
+    }
+}
+
+/// Argument `i` as an address (`127.0.0.1:8080`, as `wrk.lookup` gives them).
+fn address(args: &[Value], i: usize) -> Result<SocketAddr, String> {
+    let text = bytes_arg(args, i).ok_or("an address from wrk.lookup()")?;
+    let text = String::from_utf8_lossy(&text);
+    text.parse()
+        .map_err(|_| format!("'{text}' is not an address from wrk.lookup()"))
+}
+
+/// The thread the first argument numbers.
+fn index_of(slots: &[Slot], args: &[Value]) -> Result<usize, String> {
+    match args.first() {
+        Some(Value::Integer(i)) if (*i as usize) < slots.len() => Ok(*i as usize),
+        _ => Err("not a thread".into()),
+    }
+}
+
+fn slot_of<'s>(slots: &'s [Slot], args: &[Value]) -> Result<&'s Slot, String> {
+    Ok(&slots[index_of(slots, args)?])
+}
+
+fn state_of(s: &Shared, args: &[Value]) -> Result<Lua, String> {
+    let slots = s.slots.borrow();
+    slot_of(&slots, args)?
+        .lua
+        .try_upgrade()
+        .ok_or_else(|| "the thread has ended".to_string())
+}
+
+/// `wrk.format(method, path, headers, body)`: the request line, the headers (`Host` first,
+/// then by name; `Content-Length` when there is a body), a blank line and the body; each
+/// part not given is the `wrk` table's.
+fn format(lua: &Lua, a: &[Value]) -> Result<Value, String> {
+    let wrk: Table = lua.globals().raw_get("wrk").map_err(lua_err)?;
+    let field = |name: &str| -> Result<Option<Vec<u8>>, String> {
+        let v: Value = wrk.raw_get(name).map_err(lua_err)?;
+        Ok(bytes_arg(&[v], 0))
+    };
+    let method = match bytes_arg(a, 0) {
+        Some(m) => m,
+        None => field("method")?.ok_or("wrk.method is not a string")?,
+    };
+    let path = match bytes_arg(a, 1) {
+        Some(p) => p,
+        None => field("path")?.ok_or("wrk.path is not a string")?,
+    };
+    let defaults: Table = wrk.raw_get("headers").map_err(lua_err)?;
+    let headers = match a.get(2) {
+        Some(Value::Table(t)) => t.clone(),
+        Some(Value::Nil) | None => defaults.clone(),
+        Some(_) => return Err("wrk.format: headers are a table".into()),
+    };
+    let body = match bytes_arg(a, 3) {
+        Some(b) => Some(b),
+        None => field("body")?,
+    };
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(&method);
+    out.push(b' ');
+    out.extend_from_slice(&path);
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let list = header_list(&headers).map_err(lua_err)?;
+    let host = match list.iter().find(|(n, _)| n == "Host") {
+        Some((_, v)) => Some(v.clone()),
+        None => text(&defaults.raw_get::<Value>("Host").map_err(lua_err)?),
+    };
+    if let Some(h) = host {
+        out.extend_from_slice(format!("Host: {h}\r\n").as_bytes());
+    }
+    for (n, v) in list
+        .iter()
+        .filter(|(n, _)| n != "Host" && !n.eq_ignore_ascii_case("content-length"))
+    {
+        out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+    }
+    if let Some(b) = &body {
+        out.extend_from_slice(format!("Content-Length: {}\r\n", b.len()).as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    if let Some(b) = &body {
+        out.extend_from_slice(b);
+    }
+    Ok(Value::String(lua.create_string(out).map_err(lua_err)?))
+}
+
+/// `wrk.lookup(host, service)`: the addresses `host` resolves to, for a port number or a
+/// service name (`http`, `https`).
+fn lookup(host: &str, service: Option<&Value>) -> Result<Vec<SocketAddr>, String> {
+    let port = match service {
+        Some(Value::Integer(p)) => *p as u16,
+        Some(Value::Number(p)) => *p as u16,
+        Some(Value::String(s)) => match &*s.to_string_lossy() {
+            "http" => 80,
+            "https" => 443,
+            p => p
+                .parse()
+                .map_err(|_| format!("wrk.lookup: unknown service '{p}'"))?,
+        },
+        _ => 80,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (host, port)
+        .to_socket_addrs()
+        .map(|a| a.collect())
+        .map_err(|e| format!("wrk.lookup: cannot resolve {host}: {e}"))
+}
+
+/// A value that may cross between states.
+enum Plain {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Num(f64),
+    Str(Vec<u8>),
+    Table(Vec<(Plain, Plain)>),
+}
+
+impl Plain {
+    fn of(v: &Value) -> Result<Plain, String> {
+        Ok(match v {
+            Value::Nil => Plain::Nil,
+            Value::Boolean(b) => Plain::Bool(*b),
+            Value::Integer(i) => Plain::Int(*i),
+            Value::Number(n) => Plain::Num(*n),
+            Value::String(s) => Plain::Str(s.as_bytes().to_vec()),
+            Value::Table(t) => {
+                let mut pairs = Vec::new();
+                for p in t.clone().pairs::<Value, Value>() {
+                    let (k, v) = p.map_err(lua_err)?;
+                    pairs.push((Plain::of(&k)?, Plain::of(&v)?));
+                }
+                Plain::Table(pairs)
+            }
+            v => {
+                return Err(format!(
+                    "a {} cannot pass between threads (only nil, booleans, numbers, strings and \
+                     tables of them)",
+                    v.type_name()
+                ))
+            }
+        })
+    }
+
+    fn into_lua(self, lua: &Lua) -> mlua::Result<Value> {
+        Ok(match self {
+            Plain::Nil => Value::Nil,
+            Plain::Bool(b) => Value::Boolean(b),
+            Plain::Int(i) => Value::Integer(i),
+            Plain::Num(n) => Value::Number(n),
+            Plain::Str(s) => Value::String(lua.create_string(s)?),
+            Plain::Table(pairs) => {
+                let t = lua.create_table()?;
+                for (k, v) in pairs {
+                    t.raw_set(k.into_lua(lua)?, v.into_lua(lua)?)?;
+                }
+                Value::Table(t)
+            }
+        })
+    }
+}
+
+/// wrk's statistics object: `min`, `max`, `mean`, `stdev`, `percentile(p)`, `#stats` (the
+/// distinct values) and `stats(i)` (the i-th distinct value, ascending, and its count).
+struct Stats {
+    /// Distinct values ascending, with their counts.
+    values: Vec<(u64, u64)>,
+    min: u64,
+    max: u64,
+    mean: f64,
+    stdev: f64,
+    /// Percentiles come from here when the values are a histogram's.
+    histogram: Option<LatencyHistogram>,
+}
+
+impl Stats {
+    fn of_histogram(h: &LatencyHistogram) -> Stats {
+        let s = h.summary();
+        let values = h
+            .hdr()
+            .iter_recorded()
+            .map(|v| {
+                (
+                    h.hdr().highest_equivalent(v.value_iterated_to()),
+                    v.count_at_value(),
+                )
+            })
+            .collect();
+        Stats {
+            values,
+            min: s.min_us,
+            max: s.max_us,
+            mean: s.mean_us,
+            stdev: s.stdev_us,
+            histogram: Some(h.clone()),
+        }
+    }
+
+    fn of_values(list: &[u64]) -> Stats {
+        let mut sorted = list.to_vec();
+        sorted.sort_unstable();
+        let mut values: Vec<(u64, u64)> = Vec::new();
+        for v in &sorted {
+            match values.last_mut() {
+                Some((last, n)) if last == v => *n += 1,
+                _ => values.push((*v, 1)),
+            }
+        }
+        let n = sorted.len().max(1) as f64;
+        let mean = sorted.iter().sum::<u64>() as f64 / n;
+        let var = sorted
+            .iter()
+            .map(|v| (*v as f64 - mean).powi(2))
+            .sum::<f64>()
+            / (n - 1.0).max(1.0);
+        Stats {
+            values,
+            min: sorted.first().copied().unwrap_or(0),
+            max: sorted.last().copied().unwrap_or(0),
+            mean,
+            stdev: var.sqrt(),
+            histogram: None,
+        }
+    }
+
+    /// The value at percentile `p` (0..100).
+    fn percentile(&self, p: f64) -> u64 {
+        if let Some(h) = &self.histogram {
+            return h.quantile_us((p / 100.0).clamp(0.0, 1.0));
+        }
+        let total: u64 = self.values.iter().map(|(_, n)| n).sum();
+        let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (v, n) in &self.values {
+            seen += n;
+            if seen >= rank {
+                return *v;
+            }
+        }
+        self.max
+    }
+
+    /// As a Lua object (the prelude's `stats`), numbered `i` among the state's statistics.
+    fn object(&self, lua: &Lua, made: &Table, i: usize) -> mlua::Result<Table> {
+        let t = lua.create_table()?;
+        t.raw_set("min", self.min)?;
+        t.raw_set("max", self.max)?;
+        t.raw_set("mean", self.mean)?;
+        t.raw_set("stdev", self.stdev)?;
+        let counts = lua.create_table()?;
+        for (k, (v, n)) in self.values.iter().enumerate() {
+            t.raw_set(k + 1, *v)?;
+            counts.raw_set(k + 1, *n)?;
+        }
+        made.get::<Function>("stats")?.call((t, counts, i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin() -> Origin {
+        Origin {
+            scheme: "http".into(),
+            host: "127.0.0.1".into(),
+            port: Some(8080),
+            path: "/".into(),
+            method: "GET".into(),
+            headers: vec![("X-A".into(), "1".into())],
+            body: None,
+            addr: "127.0.0.1:8080".parse().unwrap(),
+        }
+    }
+
+    fn script(text: &str) -> Script {
+        let path = std::env::temp_dir().join(format!(
+            "pelt-script-{}-{}.lua",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::write(&path, text).unwrap();
+        Script {
+            path,
+            args: vec!["a".into(), "b".into()],
+        }
+    }
+
+    #[test]
+    fn the_wrk_table_after_init_is_the_request() {
+        let s = script(
+            "wrk.method = 'POST'\nwrk.body = 'x=1'\nwrk.headers['Content-Type'] = 'a/b'\n\
+             function init(args) wrk.path = '/' .. args[1] .. '/' .. #args end\n",
+        );
+        let r = start(&s, &origin(), 2).unwrap();
+        assert_eq!(r.request.method, "POST");
+        assert_eq!(r.request.path, "/a/2");
+        assert_eq!(r.request.body.as_deref(), Some(&b"x=1"[..]));
+        assert_eq!(
+            r.request.headers,
+            [
+                ("Content-Type".to_string(), "a/b".to_string()),
+                ("Host".into(), "127.0.0.1:8080".into()),
+                ("X-A".into(), "1".into()),
+            ]
+        );
+        assert!(!r.has_done);
+    }
+
+    #[test]
+    fn errors_are_one_line_with_the_file_and_line() {
+        let s = script("wrk.method = 'GET'\nlocal x = = 1\n");
+        let e = start(&s, &origin(), 1).err().unwrap();
+        assert!(e.contains(".lua:2:"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        let s = script("function init(args)\n  error('no way')\nend\n");
+        let e = start(&s, &origin(), 1).err().unwrap();
+        assert!(e.contains(".lua:2: no way"), "{e}");
+        let s = script("function init(args) os.exit(3) end\n");
+        let e = start(&s, &origin(), 1).err().unwrap();
+        assert!(e.contains("os.exit() is not allowed"), "{e}");
+    }
+
+    #[test]
+    fn format_writes_wrks_request() {
+        let s = script(
+            "function init(args) req = wrk.format('PUT', '/p', {['X-B'] = 2}, 'hey') \
+             plain = wrk.format() end\n\
+             function setup(t) t:set('id', 7) end\n\
+             function done(s, l, r) print(threads) end\n",
+        );
+        let r = start(&s, &origin(), 1).unwrap();
+        assert!(r.has_done);
+        drop(r);
+        let lua = Lua::new();
+        let shared = Shared {
+            slots: Rc::new(RefCell::new(Vec::new())),
+            stats: Rc::new(RefCell::new(Vec::new())),
+            stderr: Rc::new(std::cell::Cell::new(false)),
+        };
+        install(&lua, &origin(), &shared).unwrap();
+        lua.load("wrk.headers.Host = 'h:1'").exec().unwrap();
+        let text: String = lua
+            .load("return wrk.format('PUT', '/p', {['X-B'] = 2}, 'hey')")
+            .eval()
+            .unwrap();
+        assert_eq!(
+            text,
+            "PUT /p HTTP/1.1\r\nHost: h:1\r\nX-B: 2\r\nContent-Length: 3\r\n\r\nhey"
+        );
+        let text: String = lua.load("return wrk.format()").eval().unwrap();
+        assert_eq!(text, "GET / HTTP/1.1\r\nHost: h:1\r\nX-A: 1\r\n\r\n");
+    }
+
+    #[test]
+    fn a_rust_functions_error_is_raised_from_lua() {
+        let s = script("function init(args)\n  wrk.connect('nowhere')\nend\n");
+        let e = start(&s, &origin(), 1).err().unwrap();
+        assert!(e.contains(".lua:2: 'nowhere' is not an address"), "{e}");
+        let s = script("function setup(t)\n  t:set('f', print)\nend\n");
+        let e = start(&s, &origin(), 1).err().unwrap();
+        assert!(
+            e.contains(".lua:2: a function cannot pass between threads"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn stats_read_as_wrks() {
+        let mut h = LatencyHistogram::new();
+        for v in [100, 100, 200, 300, 1000] {
+            h.record(v);
+        }
+        let s = Stats::of_histogram(&h);
+        assert_eq!((s.min, s.max, s.values.len()), (100, 1000, 4));
+        assert_eq!(s.values[0], (100, 2));
+        assert_eq!(s.percentile(50.0), 200);
+        let r = Stats::of_values(&[10, 20, 20, 30]);
+        assert_eq!(r.values, [(10, 1), (20, 2), (30, 1)]);
+        assert_eq!(r.percentile(50.0), 20);
+        assert_eq!(r.percentile(100.0), 30);
+        assert!((r.mean - 20.0).abs() < 1e-9);
+    }
+}
