@@ -29,7 +29,7 @@ pub struct Dashboard {
 }
 
 /// What the dashboard needs of the run.
-pub struct Run<'a> {
+struct Run<'a> {
     pub run: &'a pelt_load::Prepared,
     /// Changes go here (`None`: only a stop).
     pub control: Option<Arc<Control>>,
@@ -39,9 +39,46 @@ pub struct Run<'a> {
     pub quiet: bool,
 }
 
-/// Starts the page before any traffic (an address that cannot be bound, or that is not
-/// loopback without a token, is bad input).
-pub fn start(v: &ViewArgs, run: Run) -> Result<Option<Dashboard>> {
+/// The page `--dashboard` asks for (`None` without it), started before any traffic, its
+/// control put in the run's config: a change takes effect `lead` after it is asked for
+/// (`None`: the engine's `LEAD`). Beyond loopback the page asks for the fleet's token (from
+/// `token_file`, or the environment).
+pub fn open(
+    v: &ViewArgs,
+    run: &mut pelt_load::Prepared,
+    lead: Option<Duration>,
+    token_file: Option<&std::path::Path>,
+    stop: &Arc<AtomicBool>,
+    quiet: bool,
+) -> Result<Option<Dashboard>> {
+    let Some(addr) = v.dashboard else {
+        return Ok(None);
+    };
+    let mut control = Control::new(&run.config);
+    if let Some(lead) = lead {
+        control = control.with_lead(lead);
+    }
+    let control = Arc::new(control);
+    run.config.control = Some(control.clone());
+    let token = match addr.ip().is_loopback() {
+        true => None,
+        false => Some(crate::fleet::token_text(token_file)?),
+    };
+    start(
+        v,
+        Run {
+            run,
+            control: Some(control),
+            stop: stop.clone(),
+            token,
+            quiet,
+        },
+    )
+}
+
+/// Starts the page (an address that cannot be bound, or that is not loopback without a
+/// token, is bad input).
+fn start(v: &ViewArgs, run: Run) -> Result<Option<Dashboard>> {
     let Some(addr) = v.dashboard else {
         return Ok(None);
     };

@@ -14,7 +14,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 /// How long after it is asked a change on a coordinator's page takes effect: time for every
 /// agent to hear of it first.
@@ -98,19 +97,13 @@ pub fn coordinate(
     let live = metrics::start(m, &p.run)?;
     let stop = stop_flag()?;
     // The merged fleet's page; its changes go to every agent, for the same second of the run.
-    let control = v
-        .dashboard
-        .map(|_| Arc::new(pelt_engine::Control::new(&p.run.config).with_lead(FLEET_LEAD)));
-    p.run.config.control = control.clone();
-    let dash = dashboard::start(
+    let dash = dashboard::open(
         v,
-        dashboard::Run {
-            run: &p.run,
-            control,
-            stop: stop.clone(),
-            token: crate::run::page_token(v, f.token_file.as_deref())?,
-            quiet: p.quiet,
-        },
+        &mut p.run,
+        Some(FLEET_LEAD),
+        f.token_file.as_deref(),
+        &stop,
+        p.quiet,
     )?;
     let opts = CoordinatorOptions {
         agents,

@@ -95,20 +95,7 @@ pub fn load(a: &LoadArgs, m: &MetricsArgs, v: &ViewArgs) -> Result<ExitCode> {
     let live = metrics::start(m, &p.run)?;
     let stop = stop_flag()?;
     // With a live page, the run can be changed while it goes.
-    let control = v
-        .dashboard
-        .map(|_| Arc::new(pelt_engine::Control::new(&p.run.config)));
-    p.run.config.control = control.clone();
-    let dash = dashboard::start(
-        v,
-        dashboard::Run {
-            run: &p.run,
-            control,
-            stop: stop.clone(),
-            token: page_token(v, None)?,
-            quiet: p.quiet,
-        },
-    )?;
+    let dash = dashboard::open(v, &mut p.run, None, None, &stop, p.quiet)?;
     let views = Views {
         tui: tui::start(v, &p.run, p.quiet, stop.clone()),
         dash,
@@ -141,15 +128,6 @@ impl Views {
         if let Some(d) = self.dash {
             d.finish(report);
         }
-    }
-}
-
-/// The token a live page served beyond loopback asks for: the fleet's (from `file`, or the
-/// environment).
-pub fn page_token(v: &ViewArgs, file: Option<&std::path::Path>) -> Result<Option<String>> {
-    match v.dashboard {
-        Some(addr) if !addr.ip().is_loopback() => crate::fleet::token_text(file).map(Some),
-        _ => Ok(None),
     }
 }
 

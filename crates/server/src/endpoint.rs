@@ -4,11 +4,13 @@
 
 use bytes::Bytes;
 use http_body_util::Full;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
@@ -17,9 +19,7 @@ pub type Text = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// A running endpoint; stops on [`TextEndpoint::stop`] or when dropped.
 pub struct TextEndpoint {
-    addr: SocketAddr,
-    shutdown: Option<tokio::sync::watch::Sender<bool>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    serving: Serving,
 }
 
 impl TextEndpoint {
@@ -31,6 +31,47 @@ impl TextEndpoint {
         content_type: &'static str,
         text: Text,
     ) -> std::io::Result<TextEndpoint> {
+        let serving = Serving::start(addr, "pelt-endpoint", move |req| {
+            answer(req, path, content_type, text.clone())
+        })?;
+        Ok(TextEndpoint { serving })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.serving.addr
+    }
+
+    /// Stops listening and drops the connections.
+    pub fn stop(mut self) {
+        self.serving.shutdown_now();
+    }
+}
+
+/// HTTP/1.1 on a listener of its own, on a one-thread runtime of its own: each request
+/// answered by `answer`; stops on [`Serving::shutdown_now`] or when dropped. What the text
+/// endpoint and the live page (`live.rs`) are served by.
+pub(crate) struct Serving {
+    pub(crate) addr: SocketAddr,
+    shutdown: Option<tokio::sync::watch::Sender<bool>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Serving {
+    /// Binds `addr` (an error such as "address in use" comes back here) and serves on a
+    /// thread named `name`.
+    pub(crate) fn start<A, F, B>(
+        addr: SocketAddr,
+        name: &str,
+        answer: A,
+    ) -> std::io::Result<Serving>
+    where
+        A: Fn(Request<Incoming>) -> F + Clone + Send + 'static,
+        F: Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -39,7 +80,7 @@ impl TextEndpoint {
             .build()?;
         let (tx, mut rx) = tokio::sync::watch::channel(false);
         let thread = std::thread::Builder::new()
-            .name("pelt-endpoint".into())
+            .name(name.into())
             .spawn(move || {
                 runtime.block_on(async move {
                     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
@@ -49,8 +90,7 @@ impl TextEndpoint {
                         tokio::select! {
                             accepted = listener.accept() => {
                                 let Ok((stream, _)) = accepted else { continue };
-                                let text = text.clone();
-                                let service = service_fn(move |req| answer(req, path, content_type, text.clone()));
+                                let service = service_fn(answer.clone());
                                 tokio::spawn(async move {
                                     let _ = http1::Builder::new()
                                         .serve_connection(TokioIo::new(stream), service)
@@ -63,24 +103,15 @@ impl TextEndpoint {
                 });
                 runtime.shutdown_timeout(std::time::Duration::from_millis(100));
             })?;
-        Ok(TextEndpoint {
+        Ok(Serving {
             addr,
             shutdown: Some(tx),
             thread: Some(thread),
         })
     }
 
-    /// The address it listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
     /// Stops listening and drops the connections.
-    pub fn stop(mut self) {
-        self.shutdown_now();
-    }
-
-    fn shutdown_now(&mut self) {
+    pub(crate) fn shutdown_now(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(true);
         }
@@ -90,14 +121,14 @@ impl TextEndpoint {
     }
 }
 
-impl Drop for TextEndpoint {
+impl Drop for Serving {
     fn drop(&mut self) {
         self.shutdown_now();
     }
 }
 
 async fn answer(
-    req: Request<hyper::body::Incoming>,
+    req: Request<Incoming>,
     path: &'static str,
     content_type: &'static str,
     text: Text,

@@ -12,13 +12,10 @@ use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::Frame;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{header, Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,64 +61,28 @@ struct Shared {
 
 /// A running live page; stops on [`LivePage::finish`] or when dropped.
 pub struct LivePage {
-    addr: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: Option<tokio::sync::watch::Sender<bool>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    serving: crate::endpoint::Serving,
 }
 
 impl LivePage {
     /// Binds `addr` (an error such as "address in use" comes back here) and serves `page`.
     pub fn start(addr: SocketAddr, page: Page) -> std::io::Result<LivePage> {
-        let listener = TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
         let shared = Arc::new(Shared {
             page,
             events: Mutex::new(Events::default()),
             published: tokio::sync::watch::channel(0).0,
         });
-        let (tx, mut rx) = tokio::sync::watch::channel(false);
         let served = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("pelt-dashboard".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                        return;
-                    };
-                    loop {
-                        tokio::select! {
-                            accepted = listener.accept() => {
-                                let Ok((stream, _)) = accepted else { continue };
-                                let shared = served.clone();
-                                let service = service_fn(move |req| answer(req, shared.clone()));
-                                tokio::spawn(async move {
-                                    let _ = http1::Builder::new()
-                                        .serve_connection(TokioIo::new(stream), service)
-                                        .await;
-                                });
-                            }
-                            _ = rx.changed() => return,
-                        }
-                    }
-                });
-                runtime.shutdown_timeout(Duration::from_millis(100));
-            })?;
-        Ok(LivePage {
-            addr,
-            shared,
-            shutdown: Some(tx),
-            thread: Some(thread),
-        })
+        let serving = crate::endpoint::Serving::start(addr, "pelt-dashboard", move |req| {
+            answer(req, served.clone())
+        })?;
+        Ok(LivePage { shared, serving })
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.serving.addr
     }
 
     /// Sends event `name` with `json` to every client, now and to those that come later
@@ -160,22 +121,7 @@ impl LivePage {
         }
         // Handed to the connections: give them a moment to reach the sockets.
         std::thread::sleep(Duration::from_millis(200).min(wait));
-        self.shutdown_now();
-    }
-
-    fn shutdown_now(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(true);
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for LivePage {
-    fn drop(&mut self) {
-        self.shutdown_now();
+        self.serving.shutdown_now();
     }
 }
 
