@@ -1,6 +1,8 @@
 //! Scripts (`-s`): wrk's own example scripts run on pelt and on wrk (Debian's) against the same
 //! nginx, whose access log says what each sent; a script's setup, init and done across threads;
-//! and bad scripts, refused in one line before any traffic.
+//! per-request hooks (`request()`, `response()`, `delay()`, `thread:stop()`) in each worker's
+//! own state; hostile scripts (endless loops, errors, memory, `os.exit()`); and bad scripts,
+//! refused in one line before any traffic.
 
 mod util;
 
@@ -18,15 +20,18 @@ fn script(name: &str) -> String {
         .to_string()
 }
 
-/// nginx answering 200, logging each request's method, URI, Content-Type, Content-Length,
-/// Host and X-Args.
+/// nginx answering 200 (and a token from `/authenticate`, as wrk's auth.lua wants), logging
+/// each request's method, URI, Content-Type, Content-Length, Host, X-Args, X-Counter and
+/// X-Token.
 fn nginx() -> Option<RealServer> {
     let bin = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"])?;
     Some(RealServer::start("nginx-scripts", 1, move |dir, ports| {
         let http = format!(
             "    log_format s '$request_method $request_uri \"$http_content_type\" \
-             $content_length $http_host $http_x_args';\n    access_log {d}/access.log s;\n    \
-             server {{ listen 127.0.0.1:{}; location / {{ return 200 \"ok\"; }} }}\n",
+             $content_length $http_host $http_x_args $http_x_counter $http_x_token';\n    \
+             access_log {d}/access.log s;\n    keepalive_requests 1000000;\n    \
+             server {{ listen 127.0.0.1:{}; location / {{ return 200 \"ok\"; }}\n      \
+             location /authenticate {{ add_header X-Token t0k3n always; return 200 \"ok\"; }} }}\n",
             ports[0],
             d = dir.display(),
         );
@@ -53,8 +58,13 @@ fn wrk() -> Option<PathBuf> {
 }
 
 fn run_wrk(wrk: &Path, url: &str, script: &str) -> String {
+    run_wrk_with(wrk, url, script, &["-t1", "-c2", "-d1s"])
+}
+
+fn run_wrk_with(wrk: &Path, url: &str, script: &str, args: &[&str]) -> String {
     let child = std::process::Command::new(wrk)
-        .args(["-t1", "-c2", "-d1s", "-s", script, url])
+        .args(args)
+        .args(["-s", script, url])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -88,7 +98,7 @@ fn wrks_post_lua_sends_on_pelt_what_it_sends_on_wrk() {
     assert_eq!(
         pelt,
         [format!(
-            "POST / \"application/x-www-form-urlencoded\" 16 {host} -"
+            "POST / \"application/x-www-form-urlencoded\" 16 {host} - - -"
         )]
     );
     assert_eq!(pelt, wrk, "the same request from both");
@@ -194,7 +204,10 @@ fn setup_init_and_done_see_every_thread() {
     let log = logged(&server, 400);
     assert_eq!(log.len(), 400);
     let host = url.trim_start_matches("http://").trim_end_matches('/');
-    assert_eq!(distinct(&log), [format!("GET /from-args \"-\" - {host} 2")]);
+    assert_eq!(
+        distinct(&log),
+        [format!("GET /from-args \"-\" - {host} 2 - -")]
+    );
 }
 
 #[test]
@@ -246,4 +259,321 @@ fn bad_scripts_are_one_line_before_any_traffic() {
     // Nothing was sent.
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(logged(&server, 0).len(), 0);
+}
+
+/// A log line's URI, X-Counter and X-Token.
+fn uri_counter_token(line: &str) -> (&str, &str, &str) {
+    let f: Vec<&str> = line.split(' ').collect();
+    (f[1], f[f.len() - 2], f[f.len() - 1])
+}
+
+#[test]
+fn wrks_counter_lua_calls_request_per_request_as_on_wrk() {
+    let (Some(server), Some(wrk)) = (nginx(), wrk()) else {
+        return;
+    };
+    let url = server.url("http", 0);
+    let v = run_json(&[
+        &url,
+        "-s",
+        &script("wrk/counter.lua"),
+        "-n",
+        "300",
+        "-c",
+        "1",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 300);
+    let pelt = logged(&server, 300);
+    assert_eq!(pelt.len(), 300);
+    // Each request its own path and header, in the order request() made them.
+    for (k, line) in pelt.iter().enumerate() {
+        assert_eq!(
+            uri_counter_token(line),
+            (&*format!("/{k}"), &*k.to_string(), "-")
+        );
+    }
+    run_wrk_with(
+        &wrk,
+        &url,
+        &script("wrk/counter.lua"),
+        &["-t1", "-c1", "-d1s"],
+    );
+    let all = logged(&server, 302);
+    let on_wrk = &all[300..];
+    assert!(on_wrk.len() > 1);
+    // wrk calls request() once before its threads start, to count the requests a call makes,
+    // and does not send what it made: its requests begin at /1. pelt sends that first one.
+    for (k, line) in on_wrk.iter().enumerate() {
+        let k = k + 1;
+        assert_eq!(
+            uri_counter_token(line),
+            (&*format!("/{k}"), &*k.to_string(), "-")
+        );
+    }
+}
+
+#[test]
+fn setup_lua_reads_every_worker_threads_counts_in_done() {
+    let Some(server) = nginx() else {
+        return;
+    };
+    let url = server.url("http", 0);
+    let (out, _) = run(&[
+        &url,
+        "-s",
+        &script("wrk/setup.lua"),
+        "-n",
+        "600",
+        "-c",
+        "3",
+        "-t",
+        "3",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let created: Vec<&str> = stdout.lines().filter(|l| l.ends_with("created")).collect();
+    assert_eq!(created.len(), 3, "each thread's init: {stdout}");
+    let mut ids = Vec::new();
+    let (mut made, mut got) = (0, 0);
+    for line in stdout.lines().filter(|l| l.contains(" made ")) {
+        // thread N made R requests and got S responses
+        let w: Vec<&str> = line.split(' ').collect();
+        ids.push(w[1].parse::<u32>().unwrap());
+        made += w[3].parse::<u64>().unwrap();
+        got += w[7].parse::<u64>().unwrap();
+    }
+    assert_eq!(ids, [1, 2, 3], "{stdout}");
+    assert_eq!((made, got), (600, 600), "{stdout}");
+    assert_eq!(logged(&server, 600).len(), 600);
+    // wrk prints the same lines (its counts are its own).
+    let Some(wrk) = wrk() else {
+        return;
+    };
+    let on_wrk = run_wrk_with(
+        &wrk,
+        &url,
+        &script("wrk/setup.lua"),
+        &["-t3", "-c3", "-d1s"],
+    );
+    let shape = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("thread "))
+            .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let mut mine = shape(&stdout);
+    let mut theirs = shape(&on_wrk);
+    mine.sort();
+    theirs.sort();
+    assert_eq!(mine, theirs);
+}
+
+#[test]
+fn wrks_stop_auth_pipeline_and_delay_scripts_hold_against_nginx() {
+    let Some(server) = nginx() else {
+        return;
+    };
+    let url = server.url("http", 0);
+    // stop.lua: each thread stops at its 100th response (one connection each: none in flight).
+    let v = run_json(&[
+        &url,
+        "-s",
+        &script("wrk/stop.lua"),
+        "-c",
+        "2",
+        "-t",
+        "2",
+        "-d",
+        "20",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 200);
+    assert_eq!(v["stopped_by"], "requests");
+    assert_eq!(logged(&server, 200).len(), 200);
+    // auth.lua: the token from the first response goes with every later request.
+    let v = run_json(&[
+        &url,
+        "-s",
+        &script("wrk/auth.lua"),
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 50);
+    let log = logged(&server, 250);
+    let auth: Vec<(&str, &str)> = log[200..]
+        .iter()
+        .map(|l| {
+            let (uri, _, token) = uri_counter_token(l);
+            (uri, token)
+        })
+        .collect();
+    assert_eq!(auth.len(), 50);
+    assert_eq!(auth[0], ("/authenticate", "-"));
+    assert!(
+        auth[1..].iter().all(|a| *a == ("/resource", "t0k3n")),
+        "{auth:?}"
+    );
+    // pipeline.lua: three requests per request() call, written together.
+    let v = run_json(&[
+        &url,
+        "-s",
+        &script("wrk/pipeline.lua"),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "1",
+    ]);
+    let (done, sent) = (
+        count(&v, &["requests", "completed"]),
+        count(&v, &["requests", "sent"]),
+    );
+    assert_eq!(sent % 3, 0, "whole calls: {sent}");
+    assert_eq!(count(&v, &["requests", "errors"]), 0);
+    let log = logged(&server, 250 + done as usize);
+    let uris: Vec<&str> = log[250..].iter().map(|l| uri_counter_token(l).0).collect();
+    assert!(uris.len() as u64 >= done);
+    assert_eq!(
+        distinct(&uris.iter().map(|u| u.to_string()).collect::<Vec<_>>()),
+        ["/?bar", "/?baz", "/?foo"]
+    );
+    // pipeline.lua's calls make three requests: -n could not end inside one.
+    let (out, _) = run(&[&url, "-s", &script("wrk/pipeline.lua"), "-n", "10"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("sends 3 requests at once"), "{stderr}");
+    // delay.lua: each request waits 10-50 ms first, so one connection sends at most 100 in a
+    // second; nginx saw each one pelt counted.
+    let before = logged(&server, 0).len();
+    let v = run_json(&[
+        &url,
+        "-s",
+        &script("wrk/delay.lua"),
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "1",
+    ]);
+    let done = count(&v, &["requests", "completed"]);
+    assert!((1..=101).contains(&done), "{done}");
+    assert_eq!(
+        count(&v, &["requests", "sent"]),
+        done + count(&v, &["requests", "in_flight"])
+    );
+    assert!(logged(&server, before + done as usize).len() >= before + done as usize);
+}
+
+#[test]
+fn hostile_scripts_end_in_counted_errors_or_one_line() {
+    let Some(server) = nginx() else {
+        return;
+    };
+    let url = server.url("http", 0);
+    let dir = std::env::temp_dir().join(format!("pelt-hostile-scripts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    // Every 1,000th request() raises an error: a script error each, the rest sent.
+    let every = write(
+        "every.lua",
+        "n = 0\nfunction request()\n  n = n + 1\n  if n % 1000 == 0 then error('the 1000th') end\n  \
+         return wrk.format()\nend\n",
+    );
+    let v = run_json(&[&url, "-s", &every, "-n", "5000", "-c", "1", "-t", "1"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 4995);
+    assert_eq!(count(&v, &["errors", "script"]), 5);
+    assert_eq!(logged(&server, 4995).len(), 4995);
+    // An endless loop in request() after 20 requests: each call is cut at its instruction
+    // budget with its line, and the run ends at -d.
+    let endless = write(
+        "endless.lua",
+        "n = 0\nfunction request()\n  n = n + 1\n  if n > 20 then while true do end end\n  \
+         return wrk.format()\nend\n",
+    );
+    let v = run_json(&[&url, "-s", &endless, "-d", "1", "-c", "1", "-t", "1"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 20);
+    assert!(count(&v, &["errors", "script"]) >= 1);
+    assert_eq!(v["stopped_by"], "duration");
+    let first = v["error_examples"]["script"].as_str().unwrap_or_default();
+    assert!(
+        first.contains("endless.lua:4: the script ran too long"),
+        "{v}"
+    );
+    // A state that grows without bound; os.exit(); a request() that returns no request: one
+    // line each, exit 2, nothing sent.
+    let sent_before = logged(&server, 0).len();
+    for (path, says) in [
+        (
+            write("grow.lua", "t = {}\nfunction request()\n  while true do t[#t + 1] = string.rep('x', 1000) .. #t end\nend\n"),
+            "grow.lua:3: the script's state holds more than 512 MiB",
+        ),
+        (
+            write("exit.lua", "function request()\n  os.exit(1)\nend\n"),
+            "exit.lua:2: os.exit() is not allowed",
+        ),
+        (
+            write("nothing.lua", "function request() return 42 end\n"),
+            "request() returned integer, not a request",
+        ),
+    ] {
+        let (out, _) = run(&[&url, "-s", &path, "-d", "5", "-t", "1", "-c", "1"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{path}: {stderr}");
+        assert!(stderr.lines().last().unwrap_or_default().contains(says), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(logged(&server, 0).len(), sent_before);
+    // Hooks over HTTP/2, and delay() with --rate, are refused before any traffic.
+    for (args, says) in [
+        (vec!["--http2"], "over HTTP/1.1 only"),
+        (vec!["--rate", "100"], "delay() spaces a closed loop"),
+    ] {
+        let delay = script("wrk/delay.lua");
+        let mut a = vec![url.as_str(), "-s", &delay, "-d", "1"];
+        a.extend(args);
+        let (out, _) = run(&a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
+#[test]
+fn an_open_loop_with_request_per_request_shows_a_server_stall() {
+    // The server freezes for 1 s from its second second; requests keep falling due meanwhile.
+    let (_server, url) = serve(pelt_server::ServerConfig {
+        stall: Some((Duration::from_secs(1), Duration::from_secs(1))),
+        ..Default::default()
+    });
+    let v = run_json(&[
+        &url,
+        "-s",
+        &script("wrk/counter.lua"),
+        "--rate",
+        "200",
+        "-d",
+        "3",
+        "-c",
+        "50",
+        "-t",
+        "1",
+    ]);
+    assert!(count(&v, &["requests", "completed"]) > 300);
+    assert_eq!(count(&v, &["requests", "errors"]), 0);
+    // Latency counts from each request's due time: those due in the stall waited for its end.
+    let l = &v["latency_us"];
+    assert!(l["p99"].as_u64().unwrap() >= 500_000, "{l}");
+    assert!(l["max"].as_u64().unwrap() >= 800_000, "{l}");
 }

@@ -168,6 +168,8 @@ pub fn report_run(
     // With --monitor, the views name the bottleneck of the last seconds as the run goes.
     let mut judge = (views.tui.is_some() || views.dash.is_some())
         .then(|| LiveVerdict::new(&p.run.info, p.run.config.scenario().is_some()));
+    p.run
+        .script_output(is_stdout(&p.out.json) || is_stdout(&p.jsonl));
     let report = run(&mut |point| {
         if let Some(m) = live {
             m.add(point);
@@ -193,6 +195,10 @@ pub fn report_run(
         v.clear();
     }
     let report = report?;
+    // -s: the threads' init() or first request() failed in the workers; nothing was sent.
+    if let Some(e) = p.run.script_failure() {
+        return Err(crate::bad(anyhow::anyhow!(e)));
+    }
     let json_to_stdout = write_outputs(&report, &p.out)?;
     if let Some(s) = stream.as_mut() {
         s.finish()?;

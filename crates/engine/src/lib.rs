@@ -34,6 +34,7 @@ mod epoll;
 #[cfg(test)]
 mod fake;
 mod feed;
+pub mod hooks;
 mod ledger;
 mod load;
 mod model;
@@ -245,7 +246,7 @@ impl Slice {
     }
 }
 
-/// Where a run's requests come from: one of four.
+/// Where a run's requests come from: one of five.
 #[derive(Debug, Clone, Default)]
 pub enum Requests {
     /// `Config::request`, every time.
@@ -269,6 +270,9 @@ pub enum Requests {
         steps: RequestSet,
         run: std::sync::Arc<scenario::ScenarioRun>,
     },
+    /// A script's hooks (`hooks.rs`): each worker makes its own, and its `request()` writes
+    /// each request's bytes. HTTP/1.1 only.
+    Scripted(std::sync::Arc<dyn hooks::HookMaker>),
 }
 
 impl Config {
@@ -277,7 +281,7 @@ impl Config {
     pub fn targets(&self) -> Option<&RequestSet> {
         match &self.requests_from {
             Requests::Set(set) | Requests::Scenario { steps: set, .. } => Some(set),
-            Requests::One | Requests::Fed { .. } => None,
+            Requests::One | Requests::Fed { .. } | Requests::Scripted(_) => None,
         }
     }
 
@@ -303,6 +307,15 @@ impl Config {
     pub fn scenario(&self) -> Option<&std::sync::Arc<scenario::ScenarioRun>> {
         match &self.requests_from {
             Requests::Scenario { run, .. } => Some(run),
+            _ => None,
+        }
+    }
+
+    /// A script's hooks.
+    #[inline]
+    pub fn script(&self) -> Option<&std::sync::Arc<dyn hooks::HookMaker>> {
+        match &self.requests_from {
+            Requests::Scripted(maker) => Some(maker),
             _ => None,
         }
     }

@@ -21,15 +21,32 @@
 //! as they come) and a Lua wrapper (`guard`, in [`PRELUDE`]) raises the error from Lua; the
 //! thread and statistics objects are Lua tables, not userdata.
 
-use mlua::{Function, Lua, MultiValue, Table, Value, WeakLua};
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, WeakLua};
+use pelt_engine::hooks::{HookMaker, Hooks, Made, Uses};
 use pelt_stats::LatencyHistogram;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
+
+/// A call of a per-request hook (`request()`, `response()`, `delay()`) runs at most this
+/// many of LuaJIT's instructions (a tenth of a second's worth or so), so a loop that never
+/// ends is cut with an error that names its line, and the run still ends at its time. LuaJIT
+/// checks a count hook only in code it interprets, so the states run with the JIT compiler
+/// off: a hook's time goes mostly to the functions it calls (`wrk.format`, strings), which
+/// the JIT compiler does not compile across anyway.
+const HOOK_INSTRUCTIONS: u64 = 1 << 26;
+/// The same for the script's body, `setup`, `init` and `done`, which may build tables or
+/// read statistics at length (some seconds' worth).
+const PHASE_INSTRUCTIONS: u64 = 1 << 34;
+/// How often the count hook runs (instructions).
+const HOOK_EVERY: u32 = 1 << 20;
+/// The most memory one Lua state may hold, in KiB (checked where the count hook runs).
+pub const STATE_MEMORY_KIB: u64 = 512 * 1024;
 
 /// A script and the arguments its `init(args)` gets (those after `--` on wrk's command line).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -101,6 +118,12 @@ pub struct Scripted {
     pub request: Request,
     /// The script defines `done`.
     pub has_done: bool,
+    /// The script defines `request()`, `response()` or `delay()`: each worker makes its
+    /// own state and calls them per request.
+    pub hooks: Option<Arc<dyn HookMaker>>,
+    workers: Option<Arc<Workers>>,
+    /// `print` and `io.write` go to stderr (stdout carries the JSON result).
+    stderr: Arc<AtomicBool>,
     jobs: mpsc::Sender<Job>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -110,6 +133,19 @@ enum Job {
 }
 
 impl Scripted {
+    /// The script's `print` and `io.write` go to stderr from now on (`busy`: stdout carries
+    /// the JSON result), else to stdout.
+    pub fn output_to_stderr(&self, busy: bool) {
+        self.stderr.store(busy, Ordering::Relaxed);
+    }
+
+    /// Why the workers could not make their states (their `init` or first `request()`
+    /// failed): the run sent nothing.
+    pub fn failure(&self) -> Option<String> {
+        let w = self.workers.as_ref()?;
+        w.error.lock().ok()?.clone()
+    }
+
     /// Calls the script's `done` with the run's figures (its output to stderr when
     /// `stdout_busy`: stdout carries the JSON result). An error is one line.
     pub fn done(&self, figures: Figures, stdout_busy: bool) -> Result<(), String> {
@@ -136,23 +172,40 @@ impl Drop for Scripted {
     }
 }
 
-/// Loads `script` for a run of `threads` threads from `origin`: runs it in the setup state
-/// and in each thread's, calls `setup(thread)` for each thread and then each thread's
-/// `init(args)`. A Lua error is one line, with the script's file and line.
-pub fn start(script: &Script, origin: &Origin, threads: usize) -> Result<Scripted, String> {
+/// Loads `script` for a run of `threads` threads from `origin`: runs it in the setup state,
+/// calls `setup(thread)` for each thread, and then each thread's `init(args)` — in its own
+/// state here, or, when the script has per-request hooks, in the state each worker makes
+/// (`exact`: the run counts its requests, `-n` or `--rate`). A Lua error is one line, with
+/// the script's file and line.
+pub fn start(
+    script: &Script,
+    origin: &Origin,
+    threads: usize,
+    exact: bool,
+) -> Result<Scripted, String> {
     let source = std::fs::read(&script.path)
         .map_err(|e| format!("cannot read the script {}: {e}", script.path.display()))?;
     let name = script.path.display().to_string();
     let (script, origin) = (script.clone(), origin.clone());
     let (jobs, rx) = mpsc::channel::<Job>();
     let (ready_tx, ready) = mpsc::channel();
+    let stderr = Arc::new(AtomicBool::new(false));
+    let out = stderr.clone();
     let thread = std::thread::Builder::new()
         .name("pelt-script".into())
         .spawn(move || {
-            let host = Host::new(&name, &source, &script.args, &origin, threads);
-            let host = match host {
-                Ok((host, request)) => {
-                    let _ = ready_tx.send(Ok((request, host.has("done"))));
+            let load = Load {
+                name,
+                source,
+                args: script.args,
+                origin,
+                threads,
+                exact,
+                stderr: out,
+            };
+            let host = match Host::new(load) {
+                Ok((host, request, hooks)) => {
+                    let _ = ready_tx.send(Ok((request, host.has("done"), hooks)));
                     host
                 }
                 Err(e) => {
@@ -173,15 +226,74 @@ pub fn start(script: &Script, origin: &Origin, threads: usize) -> Result<Scripte
         .recv()
         .unwrap_or_else(|_| Err("the script's thread ended".into()));
     match started {
-        Ok((request, has_done)) => Ok(Scripted {
+        Ok((request, has_done, hooks)) => Ok(Scripted {
             request,
             has_done,
+            hooks: hooks.clone().map(|h| h as Arc<dyn HookMaker>),
+            workers: hooks,
+            stderr,
             jobs,
             thread: Some(thread),
         }),
         Err(e) => {
             let _ = thread.join();
             Err(e)
+        }
+    }
+}
+
+/// What every state of a script is made from.
+#[derive(Debug, Clone)]
+struct Load {
+    /// The script's file, as errors name it.
+    name: String,
+    source: Vec<u8>,
+    args: Vec<String>,
+    origin: Origin,
+    threads: usize,
+    exact: bool,
+    stderr: Arc<AtomicBool>,
+}
+
+/// A Lua state with the standard libraries and the debug library, which the prelude uses and
+/// takes away (see [`install`]).
+fn new_state() -> Lua {
+    // SAFETY: the debug library is loaded only for the prelude to set the count hook
+    // (`HOOK_INSTRUCTIONS`) from Lua, whose error then unwinds through LuaJIT's frames
+    // alone (a hook set from Rust would raise it through Rust's, which aborts under
+    // `panic = "abort"`); the prelude takes `debug` out of the script's reach before the
+    // script runs. The script itself is the user's code, trusted as wrk trusts it.
+    unsafe { Lua::unsafe_new_with(StdLib::ALL_SAFE | StdLib::DEBUG, LuaOptions::new()) }
+}
+
+impl Shared {
+    /// A call into the script begins: it may run `instructions`.
+    fn begin(&self, instructions: u64) {
+        self.ticks.set(instructions / u64::from(HOOK_EVERY));
+    }
+}
+
+impl Load {
+    /// A state with the script's API and the script run in it, as thread `me` (`None`: the
+    /// setup state); returns the prelude's constructors.
+    fn state(&self, shared: &Shared) -> mlua::Result<(Lua, Table)> {
+        let lua = new_state();
+        let made = install(&lua, &self.origin, shared)?;
+        shared.begin(PHASE_INSTRUCTIONS);
+        lua.load(&self.source[..])
+            .set_name(format!("@{}", self.name))
+            .exec()?;
+        Ok((lua, made))
+    }
+
+    fn shared(&self) -> Shared {
+        Shared {
+            slots: Rc::new(RefCell::new(Vec::with_capacity(self.threads))),
+            stats: Rc::new(RefCell::new(Vec::new())),
+            stderr: self.stderr.clone(),
+            ticks: Rc::new(Cell::new(0)),
+            stopped: Rc::new(Cell::new(false)),
+            after: None,
         }
     }
 }
@@ -197,7 +309,7 @@ fn one_line(e: &mlua::Error) -> String {
     text.lines().next().unwrap_or_default().to_string()
 }
 
-/// The states: the setup state (setup, done) and each thread's (init).
+/// The states: the setup state (setup, done) and each thread's (init), when they live here.
 struct Host {
     setup: Lua,
     /// The setup state's constructors (the prelude's).
@@ -207,70 +319,88 @@ struct Host {
     _threads: Vec<Lua>,
 }
 
+/// The functions wrk calls per request.
+const HOOKS: [&str; 3] = ["request", "response", "delay"];
+
 impl Host {
-    fn new(
-        name: &str,
-        source: &[u8],
-        args: &[String],
-        origin: &Origin,
-        threads: usize,
-    ) -> mlua::Result<(Host, Request)> {
-        let shared = Shared {
-            slots: Rc::new(RefCell::new(Vec::with_capacity(threads))),
-            stats: Rc::new(RefCell::new(Vec::new())),
-            stderr: Rc::new(std::cell::Cell::new(false)),
-        };
-        let load = |lua: &Lua| -> mlua::Result<Table> {
-            let made = install(lua, origin, &shared)?;
-            lua.load(source).set_name(format!("@{name}")).exec()?;
-            Ok(made)
-        };
-        let setup = Lua::new();
-        let made = load(&setup)?;
-        let mut states = Vec::with_capacity(threads);
+    fn new(load: Load) -> mlua::Result<(Host, Request, Option<Arc<Workers>>)> {
+        let (origin, threads, name) = (&load.origin, load.threads, &load.name);
+        let shared = load.shared();
+        let (setup, made) = load.state(&shared)?;
         for _ in 0..threads {
-            let lua = Lua::new();
-            let own = load(&lua)?;
             shared.slots.borrow_mut().push(Slot {
-                lua: lua.weak(),
+                lua: None,
                 addr: origin.addr,
+                seed: Vec::new(),
             });
-            states.push((lua, own));
+        }
+        let uses = Uses {
+            response: function(&setup, "response")?.is_some(),
+            delay: function(&setup, "delay")?.is_some(),
+        };
+        let hooked = HOOKS
+            .iter()
+            .any(|h| matches!(function(&setup, h), Ok(Some(_))));
+        // Per-request hooks: each worker makes its thread's state (`Workers`), and `setup`
+        // leaves its values for them; else the threads' states live here.
+        let mut states = Vec::with_capacity(threads);
+        if !hooked {
+            for i in 0..threads {
+                let (lua, own) = load.state(&shared)?;
+                shared.slots.borrow_mut()[i].lua = Some(lua.weak());
+                states.push((lua, own));
+            }
         }
         // setup(thread), once per thread, in the setup state.
         if let Some(f) = function(&setup, "setup")? {
             for i in 0..threads {
+                shared.begin(PHASE_INSTRUCTIONS);
                 f.call::<()>(made.get::<Function>("thread")?.call::<Table>(i)?)?;
             }
+        }
+        let setup_request = || left_request(&setup.globals().get("wrk")?, origin.addr);
+        if hooked {
+            let slots = shared.slots.borrow();
+            if let Some(moved) = slots.iter().find(|s| s.addr != origin.addr) {
+                return Err(mlua::Error::runtime(format!(
+                    "{name}: setup() set thread.addr to {}, another address than the URL's \
+                     ({}), which pelt does not connect to yet",
+                    moved.addr, origin.addr
+                )));
+            }
+            let after = Arc::new(Mutex::new(vec![None; threads]));
+            let workers = Arc::new(Workers {
+                seeds: slots.iter().map(|s| s.seed.clone()).collect(),
+                load: load.clone(),
+                uses,
+                failed: AtomicBool::new(false),
+                error: Mutex::new(None),
+                after: after.clone(),
+            });
+            drop(slots);
+            let mut shared = shared;
+            shared.after = Some(after);
+            setup.set_app_data(shared.clone());
+            let request = setup_request()?;
+            let host = Host {
+                setup,
+                made,
+                shared,
+                _threads: Vec::new(),
+            };
+            return Ok((host, request, Some(workers)));
         }
         // init(args), in each thread's own state, its Host header set first.
         let mut request: Option<Request> = None;
         for (i, (lua, own)) in states.iter().enumerate() {
-            let wrk: Table = lua.globals().get("wrk")?;
-            wrk.set("thread", own.get::<Function>("thread")?.call::<Table>(i)?)?;
-            let headers: Table = wrk.get("headers")?;
-            if headers.get::<Value>("Host")?.is_nil() {
-                headers.set("Host", host_header(origin))?;
-            }
-            if let Some(init) = function(lua, "init")? {
-                let list = lua.create_sequence_from(args.iter().map(String::as_str))?;
-                init.call::<()>(list)?;
-            }
-            for hook in ["request", "response", "delay"] {
-                if function(lua, hook)?.is_some() {
-                    return Err(mlua::Error::runtime(format!(
-                        "{name}: {hook}() is called per request, which pelt's scripts do not \
-                         run yet (setup(), init(), the wrk table and done() they do)"
-                    )));
-                }
-            }
+            init(lua, own, i, &load)?;
             let addr = shared.slots.borrow()[i].addr;
-            let mine = left_request(&wrk, addr)?;
+            let mine = left_request(&lua.globals().get("wrk")?, addr)?;
             match &request {
                 Some(r) if *r != mine => {
                     return Err(mlua::Error::runtime(format!(
                         "{name}: the threads' init() left different requests in the wrk \
-                         table, which pelt's scripts do not send yet"
+                         table, which pelt sends only from a request() function"
                     )))
                 }
                 _ => request = Some(mine),
@@ -278,7 +408,7 @@ impl Host {
         }
         let request = match request {
             Some(r) => r,
-            None => left_request(&setup.globals().get("wrk")?, origin.addr)?,
+            None => setup_request()?,
         };
         Ok((
             Host {
@@ -288,6 +418,7 @@ impl Host {
                 _threads: states.into_iter().map(|(l, _)| l).collect(),
             },
             request,
+            None,
         ))
     }
 
@@ -300,7 +431,7 @@ impl Host {
             return Ok(());
         };
         let lua = &self.setup;
-        self.shared.stderr.set(stdout_busy);
+        self.shared.stderr.store(stdout_busy, Ordering::Relaxed);
         let summary = lua.create_table()?;
         summary.set("duration", figures.duration_us)?;
         summary.set("requests", figures.requests)?;
@@ -324,10 +455,266 @@ impl Host {
             requests.object(lua, &self.made, 1)?,
         );
         *self.shared.stats.borrow_mut() = vec![latency, requests];
+        self.shared.begin(PHASE_INSTRUCTIONS);
         let result = done.call::<()>((summary, objects.0, objects.1));
         let _ = std::io::stdout().flush();
         result
     }
+}
+
+/// Thread `i`'s `init(args)` in its state `lua` (`own`: its constructors), with `wrk.thread`
+/// and the Host header set first.
+fn init(lua: &Lua, own: &Table, i: usize, load: &Load) -> mlua::Result<()> {
+    let wrk: Table = lua.globals().get("wrk")?;
+    wrk.set("thread", own.get::<Function>("thread")?.call::<Table>(i)?)?;
+    let headers: Table = wrk.get("headers")?;
+    if headers.get::<Value>("Host")?.is_nil() {
+        headers.set("Host", host_header(&load.origin))?;
+    }
+    if let Some(init) = function(lua, "init")? {
+        let list = lua.create_sequence_from(load.args.iter().map(String::as_str))?;
+        if let Some(shared) = lua.app_data_ref::<Shared>() {
+            shared.begin(PHASE_INSTRUCTIONS);
+        }
+        init.call::<()>(list)?;
+    }
+    Ok(())
+}
+
+/// A script with per-request hooks: each worker makes its thread's state on its own thread
+/// (`HookMaker::make`), seeded with what `setup` set on the thread, and runs `init` there;
+/// at the worker's end the state's plain global values are kept for `thread:get()` in
+/// `done`.
+#[derive(Debug)]
+struct Workers {
+    load: Load,
+    /// Per thread: the values `setup` set (`thread:set`).
+    seeds: Vec<Vec<(Plain, Plain)>>,
+    uses: Uses,
+    failed: AtomicBool,
+    /// The first worker's error.
+    error: Mutex<Option<String>>,
+    /// Per thread: its globals at its end.
+    after: Arc<Mutex<Vec<Option<Plain>>>>,
+}
+
+impl HookMaker for Workers {
+    fn uses(&self) -> Uses {
+        self.uses
+    }
+
+    fn make(&self, worker: usize) -> Result<Made, String> {
+        let made = self.thread(worker);
+        if let Err(e) = &made {
+            self.failed.store(true, Ordering::Relaxed);
+            if let Ok(mut error) = self.error.lock() {
+                error.get_or_insert_with(|| e.clone());
+            }
+        }
+        made
+    }
+
+    fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+}
+
+impl Workers {
+    fn thread(&self, i: usize) -> Result<Made, String> {
+        let load = &self.load;
+        let shared = load.shared();
+        for _ in 0..load.threads {
+            shared.slots.borrow_mut().push(Slot {
+                lua: None,
+                addr: load.origin.addr,
+                seed: Vec::new(),
+            });
+        }
+        let (lua, own) = load.state(&shared).map_err(|e| one_line(&e))?;
+        let set_up = || -> mlua::Result<Thread> {
+            shared.slots.borrow_mut()[i].lua = Some(lua.weak());
+            let globals = lua.globals();
+            for (k, v) in self.seeds.get(i).into_iter().flatten() {
+                globals.raw_set(k.clone().into_lua(&lua)?, v.clone().into_lua(&lua)?)?;
+            }
+            shared.begin(PHASE_INSTRUCTIONS);
+            init(&lua, &own, i, load)?;
+            let meta = lua.create_table()?;
+            meta.set("__index", own.get::<Function>("any_case")?)?;
+            Ok(Thread {
+                request: function(&lua, "request")?,
+                response: function(&lua, "response")?,
+                delay: function(&lua, "delay")?,
+                next: Vec::new(),
+                first: true,
+                name: load.name.clone(),
+                meta,
+                index: i,
+                shared: shared.clone(),
+                after: self.after.clone(),
+                lua: lua.clone(),
+            })
+        };
+        let mut thread = set_up().map_err(|e| one_line(&e))?;
+        // The first request, as the script makes it: how many requests a call sends.
+        let mut first = Vec::new();
+        thread.call_request(&mut first)?;
+        if thread.request.is_none() {
+            thread.first = false;
+        }
+        let batch = count_requests(&first).map_err(|e| format!("{}: {e}", load.name))?;
+        if batch > 1 && load.exact {
+            return Err(format!(
+                "{}: request() sends {batch} requests at once (pipelined), which pelt runs only \
+                 in a closed loop for a duration (not with -n or --rate)",
+                load.name
+            ));
+        }
+        thread.next = first;
+        Ok(Made {
+            hooks: Box::new(thread),
+            batch,
+        })
+    }
+}
+
+/// One worker's state and its hooks.
+struct Thread {
+    lua: Lua,
+    request: Option<Function>,
+    response: Option<Function>,
+    delay: Option<Function>,
+    /// The first `request()`'s bytes, sent first; without `request()`, the request the
+    /// `wrk` table says after `init`, sent every time.
+    next: Vec<u8>,
+    first: bool,
+    /// The script's file, as errors name it.
+    name: String,
+    /// The response headers' metatable: names are found in any case.
+    meta: Table,
+    index: usize,
+    shared: Shared,
+    after: Arc<Mutex<Vec<Option<Plain>>>>,
+}
+
+impl Thread {
+    /// Appends `request()`'s bytes (or, without it, the `wrk` table's request) to `out`.
+    fn call_request(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        self.shared.begin(HOOK_INSTRUCTIONS);
+        let made = match &self.request {
+            Some(f) => f.call::<Value>(()).map_err(|e| one_line(&e))?,
+            None => format(&self.lua, &[])?,
+        };
+        match made {
+            Value::String(s) => {
+                out.extend_from_slice(&s.as_bytes());
+                Ok(())
+            }
+            v => Err(format!(
+                "{}: request() returned {}, not a request (wrk.format() makes one)",
+                self.name,
+                v.type_name()
+            )),
+        }
+    }
+}
+
+impl Hooks for Thread {
+    fn request(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        if self.request.is_none() || self.first {
+            self.first = false;
+            out.extend_from_slice(&self.next);
+            return Ok(());
+        }
+        self.call_request(out)
+    }
+
+    fn response(
+        &mut self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<(), String> {
+        let Some(f) = &self.response else {
+            return Ok(());
+        };
+        let lua = &self.lua;
+        let call = || -> mlua::Result<()> {
+            let t = lua.create_table_with_capacity(0, headers.len())?;
+            for (n, v) in headers {
+                t.raw_set(n.as_str(), v.as_str())?;
+            }
+            t.set_metatable(Some(self.meta.clone()))?;
+            self.shared.begin(HOOK_INSTRUCTIONS);
+            f.call::<()>((status, t, lua.create_string(body)?))
+        };
+        call().map_err(|e| one_line(&e))
+    }
+
+    fn delay(&mut self) -> Result<Duration, String> {
+        let Some(f) = &self.delay else {
+            return Ok(Duration::ZERO);
+        };
+        self.shared.begin(HOOK_INSTRUCTIONS);
+        let ms = match f.call::<Value>(()).map_err(|e| one_line(&e))? {
+            Value::Integer(ms) => ms as f64,
+            Value::Number(ms) => ms,
+            Value::Nil => 0.0,
+            v => {
+                return Err(format!(
+                    "{}: delay() returned {}, not a number",
+                    self.name,
+                    v.type_name()
+                ))
+            }
+        };
+        Ok(Duration::from_secs_f64((ms / 1e3).clamp(0.0, 86_400.0)))
+    }
+
+    fn stopped(&self) -> bool {
+        self.shared.stopped.get()
+    }
+
+    fn end(&mut self) {
+        let kept = Plain::globals(&self.lua);
+        if let Ok(mut after) = self.after.lock() {
+            if let Some(slot) = after.get_mut(self.index) {
+                *slot = Some(kept);
+            }
+        }
+    }
+}
+
+/// How many HTTP/1.1 requests `bytes` hold, one after another (their bodies by
+/// `Content-Length`).
+fn count_requests(mut bytes: &[u8]) -> Result<usize, String> {
+    let mut n = 0;
+    while !bytes.is_empty() {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        let head = match req.parse(bytes) {
+            Ok(httparse::Status::Complete(head)) => head,
+            _ => return Err("request() returned bytes that are not HTTP/1.1 requests".into()),
+        };
+        let length = req
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+            .and_then(|h| {
+                std::str::from_utf8(h.value)
+                    .ok()?
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+            })
+            .unwrap_or(0);
+        bytes = bytes.get(head + length..).unwrap_or_default();
+        n += 1;
+    }
+    if n == 0 {
+        return Err("request() returned an empty string".into());
+    }
+    Ok(n)
 }
 
 /// The global function `name`, if the script defines one.
@@ -400,6 +787,22 @@ fn text(v: &Value) -> Option<String> {
 /// (`done`'s `latency` and `requests`) are tables with metatables. Returns the constructors.
 const PRELUDE: &str = r#"
 local raw = ...
+-- The count hook ends a call that runs too long or a state that holds too much (errors from
+-- Lua, never from Rust); compiled code would not run it, so the JIT compiler is off.
+jit.off()
+local tick, memory, over = raw.tick, collectgarbage, raw.memory_kib
+debug.sethook(function()
+   local _, late = tick()
+   if late then error(late, 2) end
+   if memory("count") > over then
+      memory("collect")
+      if memory("count") > over then
+         error("the script's state holds more than " .. math.floor(over / 1024) .. " MiB", 2)
+      end
+   end
+end, "", raw.every)
+debug = nil
+package.loaded.debug = nil
 local function guard(f)
    return function(...)
       local ok, a, b = f(...)
@@ -420,12 +823,11 @@ end
 local ids = setmetatable({}, { __mode = "k" })
 local get, set = guard(raw.thread_get), guard(raw.thread_set)
 local addr, set_addr = guard(raw.thread_addr), guard(raw.thread_set_addr)
+local stop = guard(raw.thread_stop)
 local methods = {
    get = function(self, name) return get(ids[self], name) end,
    set = function(self, name, value) return set(ids[self], name, value) end,
-   stop = function(self)
-      error("thread:stop() stops a running thread, and pelt does not run scripts per request yet", 2)
-   end,
+   stop = function(self) return stop(ids[self]) end,
 }
 local thread_meta = {
    __index = function(t, k)
@@ -452,7 +854,12 @@ local function stats(t, c, i)
    ids[t], counts[t] = i, c
    return setmetatable(t, stats_meta)
 end
-return { thread = thread, stats = stats }
+-- Response headers: found by any case of their names (they come lower-cased).
+local lower = string.lower
+local function any_case(t, k)
+   if type(k) == "string" then return rawget(t, lower(k)) end
+end
+return { thread = thread, stats = stats, any_case = any_case }
 "#;
 
 /// What the Rust functions of a state reach: the threads (from every state) and, in the setup
@@ -462,13 +869,21 @@ struct Shared {
     slots: Rc<RefCell<Vec<Slot>>>,
     stats: Rc<RefCell<Vec<Stats>>>,
     /// `print` and `io.write` go to stderr (stdout carries the JSON result).
-    stderr: Rc<std::cell::Cell<bool>>,
+    stderr: Arc<AtomicBool>,
+    /// The count hook's runs left to the current call (see `HOOK_INSTRUCTIONS`).
+    ticks: Rc<Cell<u64>>,
+    /// A thread's state: its script called `thread:stop()`.
+    stopped: Rc<Cell<bool>>,
+    /// The setup state of a script with per-request hooks: each thread's globals at its end.
+    after: Option<Arc<Mutex<Vec<Option<Plain>>>>>,
 }
 
-/// What the setup state knows of a thread: its state and its address.
+/// What a state knows of a thread: its state when it lives here, its address, and the values
+/// `setup` set on it when its state is made elsewhere (a worker's).
 struct Slot {
-    lua: WeakLua,
+    lua: Option<WeakLua>,
     addr: SocketAddr,
+    seed: Vec<(Plain, Plain)>,
 }
 
 /// A Rust function as the prelude's `guard` takes it: it answers `true, value` or `false,
@@ -570,26 +985,85 @@ fn install(lua: &Lua, origin: &Origin, shared: &Shared) -> mlua::Result<Table> {
     r.set(
         "thread_get",
         raw(lua, |lua, s, a| {
-            let state = state_of(s, &a)?;
             let name = bytes_arg(&a, 1).ok_or("thread:get(name): a name")?;
-            let v: Value = state
-                .globals()
-                .raw_get(state.create_string(name).map_err(lua_err)?)
-                .map_err(lua_err)?;
-            Plain::of(&v)?.into_lua(lua).map_err(lua_err)
+            let slots = s.slots.borrow();
+            let i = index_of(&slots, &a)?;
+            let plain = match &slots[i].lua {
+                Some(weak) => {
+                    let state = weak.try_upgrade().ok_or("the thread has ended")?;
+                    let key = state.create_string(&name).map_err(lua_err)?;
+                    let v: Value = state.globals().raw_get(key).map_err(lua_err)?;
+                    Plain::of(&v)?
+                }
+                // A worker's thread: its values at its end, else those setup set.
+                None => {
+                    let after = s
+                        .after
+                        .as_ref()
+                        .and_then(|a| a.lock().ok()?.get(i).cloned());
+                    match after.flatten() {
+                        Some(globals) => globals.field(&name),
+                        None => Plain::Table(slots[i].seed.clone()).field(&name),
+                    }
+                }
+            };
+            plain.into_lua(lua).map_err(lua_err)
         })?,
     )?;
     r.set(
         "thread_set",
         raw(lua, |_, s, a| {
-            let state = state_of(s, &a)?;
             let name = bytes_arg(&a, 1).ok_or("thread:set(name, value): a name")?;
-            let v = Plain::of(a.get(2).unwrap_or(&Value::Nil))?
-                .into_lua(&state)
-                .map_err(lua_err)?;
-            let name = state.create_string(name).map_err(lua_err)?;
-            state.globals().raw_set(name, v).map_err(lua_err)?;
+            let value = Plain::of(a.get(2).unwrap_or(&Value::Nil))?;
+            let mut slots = s.slots.borrow_mut();
+            let i = index_of(&slots, &a)?;
+            match &slots[i].lua {
+                Some(weak) => {
+                    let state = weak.try_upgrade().ok_or("the thread has ended")?;
+                    let v = value.into_lua(&state).map_err(lua_err)?;
+                    let name = state.create_string(name).map_err(lua_err)?;
+                    state.globals().raw_set(name, v).map_err(lua_err)?;
+                }
+                None => {
+                    let seed = &mut slots[i].seed;
+                    seed.retain(|(k, _)| !matches!(k, Plain::Str(k) if *k == name));
+                    seed.push((Plain::Str(name), value));
+                }
+            }
             Ok(Value::Nil)
+        })?,
+    )?;
+    r.set("memory_kib", STATE_MEMORY_KIB)?;
+    r.set("every", HOOK_EVERY)?;
+    r.set(
+        "tick",
+        raw(lua, |lua, s, _| {
+            let left = s.ticks.get();
+            if left > 0 {
+                s.ticks.set(left - 1);
+                return Ok(Value::Nil);
+            }
+            let text = "the script ran too long in one call (an endless loop?)";
+            Ok(Value::String(lua.create_string(text).map_err(lua_err)?))
+        })?,
+    )?;
+    r.set(
+        "thread_stop",
+        raw(lua, |_, s, a| {
+            let slots = s.slots.borrow();
+            let i = index_of(&slots, &a)?;
+            match &slots[i].lua {
+                // Only a thread's own state runs while it sends.
+                Some(_) if s.after.is_none() => {
+                    s.stopped.set(true);
+                    Ok(Value::Nil)
+                }
+                _ => Err(
+                    "thread:stop() stops a thread from its own request(), response() or \
+                          delay()"
+                        .into(),
+                ),
+            }
         })?,
     )?;
     r.set(
@@ -644,7 +1118,9 @@ fn install(lua: &Lua, origin: &Origin, shared: &Shared) -> mlua::Result<Table> {
 }
 
 fn write_out(lua: &Lua, bytes: &[u8]) {
-    let stderr = lua.app_data_ref::<Shared>().is_some_and(|s| s.stderr.get());
+    let stderr = lua
+        .app_data_ref::<Shared>()
+        .is_some_and(|s| s.stderr.load(Ordering::Relaxed));
     if stderr {
         let _ = std::io::stderr().write_all(bytes);
     } else {
@@ -670,14 +1146,6 @@ fn index_of(slots: &[Slot], args: &[Value]) -> Result<usize, String> {
 
 fn slot_of<'s>(slots: &'s [Slot], args: &[Value]) -> Result<&'s Slot, String> {
     Ok(&slots[index_of(slots, args)?])
-}
-
-fn state_of(s: &Shared, args: &[Value]) -> Result<Lua, String> {
-    let slots = s.slots.borrow();
-    slot_of(&slots, args)?
-        .lua
-        .try_upgrade()
-        .ok_or_else(|| "the thread has ended".to_string())
 }
 
 /// `wrk.format(method, path, headers, body)`: the request line, the headers (`Host` first,
@@ -759,6 +1227,7 @@ fn lookup(host: &str, service: Option<&Value>) -> Result<Vec<SocketAddr>, String
 }
 
 /// A value that may cross between states.
+#[derive(Debug, Clone)]
 enum Plain {
     Nil,
     Bool(bool),
@@ -768,19 +1237,50 @@ enum Plain {
     Table(Vec<(Plain, Plain)>),
 }
 
+/// How deep tables may nest in a value that crosses between states (a table that holds
+/// itself would never end).
+const PLAIN_DEPTH: usize = 32;
+
+/// The global tables every state has, which a thread's values leave out.
+const LIBRARIES: [&str; 13] = [
+    "_G",
+    "wrk",
+    "string",
+    "table",
+    "math",
+    "io",
+    "os",
+    "coroutine",
+    "package",
+    "jit",
+    "bit",
+    "debug",
+    "arg",
+];
+
 impl Plain {
     fn of(v: &Value) -> Result<Plain, String> {
+        Plain::nested(v, 0)
+    }
+
+    fn nested(v: &Value, depth: usize) -> Result<Plain, String> {
         Ok(match v {
             Value::Nil => Plain::Nil,
             Value::Boolean(b) => Plain::Bool(*b),
             Value::Integer(i) => Plain::Int(*i),
             Value::Number(n) => Plain::Num(*n),
             Value::String(s) => Plain::Str(s.as_bytes().to_vec()),
+            Value::Table(_) if depth >= PLAIN_DEPTH => {
+                return Err(format!(
+                    "a table nested more than {PLAIN_DEPTH} deep (one that holds itself?) \
+                     cannot pass between threads"
+                ))
+            }
             Value::Table(t) => {
                 let mut pairs = Vec::new();
                 for p in t.clone().pairs::<Value, Value>() {
                     let (k, v) = p.map_err(lua_err)?;
-                    pairs.push((Plain::of(&k)?, Plain::of(&v)?));
+                    pairs.push((Plain::nested(&k, depth + 1)?, Plain::nested(&v, depth + 1)?));
                 }
                 Plain::Table(pairs)
             }
@@ -792,6 +1292,33 @@ impl Plain {
                 ))
             }
         })
+    }
+
+    /// A state's global values that can pass between states (the libraries left out).
+    fn globals(lua: &Lua) -> Plain {
+        let mut kept = Vec::new();
+        for (k, v) in lua.globals().pairs::<Value, Value>().flatten() {
+            if let Value::String(name) = &k {
+                if LIBRARIES.iter().any(|l| name.as_bytes() == l.as_bytes()) {
+                    continue;
+                }
+            }
+            if let (Ok(k), Ok(v)) = (Plain::of(&k), Plain::of(&v)) {
+                kept.push((k, v));
+            }
+        }
+        Plain::Table(kept)
+    }
+
+    /// A table's field `name` (nil when there is none).
+    fn field(self, name: &[u8]) -> Plain {
+        let Plain::Table(pairs) = self else {
+            return Plain::Nil;
+        };
+        pairs
+            .into_iter()
+            .find(|(k, _)| matches!(k, Plain::Str(k) if k == name))
+            .map_or(Plain::Nil, |(_, v)| v)
     }
 
     fn into_lua(self, lua: &Lua) -> mlua::Result<Value> {
@@ -944,7 +1471,7 @@ mod tests {
             "wrk.method = 'POST'\nwrk.body = 'x=1'\nwrk.headers['Content-Type'] = 'a/b'\n\
              function init(args) wrk.path = '/' .. args[1] .. '/' .. #args end\n",
         );
-        let r = start(&s, &origin(), 2).unwrap();
+        let r = start(&s, &origin(), 2, false).unwrap();
         assert_eq!(r.request.method, "POST");
         assert_eq!(r.request.path, "/a/2");
         assert_eq!(r.request.body.as_deref(), Some(&b"x=1"[..]));
@@ -962,14 +1489,14 @@ mod tests {
     #[test]
     fn errors_are_one_line_with_the_file_and_line() {
         let s = script("wrk.method = 'GET'\nlocal x = = 1\n");
-        let e = start(&s, &origin(), 1).err().unwrap();
+        let e = start(&s, &origin(), 1, false).err().unwrap();
         assert!(e.contains(".lua:2:"), "{e}");
         assert!(!e.contains('\n'), "{e}");
         let s = script("function init(args)\n  error('no way')\nend\n");
-        let e = start(&s, &origin(), 1).err().unwrap();
+        let e = start(&s, &origin(), 1, false).err().unwrap();
         assert!(e.contains(".lua:2: no way"), "{e}");
         let s = script("function init(args) os.exit(3) end\n");
-        let e = start(&s, &origin(), 1).err().unwrap();
+        let e = start(&s, &origin(), 1, false).err().unwrap();
         assert!(e.contains("os.exit() is not allowed"), "{e}");
     }
 
@@ -981,14 +1508,17 @@ mod tests {
              function setup(t) t:set('id', 7) end\n\
              function done(s, l, r) print(threads) end\n",
         );
-        let r = start(&s, &origin(), 1).unwrap();
+        let r = start(&s, &origin(), 1, false).unwrap();
         assert!(r.has_done);
         drop(r);
-        let lua = Lua::new();
+        let lua = new_state();
         let shared = Shared {
             slots: Rc::new(RefCell::new(Vec::new())),
             stats: Rc::new(RefCell::new(Vec::new())),
-            stderr: Rc::new(std::cell::Cell::new(false)),
+            stderr: Arc::new(AtomicBool::new(false)),
+            ticks: Rc::new(Cell::new(0)),
+            stopped: Rc::new(Cell::new(false)),
+            after: None,
         };
         install(&lua, &origin(), &shared).unwrap();
         lua.load("wrk.headers.Host = 'h:1'").exec().unwrap();
@@ -1007,10 +1537,10 @@ mod tests {
     #[test]
     fn a_rust_functions_error_is_raised_from_lua() {
         let s = script("function init(args)\n  wrk.connect('nowhere')\nend\n");
-        let e = start(&s, &origin(), 1).err().unwrap();
+        let e = start(&s, &origin(), 1, false).err().unwrap();
         assert!(e.contains(".lua:2: 'nowhere' is not an address"), "{e}");
         let s = script("function setup(t)\n  t:set('f', print)\nend\n");
-        let e = start(&s, &origin(), 1).err().unwrap();
+        let e = start(&s, &origin(), 1, false).err().unwrap();
         assert!(
             e.contains(".lua:2: a function cannot pass between threads"),
             "{e}"

@@ -50,13 +50,16 @@ pub enum ErrorKind {
     WsTooBig,
     /// WebSocket: a text message or close reason that is not UTF-8.
     WsUtf8,
+    /// A script's `request()`, `response()` or `delay()` raised an error (the message names
+    /// its file and line).
+    Script,
     /// Any other socket error.
     Io,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 22] = [
+    pub const ALL: [ErrorKind; 23] = [
         ErrorKind::Refused,
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
@@ -78,6 +81,7 @@ impl ErrorKind {
         ErrorKind::WsProtocol,
         ErrorKind::WsTooBig,
         ErrorKind::WsUtf8,
+        ErrorKind::Script,
         ErrorKind::Io,
     ];
 
@@ -105,6 +109,7 @@ impl ErrorKind {
             ErrorKind::WsProtocol => "ws_protocol",
             ErrorKind::WsTooBig => "ws_too_big",
             ErrorKind::WsUtf8 => "ws_utf8",
+            ErrorKind::Script => "script",
             ErrorKind::Io => "io",
         }
     }
@@ -128,6 +133,7 @@ impl ErrorKind {
                  per connection; try fewer --streams",
             ),
             ErrorKind::Upgrade => Some("is it a WebSocket endpoint, and the path right?"),
+            ErrorKind::Script => Some("the script raised an error: the message names its line"),
             _ => None,
         }
     }

@@ -302,8 +302,9 @@ fn start_write<I: Io, T: Transport, S: Source>(
     conn.slots.mark_sent(n, now);
     conn.unwritten = 0;
     let (start, end) = match w.config.targets() {
-        // A streamed replay: the requests' bytes, copied as they were taken.
-        None if w.config.feed().is_some() => {
+        // A streamed replay, a script's `request()`: the requests' bytes, copied as they
+        // were taken.
+        None if !conn.fed.is_empty() => {
             conn.proto.scratch.extend_from_slice(&conn.fed);
             conn.fed.clear();
             (0, 0)

@@ -15,7 +15,7 @@
 //! - this file: the loop, `refill` (the source gives a connection requests), connecting,
 //!   reading (`on_readable`), failures, closes and deadlines;
 //! - `setup.rs`: the choices made once, the load model and picker, the start and the end;
-//! - `source.rs`, `users.rs`: what a connection sends next (`Source`);
+//! - `source.rs`, `users.rs`, `scripted.rs`: what a connection sends next (`Source`);
 //! - `sink.rs`: what a response's head, fields, body and end become (`Sink`): booking, event
 //!   streams, a user's answer, samples;
 //! - `slots.rs`: `Conn`, its phase and its slots (the requests in flight, oldest first);
@@ -32,6 +32,7 @@ mod http1;
 mod http2;
 mod plain;
 mod protocol;
+mod scripted;
 mod setup;
 mod sink;
 mod slots;
@@ -46,6 +47,7 @@ use http1::Http1;
 use http2::Http2;
 use plain::Plain;
 use protocol::{AfterRead, Protocol, Transport};
+use scripted::Scripted;
 use sink::Sink;
 use slots::{Conn, Phase, Slot, Slots};
 use source::{Arrival, Draw, Fed, Paced, Source};
@@ -409,7 +411,7 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
             let mut draw = Draw {
                 model: &mut self.model,
                 picker: &mut self.picker,
-                ledger: &self.ledger,
+                ledger: &mut self.ledger,
             };
             match self.source.arrive(i, &mut draw, elapsed, now) {
                 Arrival::Refill => self.refill(i, now),
@@ -477,7 +479,7 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
             let mut draw = Draw {
                 model: &mut self.model,
                 picker: &mut self.picker,
-                ledger: &self.ledger,
+                ledger: &mut self.ledger,
             };
             let Some(next) = self.source.next(i, now, warm, &mut draw, &mut conn.fed) else {
                 break;
@@ -644,7 +646,8 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
     /// The responses (and failures) connection `i`'s sink kept for the source go to it.
     #[inline]
     fn answer(&mut self, i: usize, now: Instant) {
-        self.source.answer(&mut self.conns[i].sink, now);
+        self.source
+            .answer(&mut self.conns[i].sink, &mut self.ledger, now);
     }
 
     /// Every request left on connection `i` ends in an error of `kind`.

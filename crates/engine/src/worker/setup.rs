@@ -133,6 +133,11 @@ impl<I: Io> Setup<'_, I> {
             }
             return self.drive_with(proto, transport, users);
         }
+        if let Some(maker) = config.script() {
+            // Made here, on the worker's thread, before the run's time starts.
+            let made = maker.make(self.plan.worker);
+            return self.drive_with(proto, transport, Scripted::new(maker.clone(), made));
+        }
         if self.plan.feed.is_some() {
             return self.drive_with(proto, transport, Fed);
         }
@@ -201,7 +206,7 @@ impl<I: Io> Setup<'_, I> {
         } else {
             plan.connections
         };
-        let depth = depth(config);
+        let depth = source.depth().unwrap_or_else(|| depth(config));
         let mut w = Worker {
             config,
             io,

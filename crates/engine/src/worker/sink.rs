@@ -33,7 +33,8 @@ pub(super) struct Sink {
     raw: bool,
     /// `--sample-responses`: a sampled response keeps its bytes (HTTP/1.1).
     sample: bool,
-    /// Scenarios: every response goes to the user that asked for it (`answers`).
+    /// Scenarios: every response goes to the user that asked for it; a script's: to its
+    /// `response()` (`answers`).
     users: bool,
     /// The replies made so far; `free` those not in use (numbers, from 0).
     replies: Vec<Reply>,
@@ -157,7 +158,8 @@ impl Sink {
         Sink {
             raw,
             sample: raw && config.sample_responses,
-            users: config.scenario().is_some(),
+            users: config.scenario().is_some()
+                || config.script().is_some_and(|s| s.uses().response),
             replies: Vec::new(),
             free: Vec::new(),
             streaming: 0,

@@ -8,7 +8,10 @@
 //!   replay's recording streamed from disk, `feed.rs`): each request's bytes are copied as it
 //!   is taken, and the source ends with the file;
 //! - the scenario's users (`users.rs`): each connection's users say which step they send next
-//!   and when it was due (after their think times), and read the responses (`answer`).
+//!   and when it was due (after their think times), and read the responses (`answer`);
+//! - a script's hooks (`scripted.rs`): the model says when, the script's `request()` what
+//!   (copied after `fed`), its `delay()` how long each waits, and its `response()` reads the
+//!   responses.
 //!
 //! A new request source is one type implementing [`Source`]; only the hooks it needs differ
 //! from the defaults.
@@ -25,7 +28,7 @@ use std::time::Instant;
 pub(super) struct Draw<'d> {
     pub(super) model: &'d mut Model,
     pub(super) picker: &'d mut Picker,
-    pub(super) ledger: &'d Ledger,
+    pub(super) ledger: &'d mut Ledger,
 }
 
 /// A request a connection sends now.
@@ -89,6 +92,13 @@ pub(super) trait Source {
         true
     }
 
+    /// Requests one connection carries at once, when the source says (else the config's
+    /// `--pipeline` or `--streams`).
+    #[inline]
+    fn depth(&self) -> Option<usize> {
+        None
+    }
+
     /// Nothing more will be sent on any of `conns` connections.
     #[inline]
     fn done(&self, _conns: usize) -> bool {
@@ -109,9 +119,10 @@ pub(super) trait Source {
     /// Gives back the list `woken` lent.
     fn done_with(&mut self, _woken: Vec<usize>) {}
 
-    /// Takes the responses (and failures) the sink kept since the last call.
+    /// Takes the responses (and failures) the sink kept since the last call (what goes wrong
+    /// reading them is booked in `ledger`).
     #[inline]
-    fn answer(&mut self, _sink: &mut Sink, _now: Instant) {}
+    fn answer(&mut self, _sink: &mut Sink, _ledger: &mut Ledger, _now: Instant) {}
 
     /// The request of `user` failed without a response, at `now`.
     #[inline]
@@ -123,7 +134,8 @@ pub(super) trait Source {
         (&[], "")
     }
 
-    /// The scenario's counts, at the end.
+    /// The source's end (a script's hooks keep their values for `done`): the scenario's
+    /// counts.
     fn counts(self) -> Option<ScenarioCounts>
     where
         Self: Sized,
@@ -134,7 +146,7 @@ pub(super) trait Source {
 
 /// The due time of a request the model took at `due_ns` (see [`Next::due`]).
 #[inline]
-fn due(draw: &Draw<'_>, due_ns: u64, now: Instant) -> Instant {
+pub(super) fn due(draw: &Draw<'_>, due_ns: u64, now: Instant) -> Instant {
     if draw.model.is_open() {
         draw.ledger.at_ns(due_ns)
     } else {

@@ -14,6 +14,7 @@
 
 use super::sink::{Answer, Sink};
 use super::source::{self, Arrival, Draw, Source};
+use crate::ledger::Ledger;
 use crate::scenario::{Next, Response, Rows, ScenarioCounts, ScenarioRun, User};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -414,7 +415,7 @@ impl Source for Users {
         self.woken = woken;
     }
 
-    fn answer(&mut self, sink: &mut Sink, now: Instant) {
+    fn answer(&mut self, sink: &mut Sink, _ledger: &mut Ledger, now: Instant) {
         sink.answers(|user, step, answer| match answer {
             Answer::Raw(raw) => self.answered_raw(user as usize, step, raw, now),
             Answer::Read(r) => self.answered_call(user as usize, step, &r, now),

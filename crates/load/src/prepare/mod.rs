@@ -185,7 +185,11 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         websocket,
         scenario,
     };
-    let config = config(spec, &target, shape, threads, io, tls, encoded, sources);
+    let mut config = config(spec, &target, shape, threads, io, tls, encoded, sources);
+    // A script's per-request hooks: each worker's request() says what it sends.
+    if let Some(maker) = script.as_ref().and_then(|s| s.hooks.clone()) {
+        config.requests_from = engine::Requests::Scripted(maker);
+    }
     let info = run_info(spec, &target, &config, method, set_info);
     let monitor = monitor(spec, &target, here)?;
     let remote_monitor = remote_monitor(spec, here)?;

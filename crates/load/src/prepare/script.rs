@@ -1,7 +1,10 @@
-//! `-s`: a wrk Lua script. Its setup and each thread's `init` run before the run
-//! (`pelt-script`), and the request the script leaves in the `wrk` table becomes the run's: the
-//! run that follows is an ordinary one, at pelt's own speed, over any protocol pelt speaks. The
-//! script's `done` is called with the result (`Prepared::script`).
+//! `-s`: a wrk Lua script. Its setup runs before the run (`pelt-script`). A script without
+//! per-request hooks has each thread's `init` run then too, and the request it leaves in the
+//! `wrk` table becomes the run's: the run that follows is an ordinary one, at pelt's own
+//! speed, over any protocol pelt speaks. A script with `request()`, `response()` or `delay()`
+//! runs them per request in each worker's own state (`engine::Requests::Scripted`), over
+//! HTTP/1.1 (plain or TLS). The script's `done` is called with the result
+//! (`Prepared::script`).
 
 use super::{bad, request_parts, Here};
 use crate::spec::{Body, LoadSpec};
@@ -45,7 +48,35 @@ pub(super) fn run(
         path: path.clone(),
         args: spec.script_args.clone(),
     };
-    let scripted = pelt_script::start(&script, &origin, threads).map_err(bad)?;
+    let exact = spec.requests.is_some() || spec.rate.is_some();
+    let scripted = pelt_script::start(&script, &origin, threads, exact).map_err(bad)?;
+    if let Some(hooks) = &scripted.hooks {
+        let shown = path.display();
+        let over = if spec.http2 {
+            Some("HTTP/2")
+        } else if url.scheme().starts_with("ws") {
+            Some("WebSocket")
+        } else {
+            None
+        };
+        if let Some(p) = over {
+            return Err(bad(format!(
+                "{shown}: request(), response() and delay() run over HTTP/1.1 only, not {p} yet"
+            )));
+        }
+        if spec.pipeline > 1 {
+            return Err(bad(format!(
+                "{shown}: a script with request() pipelines by returning several requests at \
+                 once (wrk's pipeline.lua), not with --pipeline"
+            )));
+        }
+        if hooks.uses().delay && spec.rate.is_some() {
+            return Err(bad(format!(
+                "{shown}: delay() spaces a closed loop's requests; with --rate the schedule \
+                 says when each is due"
+            )));
+        }
+    }
     let r = &scripted.request;
     if r.addr != t.addr {
         return Err(bad(format!(
@@ -71,6 +102,20 @@ pub(super) fn run(
 }
 
 impl super::Prepared {
+    /// The script's `print` and `io.write` go to stderr while `stdout_busy` (stdout carries
+    /// the JSON result); nothing without a script.
+    pub fn script_output(&self, stdout_busy: bool) {
+        if let Some(s) = &self.script {
+            s.output_to_stderr(stdout_busy);
+        }
+    }
+
+    /// Why the script's threads could not start (their `init` or first `request()` failed
+    /// in the workers): the run sent nothing.
+    pub fn script_failure(&self) -> Option<String> {
+        self.script.as_ref()?.failure()
+    }
+
     /// Calls the script's `done(summary, latency, requests)` with `report`'s figures (its
     /// output to stderr when `stdout_busy`); nothing without a script or its `done`.
     pub fn script_done(

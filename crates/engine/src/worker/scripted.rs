@@ -1,0 +1,199 @@
+//! A script's hooks as the worker's request source (`crate::hooks`): the load model says
+//! when and the budget, the script what (each request's bytes from its `request()`, copied
+//! after `fed` as a streamed replay's are), how long each request waits first (`delay()`),
+//! and reads the responses (`response()`); `thread:stop()` ends the worker's requests.
+//!
+//! A hook's error is booked as a script error: a request whose `request()` failed is started
+//! and fails at once (the connection tries again on the loop's next turn, so a script that
+//! always fails cannot hold the loop); a `response()` or `delay()` that failed owns no
+//! request, and is counted as a connection's error is.
+
+use super::sink::{Answer, Sink};
+use super::source::{due, Draw, Next, Source};
+use crate::hooks::{HookMaker, Hooks, Made, Uses};
+use crate::ledger::Ledger;
+use pelt_codec::response::Fields;
+use pelt_stats::ErrorKind;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(super) struct Scripted {
+    /// `None`: this worker's hooks could not be made.
+    hooks: Option<Box<dyn Hooks>>,
+    maker: Arc<dyn HookMaker>,
+    uses: Uses,
+    /// Requests each `request()` call writes.
+    batch: usize,
+    /// Per connection: requests of its last `request()` call not taken yet.
+    left: Vec<usize>,
+    /// Per connection: its next request has had its `delay()` (or waits for it to end).
+    delayed: Vec<Option<Instant>>,
+    /// Connections waiting (a delay, a retry after an error), by when.
+    waiting: BinaryHeap<Reverse<(Instant, usize)>>,
+    woken: Vec<usize>,
+    /// Some worker's hooks failed: nothing is sent (known once the run has started).
+    off: Option<bool>,
+    /// A response read whole, for `response()`.
+    fields: Fields,
+    body: Vec<u8>,
+}
+
+impl Scripted {
+    pub(super) fn new(maker: Arc<dyn HookMaker>, made: Result<Made, String>) -> Scripted {
+        let (hooks, batch) = match made {
+            Ok(m) => (Some(m.hooks), m.batch.max(1)),
+            Err(_) => (None, 1),
+        };
+        Scripted {
+            hooks,
+            uses: maker.uses(),
+            maker,
+            batch,
+            left: Vec::new(),
+            delayed: Vec::new(),
+            waiting: BinaryHeap::new(),
+            woken: Vec::new(),
+            off: None,
+            fields: Fields::default(),
+            body: Vec::new(),
+        }
+    }
+
+    /// The hooks, while this worker sends.
+    fn live(&mut self) -> Option<&mut Box<dyn Hooks>> {
+        let maker = &self.maker;
+        let off = *self.off.get_or_insert_with(|| maker.failed());
+        self.hooks.as_mut().filter(|h| !off && !h.stopped())
+    }
+
+    fn grow(&mut self, i: usize) {
+        if self.left.len() <= i {
+            self.left.resize(i + 1, 0);
+            self.delayed.resize(i + 1, None);
+        }
+    }
+
+    fn wait(&mut self, i: usize, until: Instant) {
+        self.delayed[i] = Some(until);
+        self.waiting.push(Reverse((until, i)));
+    }
+}
+
+impl Source for Scripted {
+    fn next(
+        &mut self,
+        i: usize,
+        now: Instant,
+        warm: bool,
+        draw: &mut Draw<'_>,
+        fed: &mut Vec<u8>,
+    ) -> Option<Next> {
+        self.grow(i);
+        self.live()?;
+        let left = self.left[i];
+        if left == 0 && self.uses.delay {
+            match self.delayed[i] {
+                Some(until) if until > now => return None,
+                Some(_) => {}
+                None => {
+                    let pause = self.hooks.as_mut()?.delay().unwrap_or_else(|e| {
+                        draw.ledger.connection_error(ErrorKind::Script, || e);
+                        Default::default()
+                    });
+                    if !pause.is_zero() {
+                        self.wait(i, now + pause);
+                        return None;
+                    }
+                }
+            }
+        }
+        let due_ns = draw.model.take(draw.ledger.elapsed_ns(now), warm)?;
+        let (target, seq) = draw.picker.pick(warm);
+        let due = due(draw, due_ns, now);
+        if left > 0 {
+            self.left[i] -= 1;
+        } else {
+            self.delayed[i] = None;
+            let hooks = self.hooks.as_mut()?;
+            if let Err(e) = hooks.request(fed) {
+                draw.ledger.started(warm, target, due, now);
+                draw.ledger
+                    .error(warm, target, seq, ErrorKind::Script, || e);
+                self.wait(i, now);
+                return None;
+            }
+            self.left[i] = self.batch - 1;
+        }
+        Some(Next {
+            target,
+            seq,
+            user: 0,
+            head: false,
+            due,
+        })
+    }
+
+    /// A connection carries a `request()` call's requests at once.
+    fn depth(&self) -> Option<usize> {
+        Some(self.batch)
+    }
+
+    fn idle(&self, i: usize) -> bool {
+        self.delayed.get(i).is_none_or(|d| d.is_none())
+    }
+
+    fn done(&self, _conns: usize) -> bool {
+        self.off == Some(true) || self.hooks.as_ref().is_none_or(|h| h.stopped())
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        self.waiting.peek().map(|Reverse((at, _))| *at)
+    }
+
+    fn woken(&mut self, now: Instant) -> Vec<usize> {
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.clear();
+        while let Some(&Reverse((at, i))) = self.waiting.peek() {
+            if at > now {
+                break;
+            }
+            self.waiting.pop();
+            woken.push(i);
+        }
+        woken
+    }
+
+    fn done_with(&mut self, woken: Vec<usize>) {
+        self.woken = woken;
+    }
+
+    fn answer(&mut self, sink: &mut Sink, ledger: &mut Ledger, _now: Instant) {
+        let Some(hooks) = self.hooks.as_mut() else {
+            return;
+        };
+        let (fields, body) = (&mut self.fields, &mut self.body);
+        sink.answers(|_, _, answer| {
+            let answered = match answer {
+                Answer::Raw(raw) => match pelt_codec::response::read_complete(raw, fields, body) {
+                    Some(status) => hooks.response(status, fields.as_slice(), body),
+                    None => Ok(()),
+                },
+                Answer::Read(r) => hooks.response(r.status, r.headers, r.body),
+                Answer::Failed => Ok(()),
+            };
+            if let Err(e) = answered {
+                ledger.connection_error(ErrorKind::Script, || e);
+            }
+        });
+    }
+
+    /// The worker's end: the hooks keep the script's values for `done`.
+    fn counts(mut self) -> Option<crate::scenario::ScenarioCounts> {
+        if let Some(h) = self.hooks.as_mut() {
+            h.end();
+        }
+        None
+    }
+}
