@@ -577,3 +577,79 @@ fn an_open_loop_with_request_per_request_shows_a_server_stall() {
     assert!(l["p99"].as_u64().unwrap() >= 500_000, "{l}");
     assert!(l["max"].as_u64().unwrap() >= 800_000, "{l}");
 }
+
+/// A report's lines with their figures (and units) as `#`, spaces collapsed: its layout.
+fn layout(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let mut out = String::new();
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c.is_ascii_digit() {
+                while chars
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '.')
+                {
+                    chars.next();
+                }
+                out.push('#');
+            } else {
+                out.push(c);
+            }
+        }
+        lines.push(out.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    lines
+}
+
+#[test]
+fn pelt_wrk_takes_wrks_flags_and_prints_its_report() {
+    let (Some(server), Some(wrk)) = (nginx(), wrk()) else {
+        return;
+    };
+    let url = server.url("http", 0);
+    let flags = ["-t2", "-c4", "-d1s", "--latency"];
+    let mut args = vec!["wrk"];
+    args.extend(flags);
+    args.push(&url);
+    let (out, _) = run(&args);
+    assert!(out.status.success(), "{out:?}");
+    let mine = String::from_utf8(out.stdout).unwrap();
+    let done: u64 = mine
+        .lines()
+        .find_map(|l| l.trim().split_once(" requests in ")?.0.parse().ok())
+        .unwrap();
+    let logged_now = logged(&server, done as usize).len() as u64;
+    assert!(
+        done <= logged_now && logged_now <= done + 4,
+        "{done} {logged_now}"
+    );
+    let child = std::process::Command::new(&wrk)
+        .args(flags)
+        .arg(&url)
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8(child.stdout).unwrap();
+    assert_eq!(layout(&mine), layout(&theirs), "{mine}\n{theirs}");
+    // A script with its arguments after the URL, as wrk takes them; its done() after the
+    // report.
+    let script = script("threads.lua");
+    let (out, _) = run(&[
+        "wrk",
+        "-t3",
+        "-c3",
+        "-d1s",
+        "-s",
+        &script,
+        &url,
+        "from-args",
+        "two",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let after = text.split_once("Transfer/sec:").unwrap().1;
+    assert!(after.contains("thread 3 started 30 tags a,b"), "{text}");
+    // wrk's rule: connections >= threads.
+    let (out, _) = run(&["wrk", "-t4", "-c2", &url]);
+    assert_eq!(out.status.code(), Some(2));
+}

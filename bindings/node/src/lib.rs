@@ -121,6 +121,7 @@ pub fn start_run(
     let spec = options::spec(&object(&options)?).map_err(js_error)?;
     let prepared = pelt_load::prepare(&spec).map_err(range)?;
     spawn("run", on_event, move |stop, event| {
+        prepared.script_output(false);
         let report = pelt_load::run(&prepared, stop, &mut |point| {
             event('t', tick(point));
             if !point.samples.is_empty() {
@@ -143,6 +144,14 @@ pub fn start_run(
                 event('s', Value::Array(rows).to_string());
             }
         });
+        // `script`: the threads' init() or first request() failed (nothing was sent), or its
+        // done() failed after the run: the run is rejected with the script's line.
+        if let Some(e) = prepared.script_failure() {
+            return event('e', Value::String(e).to_string());
+        }
+        if let Err(e) = prepared.script_done(&report, false) {
+            return event('e', Value::String(e).to_string());
+        }
         event('d', json(&report));
     })
 }

@@ -229,6 +229,12 @@ pub enum Command {
         after_help = "Examples:\n  pelt ghz --insecure --proto greeter.proto --call helloworld.Greeter.SayHello -d '{\"name\":\"x\"}' -c 50 -n 100000 127.0.0.1:50051\n  pelt ghz --insecure --protoset svc.protoset --call pkg.Svc/Get -c 100 --connections 10 --rps 2000 -z 30s -O json -o r.json 10.0.0.9:9000\n\nAs ghz: TLS unless --insecure, -c calls at a time shared by --connections connections (1), -n 200 unless -z. Unlike ghz, --rps measures latency from each call's due time (an open loop), so a stalled server shows; -O json is ghz's shape with pelt's whole result under \"pelt\". Every plain-run flag is pelt grpc://HOST:PORT/package.Service/Method (see pelt --help)."
     )]
     Ghz(Box<GhzArgs>),
+    /// wrk's command line over pelt: wrk's flags (-c, -d, -t, -s, -H, --latency, --timeout)
+    /// and wrk2's (-R, -U), its report layout, the script's arguments after the URL.
+    #[command(
+        after_help = "Examples:\n  pelt wrk -t2 -c100 -d30s --latency http://127.0.0.1:8080/\n  pelt wrk -t1 -c10 -d10s -s post.lua http://127.0.0.1:8080/api\n  pelt wrk -t2 -c100 -d30s -R 20000 --latency -U http://127.0.0.1:8080/\n\nAs wrk: 2 threads, 10 connections, 10s, a 2s timeout; -R is wrk2's open loop (latency from each request's due time); --latency prints the distribution (wrk2's with -R; -U adds the uncorrected one: pelt's service time). Every plain-run flag is pelt URL (see pelt --help)."
+    )]
+    Wrk(Box<WrkArgs>),
     /// Write the Kubernetes manifests of a fleet run: its token Secret, the coordinator's Job
     /// behind a headless Service, and the agents' Indexed Job.
     #[command(
@@ -772,6 +778,58 @@ pub struct GhzArgs {
     /// Threads (pelt's -t).
     #[arg(long = "cpus", value_name = "N")]
     pub cpus: Option<usize>,
+}
+
+/// `pelt wrk`: wrk's flags (and wrk2's -R and -U), by its names.
+#[derive(Debug, Args)]
+pub struct WrkArgs {
+    /// Connections to keep open.
+    #[arg(
+        short = 'c',
+        long = "connections",
+        value_name = "N",
+        default_value_t = 10
+    )]
+    pub connections: usize,
+    /// Duration of the test: 10s, 2m.
+    #[arg(
+        short = 'd',
+        long = "duration",
+        value_name = "TIME",
+        default_value = "10s"
+    )]
+    pub duration: String,
+    /// Threads to use.
+    #[arg(short = 't', long = "threads", value_name = "N", default_value_t = 2)]
+    pub threads: usize,
+    /// Load a Lua script file.
+    #[arg(short = 's', long = "script", value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Add a header to the request (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Print the latency statistics.
+    #[arg(short = 'L', long = "latency")]
+    pub latency: bool,
+    /// wrk2: print the uncorrected latency statistics too (pelt's service time).
+    #[arg(short = 'U', long = "u_latency")]
+    pub u_latency: bool,
+    /// Socket/request timeout.
+    #[arg(long = "timeout", value_name = "TIME", default_value = "2s")]
+    pub timeout: String,
+    /// wrk2: requests per second in all (an open loop).
+    #[arg(short = 'R', long = "rate", value_name = "RATE")]
+    pub rate: Option<String>,
+    /// The URL.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The script's arguments (its init(args)).
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub script_args: Vec<String>,
 }
 
 /// `pelt serve`: the library's table ([`options::SERVE`]) as clap arguments.

@@ -28,6 +28,7 @@ mod sections;
 mod serve;
 mod shell;
 mod tui;
+mod wrk;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -100,6 +101,7 @@ fn main() -> ExitCode {
             run::stop_flag().and_then(|stop| find_max::find_max(&a, &stop))
         }
         Some(Command::Ghz(a)) => ghz::ghz(&a),
+        Some(Command::Wrk(a)) => wrk::wrk(&a),
         Some(Command::Agent(a)) => fleet::agent(&a),
         Some(Command::Monitor(a)) => fleet::monitor(&a),
         Some(Command::K8s(a)) => {

@@ -55,7 +55,7 @@ pub mod values;
 
 pub use pelt_engine::{Arrival, IoBackend, Ramped, Rate, Slice, Stage};
 pub use pelt_stats::{Report, TimelinePoint};
-pub use prepare::{prepare, Prepared, SpecError};
+pub use prepare::{prepare, wrk_errors, Prepared, SpecError};
 pub use sources::{TargetEntry, TargetsFormat, TargetsSource};
 pub use spec::{
     Body, IoChoice, LoadSpec, Requests, ScenarioSource, TargetOrder, TlsSpec, TlsVersion,

@@ -58,6 +58,8 @@ pub struct Script {
 /// What the `wrk` table starts from: the run's URL and request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Origin {
+    /// The URL as given (`init`'s `args[0]`, as wrk passes it).
+    pub url: String,
     pub scheme: String,
     pub host: String,
     /// The port when the URL names one (wrk's `wrk.port` is nil otherwise).
@@ -473,6 +475,7 @@ fn init(lua: &Lua, own: &Table, i: usize, load: &Load) -> mlua::Result<()> {
     }
     if let Some(init) = function(lua, "init")? {
         let list = lua.create_sequence_from(load.args.iter().map(String::as_str))?;
+        list.raw_set(0, load.origin.url.as_str())?;
         if let Some(shared) = lua.app_data_ref::<Shared>() {
             shared.begin(PHASE_INSTRUCTIONS);
         }
@@ -1441,6 +1444,7 @@ mod tests {
 
     fn origin() -> Origin {
         Origin {
+            url: "http://127.0.0.1:8080/".into(),
             scheme: "http".into(),
             host: "127.0.0.1".into(),
             port: Some(8080),

@@ -20,6 +20,7 @@ mod names;
 mod protocol;
 mod scenario;
 mod script;
+pub use script::wrk_errors;
 mod shape;
 pub(crate) mod streamed;
 

@@ -31,6 +31,7 @@ pub(super) fn run(
     let url = url::Url::parse(&spec.url).map_err(|e| bad(format!("invalid URL: {e}")))?;
     let (headers, body) = request_parts(spec)?;
     let origin = pelt_script::Origin {
+        url: spec.url.clone(),
         scheme: url.scheme().to_string(),
         host: url
             .host_str()
@@ -130,9 +131,10 @@ impl super::Prepared {
     }
 }
 
-/// `report` as wrk's `done` reads a run: its error kinds folded into wrk's five (pelt tells
-/// no write error apart: a failed write shows as the read that follows it).
-fn figures(report: &pelt_stats::Report) -> pelt_script::Figures {
+/// `report`'s errors as wrk counts them: its error kinds folded into wrk's five (pelt tells
+/// no write error apart: a failed write shows as the read that follows it), and the responses
+/// over 399.
+pub fn wrk_errors(report: &pelt_stats::Report) -> pelt_script::Errors {
     let mut errors = pelt_script::Errors::default();
     for (kind, n) in &report.errors {
         match kind.as_str() {
@@ -149,6 +151,12 @@ fn figures(report: &pelt_stats::Report) -> pelt_script::Figures {
         .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c > 399))
         .map(|(_, n)| n)
         .sum();
+    errors
+}
+
+/// `report` as wrk's `done` reads a run.
+fn figures(report: &pelt_stats::Report) -> pelt_script::Figures {
+    let errors = wrk_errors(report);
     // wrk samples each thread's rate: here each measured second's, shared by the threads (the
     // whole seconds, or the one short second of a run shorter than a second).
     let threads = report.info.threads.max(1) as f64;
