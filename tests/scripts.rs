@@ -535,7 +535,13 @@ fn hostile_scripts_end_in_counted_errors_or_one_line() {
     std::fs::remove_dir_all(&dir).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(logged(&server, 0).len(), sent_before);
-    // Hooks over HTTP/2, and delay() with --rate, are refused before any traffic.
+    // A script in a fleet (here as pelt k8s describes one), hooks over HTTP/2, and delay()
+    // with --rate are refused before any traffic.
+    let post = script("wrk/post.lua");
+    let (out, _) = run(&["k8s", &url, "-s", &post, "--agents", "2"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not in a fleet"), "{stderr}");
     for (args, says) in [
         (vec!["--http2"], "over HTTP/1.1 only"),
         (vec!["--rate", "100"], "delay() spaces a closed loop"),

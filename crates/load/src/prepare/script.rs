@@ -11,8 +11,8 @@ use crate::spec::{Body, LoadSpec};
 use crate::target;
 use crate::SpecError;
 
-/// The spec as the script leaves it, and the script (for its `done`); `None` without `-s`,
-/// or where this process does not run the load (the script runs where the threads are).
+/// The spec as the script leaves it, and the script (for its `done`); `None` without `-s`. A
+/// fleet's is refused (not yet).
 pub(super) fn run(
     spec: &LoadSpec,
     threads: usize,
@@ -21,8 +21,11 @@ pub(super) fn run(
     let Some(path) = &spec.script else {
         return Ok(None);
     };
-    if here == Here::Describes {
-        return Ok(None);
+    if matches!(here, Here::Describes | Here::Coordinates) {
+        // The threads' states live where the threads run, and done() would read each agent's.
+        return Err(bad(
+            "-s: scripts run in one process for now, not in a fleet (--agents, pelt k8s)",
+        ));
     }
     if spec.url.is_empty() {
         return Err(bad("-s: a script needs the URL argument"));
