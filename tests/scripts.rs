@@ -22,17 +22,23 @@ fn script(name: &str) -> String {
 
 /// nginx answering 200 (and a token from `/authenticate`, as wrk's auth.lua wants), logging
 /// each request's method, URI, Content-Type, Content-Length, Host, X-Args, X-Counter and
-/// X-Token.
+/// X-Token: HTTP/1.1 on its first port (`access.log`), h2c on its second (`h2.log`, the
+/// protocol first).
 fn nginx() -> Option<RealServer> {
     let bin = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"])?;
-    Some(RealServer::start("nginx-scripts", 1, move |dir, ports| {
+    Some(RealServer::start("nginx-scripts", 2, move |dir, ports| {
+        let locations = "location / { return 200 \"ok\"; }\n      \
+             location /authenticate { add_header X-Token t0k3n always; return 200 \"ok\"; }";
         let http = format!(
             "    log_format s '$request_method $request_uri \"$http_content_type\" \
              $content_length $http_host $http_x_args $http_x_counter $http_x_token';\n    \
-             access_log {d}/access.log s;\n    keepalive_requests 1000000;\n    \
-             server {{ listen 127.0.0.1:{}; location / {{ return 200 \"ok\"; }}\n      \
-             location /authenticate {{ add_header X-Token t0k3n always; return 200 \"ok\"; }} }}\n",
+             log_format h2 '$server_protocol $request_method $request_uri \"$http_content_type\" \
+             $content_length $http_host $http_x_args $http_x_counter $http_x_token';\n    \
+             keepalive_requests 1000000;\n    \
+             server {{ listen 127.0.0.1:{}; access_log {d}/access.log s;\n      {locations} }}\n    \
+             server {{ listen 127.0.0.1:{} http2; access_log {d}/h2.log h2;\n      {locations} }}\n",
             ports[0],
+            ports[1],
             d = dir.display(),
         );
         nginx_command(&bin, dir, &http)
@@ -41,9 +47,14 @@ fn nginx() -> Option<RealServer> {
 
 /// The access log's lines, waiting (5 s at most) for at least `n`.
 fn logged(server: &RealServer, n: usize) -> Vec<String> {
+    logged_in(&server.access_log, n)
+}
+
+/// The lines of the log at `path`, waiting (5 s at most) for at least `n`.
+fn logged_in(path: &Path, n: usize) -> Vec<String> {
     let start = Instant::now();
     loop {
-        let text = std::fs::read_to_string(&server.access_log).unwrap_or_default();
+        let text = std::fs::read_to_string(path).unwrap_or_default();
         let lines: Vec<String> = text.lines().map(String::from).collect();
         if lines.len() >= n || start.elapsed() > Duration::from_secs(5) {
             return lines;
@@ -314,6 +325,85 @@ fn wrks_counter_lua_calls_request_per_request_as_on_wrk() {
     }
 }
 
+/// wrk's scripts over HTTP/2, which wrk does not speak: each request `request()` writes goes
+/// as its own stream, `response()` reads the HTTP/2 response's fields.
+#[test]
+fn per_request_hooks_run_over_http2() {
+    let Some(server) = nginx() else {
+        return;
+    };
+    let url = server.url("http", 1);
+    let h2_log = server.dir.join("h2.log");
+    // counter.lua on one connection of 8 streams, 4 threads: every path once, each with its
+    // own X-Counter, all over HTTP/2.
+    let v = run_json(&[
+        &url,
+        "--http2",
+        "--streams",
+        "8",
+        "-s",
+        &script("wrk/counter.lua"),
+        "-n",
+        "400",
+        "-c",
+        "4",
+        "-t",
+        "4",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 400, "{v}");
+    assert_eq!(v["http"], "2");
+    let h2 = |n: usize| -> Vec<String> {
+        logged_in(&h2_log, n)
+            .iter()
+            .map(|l| match l.strip_prefix("HTTP/2.0 ") {
+                Some(rest) => rest.to_string(),
+                None => panic!("not over HTTP/2: {l}"),
+            })
+            .collect()
+    };
+    let lines = h2(400);
+    assert_eq!(lines.len(), 400);
+    // Each thread counts from 0 in its own state: 4 x /0..99, each path with its counter.
+    let mut paths: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let (uri, counter, _) = uri_counter_token(l);
+            assert_eq!(uri, format!("/{counter}"));
+            uri.to_string()
+        })
+        .collect();
+    paths.sort();
+    let mut want: Vec<String> = (0..4)
+        .flat_map(|_| (0..100).map(|k| format!("/{k}")))
+        .collect();
+    want.sort();
+    assert_eq!(paths, want);
+    // auth.lua: response() reads the token nginx sends, and every later request carries it.
+    let v = run_json(&[
+        &url,
+        "--http2",
+        "--streams",
+        "1",
+        "-s",
+        &script("wrk/auth.lua"),
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 50);
+    let lines = h2(450);
+    let auth = &lines[400..];
+    assert_eq!(auth.len(), 50);
+    assert_eq!(uri_counter_token(&auth[0]).0, "/authenticate");
+    for line in &auth[1..] {
+        assert_eq!(uri_counter_token(line).0, "/resource", "{line}");
+        assert_eq!(uri_counter_token(line).2, "t0k3n", "{line}");
+    }
+}
+
 #[test]
 fn setup_lua_reads_every_worker_threads_counts_in_done() {
     let Some(server) = nginx() else {
@@ -477,13 +567,8 @@ fn hostile_scripts_end_in_counted_errors_or_one_line() {
         return;
     };
     let url = server.url("http", 0);
-    let dir = std::env::temp_dir().join(format!("pelt-hostile-scripts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let write = |name: &str, text: &str| {
-        let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    };
+    let dir = Scratch::new("hostile-scripts");
+    let write = |name: &str, text: &str| dir.write(name, text);
     // Every 1,000th request() raises an error: a script error each, the rest sent.
     let every = write(
         "every.lua",
@@ -532,28 +617,144 @@ fn hostile_scripts_end_in_counted_errors_or_one_line() {
         assert_eq!(out.status.code(), Some(2), "{path}: {stderr}");
         assert!(stderr.lines().last().unwrap_or_default().contains(says), "{stderr}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(logged(&server, 0).len(), sent_before);
-    // A script in a fleet (here as pelt k8s describes one), hooks over HTTP/2, and delay()
+    // A script in a fleet (here as pelt k8s describes one), hooks over WebSocket, and delay()
     // with --rate are refused before any traffic.
     let post = script("wrk/post.lua");
     let (out, _) = run(&["k8s", &url, "-s", &post, "--agents", "2"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not in a fleet"), "{stderr}");
-    for (args, says) in [
-        (vec!["--http2"], "over HTTP/1.1 only"),
-        (vec!["--rate", "100"], "delay() spaces a closed loop"),
+    let ws = url.replace("http://", "ws://");
+    for (to, args, says) in [
+        (&url, vec!["--rate", "100"], "delay() spaces a closed loop"),
+        (&ws, vec![], "not WebSocket messages"),
     ] {
         let delay = script("wrk/delay.lua");
-        let mut a = vec![url.as_str(), "-s", &delay, "-d", "1"];
+        let mut a = vec![to.as_str(), "-s", &delay, "-d", "1"];
         a.extend(args);
         let (out, _) = run(&a);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(says), "{stderr}");
     }
+}
+
+/// pelt's own figures from a script: `pelt.counter(name)` and `pelt.histogram(name)`, kept in
+/// each worker thread's state and added up exactly, in the result, in `done()` and through
+/// `pelt merge`.
+#[test]
+fn a_scripts_counters_and_histograms_add_up_over_threads_and_results() {
+    let Some(server) = nginx() else {
+        return;
+    };
+    let url = server.url("http", 0);
+    let dir = Scratch::new("script-metrics");
+    // Four threads count their responses and record each body's length and the request's
+    // number; done() reads the totals.
+    let counted = dir.write(
+        "counted.lua",
+        "local n, seen, sizes, order = 0, pelt.counter('responses'), pelt.histogram('body'), \
+         pelt.histogram('order')\n\
+         function request()\n  n = n + 1\n  order:record(n)\n  return wrk.format()\nend\n\
+         function response(status, headers, body)\n  seen:add()\n  \
+         if status == 200 then pelt.counter('ok'):add(2) end\n  sizes:record(#body)\nend\n\
+         function done(summary)\n  local o = pelt.histogram('order')\n  \
+         print('done', pelt.counter('responses'):value(), o:count(), o:min(), o:max(), \
+         summary.requests)\nend\n",
+    );
+    let before = logged(&server, 0).len();
+    let mut results = Vec::new();
+    for (name, n) in [("a.json", "4000"), ("b.json", "1000")] {
+        let path = dir.path(name);
+        let (out, _) = run(&[
+            &url, "-s", &counted, "-n", n, "-c", "8", "-t", "4", "--json", &path,
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_schema(&v);
+        let n: u64 = n.parse().unwrap();
+        let sc = &v["script"];
+        assert_eq!(sc["file"], counted.as_str());
+        assert_eq!(count(sc, &["counters", "responses"]), n, "{sc}");
+        assert_eq!(count(sc, &["counters", "ok"]), 2 * n);
+        assert_eq!(count(sc, &["histograms", "body", "count"]), n);
+        assert_eq!(
+            count(sc, &["histograms", "body", "max"]),
+            2,
+            "nginx's \"ok\""
+        );
+        // Each thread numbers its own requests from 1: the histogram holds every thread's.
+        assert_eq!(count(sc, &["histograms", "order", "count"]), n);
+        assert_eq!(count(sc, &["histograms", "order", "min"]), 1);
+        // done() reads the totals of every thread.
+        let done: Vec<&str> = stdout
+            .lines()
+            .find(|l| l.starts_with("done"))
+            .unwrap_or_default()
+            .split('\t')
+            .collect();
+        assert_eq!(done[1].parse::<u64>().unwrap(), n, "{stdout}");
+        assert_eq!(done[2].parse::<u64>().unwrap(), n, "{stdout}");
+        assert_eq!(done[3], "1");
+        assert_eq!(done[5].parse::<u64>().unwrap(), n);
+        // The summary shows them.
+        assert!(stdout.contains("  Script  "), "{stdout}");
+        assert!(stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("responses")));
+        results.push(path);
+    }
+    assert_eq!(logged(&server, before + 5000).len(), before + 5000);
+    // Two results merge exactly: counters add, histograms add.
+    let merged = dir.path("merged.json");
+    let (out, _) = run(&["merge", &results[0], &results[1], "--json", &merged]);
+    assert!(out.status.success(), "{out:?}");
+    let m: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_schema(&m);
+    assert_eq!(count(&m, &["script", "counters", "responses"]), 5000);
+    assert_eq!(count(&m, &["script", "histograms", "order", "count"]), 5000);
+    // A script without per-request hooks counts in its threads' init() (four states) and its
+    // setup state; a bad value is one line with the script's line, before any traffic.
+    let init = dir.write(
+        "init.lua",
+        "pelt.counter('states'):add()\nfunction init(args) pelt.histogram('threads'):record(1) end\n",
+    );
+    let v = run_json(&[&url, "-s", &init, "-n", "10", "-t", "4", "-c", "4"]);
+    assert_eq!(
+        count(&v, &["script", "counters", "states"]),
+        5,
+        "setup and 4 threads"
+    );
+    assert_eq!(count(&v, &["script", "histograms", "threads", "count"]), 4);
+    let sent = logged(&server, 0).len();
+    for (text, says) in [
+        (
+            "function init() pelt.counter('x'):add(-1) end\n",
+            "bad.lua:1: counter:add(n): a whole number",
+        ),
+        (
+            "function init() pelt.histogram({}) end\n",
+            "bad.lua:1: pelt.histogram(name): a name",
+        ),
+        (
+            "function init() pelt.histogram('h'):record(0.5) end\n",
+            "bad.lua:1: histogram:record(v)",
+        ),
+    ] {
+        let bad = dir.write("bad.lua", text);
+        let (out, _) = run(&[&url, "-s", &bad, "-d", "5"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.lines().last().unwrap_or_default().contains(says),
+            "{stderr}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(logged(&server, 0).len(), sent);
 }
 
 #[test]

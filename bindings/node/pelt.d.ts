@@ -376,6 +376,17 @@ export interface Threshold {
 }
 
 /** Latency figures, microseconds. */
+/** A script's own figures (the result's `script`). */
+export interface Script {
+  /** The script, as given. */
+  file: string
+  /** Each `pelt.counter(name)`'s total. */
+  counters: Record<string, number>
+  /** Each `pelt.histogram(name)`: its values' count and figures, in the script's own unit,
+   * and the HDR histogram (base64) they come from. */
+  histograms: Record<string, Latency & { count: number; histogram: string }>
+}
+
 export interface Latency {
   min: number
   mean: number
@@ -702,6 +713,9 @@ export interface Result {
   /** A grpc:// or grpcs:// run: calls by gRPC status, the first grpc-message of each, the
    * response messages read; absent otherwise. */
   grpc?: Grpc
+  /** A run with a script (`script`): what its `pelt.counter(name)` and
+   * `pelt.histogram(name)` kept, every thread's together; absent without a script. */
+  script?: Script
   /** What was changed while the run went (`pelt --dashboard`), in order; absent when none. */
   changes?: Change[]
   latency_from: 'send' | 'due'

@@ -238,6 +238,21 @@ pub fn encode_request(
     encode_rendered(rendered, scheme, block, body, true)
 }
 
+/// [`encode_request`] for the first of the HTTP/1.1 requests in `bytes` (a script's
+/// `request()` may return several); returns its length in `bytes`.
+pub fn encode_first_request(
+    bytes: &[u8],
+    scheme: &str,
+    block: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+) -> Result<usize, String> {
+    let n = crate::request::request_len(bytes)
+        .filter(|n| *n <= bytes.len())
+        .ok_or("not an HTTP/1.1 request")?;
+    encode_request(&bytes[..n], scheme, block, body)?;
+    Ok(n)
+}
+
 /// [`encode_request`] for a body the caller turns into another before it is sent (a gRPC
 /// call's JSON into its binary message): the header block has no `content-length`.
 pub fn encode_request_unsized(

@@ -67,6 +67,31 @@ impl fmt::Display for HeaderError {
 
 impl std::error::Error for HeaderError {}
 
+/// The length of the HTTP/1.1 request at the start of `bytes`: its head and the body its
+/// `Content-Length` says (none without one). `None`: the bytes do not start with a whole
+/// request's head.
+pub fn request_len(bytes: &[u8]) -> Option<usize> {
+    let mut headers = [httparse::EMPTY_HEADER; crate::response::MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let head = match req.parse(bytes) {
+        Ok(httparse::Status::Complete(head)) => head,
+        _ => return None,
+    };
+    let body = req
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .and_then(|h| {
+            std::str::from_utf8(h.value)
+                .ok()?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
+        .unwrap_or(0);
+    Some(head + body)
+}
+
 /// True for RFC 9110 `tchar`.
 pub fn is_token_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)

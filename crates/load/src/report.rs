@@ -35,6 +35,7 @@ impl Prepared {
             .map(|w| WarmupReport::new(w, p.config.warmup.as_secs_f64()));
         p.load_model(&mut report, result);
         p.tls(&mut report, result);
+        report.script = p.script_report();
         report.resources = p.resources(&report);
         report.notes.extend(queue_note(&report));
         report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();

@@ -23,7 +23,7 @@
 
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, WeakLua};
 use pelt_engine::hooks::{HookMaker, Hooks, Made, Uses};
-use pelt_stats::LatencyHistogram;
+use pelt_stats::{LatencyHistogram, ScriptMetrics};
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -116,6 +116,8 @@ pub struct Errors {
 /// A script started: its setup done and each thread's `init` run. Dropping it ends its
 /// thread (and its Lua states).
 pub struct Scripted {
+    /// The script, as given.
+    pub file: String,
     /// The request the threads' `wrk` tables say.
     pub request: Request,
     /// The script defines `done`.
@@ -132,6 +134,7 @@ pub struct Scripted {
 
 enum Job {
     Done(Box<Figures>, bool, mpsc::Sender<Result<(), String>>),
+    Metrics(mpsc::Sender<ScriptMetrics>),
 }
 
 impl Scripted {
@@ -146,6 +149,16 @@ impl Scripted {
     pub fn failure(&self) -> Option<String> {
         let w = self.workers.as_ref()?;
         w.error.lock().ok()?.clone()
+    }
+
+    /// What the script's `pelt.counter(name)` and `pelt.histogram(name)` objects held, every
+    /// thread's together (asked once the run has ended).
+    pub fn metrics(&self) -> ScriptMetrics {
+        let (tx, rx) = mpsc::channel();
+        if self.jobs.send(Job::Metrics(tx)).is_err() {
+            return ScriptMetrics::default();
+        }
+        rx.recv().unwrap_or_default()
     }
 
     /// Calls the script's `done` with the run's figures (its output to stderr when
@@ -188,6 +201,7 @@ pub fn start(
     let source = std::fs::read(&script.path)
         .map_err(|e| format!("cannot read the script {}: {e}", script.path.display()))?;
     let name = script.path.display().to_string();
+    let script_name = name.clone();
     let (script, origin) = (script.clone(), origin.clone());
     let (jobs, rx) = mpsc::channel::<Job>();
     let (ready_tx, ready) = mpsc::channel();
@@ -220,6 +234,9 @@ pub fn start(
                     Job::Done(figures, busy, answer) => {
                         let _ = answer.send(host.done(&figures, busy).map_err(|e| one_line(&e)));
                     }
+                    Job::Metrics(answer) => {
+                        let _ = answer.send(host.metrics());
+                    }
                 }
             }
         })
@@ -229,6 +246,7 @@ pub fn start(
         .unwrap_or_else(|_| Err("the script's thread ended".into()));
     match started {
         Ok((request, has_done, hooks)) => Ok(Scripted {
+            file: script_name,
             request,
             has_done,
             hooks: hooks.clone().map(|h| h as Arc<dyn HookMaker>),
@@ -291,11 +309,8 @@ impl Load {
     fn shared(&self) -> Shared {
         Shared {
             slots: Rc::new(RefCell::new(Vec::with_capacity(self.threads))),
-            stats: Rc::new(RefCell::new(Vec::new())),
             stderr: self.stderr.clone(),
-            ticks: Rc::new(Cell::new(0)),
-            stopped: Rc::new(Cell::new(false)),
-            after: None,
+            ..Shared::default()
         }
     }
 }
@@ -317,8 +332,13 @@ struct Host {
     /// The setup state's constructors (the prelude's).
     made: Table,
     shared: Shared,
-    /// Kept alive for `thread:get()` in `done`.
-    _threads: Vec<Lua>,
+    /// The threads' states when they live here (kept alive for `thread:get()` in `done`),
+    /// with their constructors.
+    threads: Vec<(Lua, Table)>,
+    /// What the workers' states counted, each added at its end.
+    workers: Arc<Mutex<ScriptMetrics>>,
+    /// Every state's counters and histograms, once the run has ended.
+    all: RefCell<Option<ScriptMetrics>>,
 }
 
 /// The functions wrk calls per request.
@@ -371,7 +391,9 @@ impl Host {
                 )));
             }
             let after = Arc::new(Mutex::new(vec![None; threads]));
+            let counted = Arc::new(Mutex::new(ScriptMetrics::default()));
             let workers = Arc::new(Workers {
+                gathered: counted.clone(),
                 seeds: slots.iter().map(|s| s.seed.clone()).collect(),
                 load: load.clone(),
                 uses,
@@ -388,7 +410,9 @@ impl Host {
                 setup,
                 made,
                 shared,
-                _threads: Vec::new(),
+                threads: Vec::new(),
+                workers: counted,
+                all: RefCell::new(None),
             };
             return Ok((host, request, Some(workers)));
         }
@@ -417,11 +441,31 @@ impl Host {
                 setup,
                 made,
                 shared,
-                _threads: states.into_iter().map(|(l, _)| l).collect(),
+                threads: states,
+                workers: Arc::default(),
+                all: RefCell::new(None),
             },
             request,
             None,
         ))
+    }
+
+    /// Every state's `pelt.counter` and `pelt.histogram` values together (asked once the
+    /// run has ended; the same answer after `done`). The states here share one list of
+    /// histograms.
+    fn metrics(&self) -> ScriptMetrics {
+        if let Some(all) = self.all.borrow().as_ref() {
+            return all.clone();
+        }
+        let mut all = gathered(&self.made, &self.shared.histograms.borrow());
+        for (_, made) in &self.threads {
+            all.merge(&gathered(made, &[]));
+        }
+        if let Ok(workers) = self.workers.lock() {
+            all.merge(&workers);
+        }
+        *self.all.borrow_mut() = Some(all.clone());
+        all
     }
 
     fn has(&self, name: &str) -> bool {
@@ -458,6 +502,7 @@ impl Host {
         );
         *self.shared.stats.borrow_mut() = vec![latency, requests];
         self.shared.begin(PHASE_INSTRUCTIONS);
+        hold(&self.made, &self.shared, &self.metrics())?;
         let result = done.call::<()>((summary, objects.0, objects.1));
         let _ = std::io::stdout().flush();
         result
@@ -499,6 +544,8 @@ struct Workers {
     error: Mutex<Option<String>>,
     /// Per thread: its globals at its end.
     after: Arc<Mutex<Vec<Option<Plain>>>>,
+    /// What the threads' `pelt.counter` and `pelt.histogram` objects held at their end.
+    gathered: Arc<Mutex<ScriptMetrics>>,
 }
 
 impl HookMaker for Workers {
@@ -555,6 +602,8 @@ impl Workers {
                 index: i,
                 shared: shared.clone(),
                 after: self.after.clone(),
+                gathered: self.gathered.clone(),
+                made: own.clone(),
                 lua: lua.clone(),
             })
         };
@@ -598,6 +647,9 @@ struct Thread {
     index: usize,
     shared: Shared,
     after: Arc<Mutex<Vec<Option<Plain>>>>,
+    gathered: Arc<Mutex<ScriptMetrics>>,
+    /// The state's constructors (its counters among them).
+    made: Table,
 }
 
 impl Thread {
@@ -685,6 +737,10 @@ impl Hooks for Thread {
                 *slot = Some(kept);
             }
         }
+        let mine = gathered(&self.made, &self.shared.histograms.borrow());
+        if let Ok(mut all) = self.gathered.lock() {
+            all.merge(&mine);
+        }
     }
 }
 
@@ -693,25 +749,9 @@ impl Hooks for Thread {
 fn count_requests(mut bytes: &[u8]) -> Result<usize, String> {
     let mut n = 0;
     while !bytes.is_empty() {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut headers);
-        let head = match req.parse(bytes) {
-            Ok(httparse::Status::Complete(head)) => head,
-            _ => return Err("request() returned bytes that are not HTTP/1.1 requests".into()),
-        };
-        let length = req
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-            .and_then(|h| {
-                std::str::from_utf8(h.value)
-                    .ok()?
-                    .trim()
-                    .parse::<usize>()
-                    .ok()
-            })
-            .unwrap_or(0);
-        bytes = bytes.get(head + length..).unwrap_or_default();
+        let length = pelt_codec::request::request_len(bytes)
+            .ok_or("request() returned bytes that are not HTTP/1.1 requests")?;
+        bytes = bytes.get(length..).unwrap_or_default();
         n += 1;
     }
     if n == 0 {
@@ -857,20 +897,82 @@ local function stats(t, c, i)
    ids[t], counts[t] = i, c
    return setmetatable(t, stats_meta)
 end
+-- pelt's own figures (the result's `script` section): counters and HDR histograms, kept per
+-- state and added up over every thread. A counter lives in Lua (an add is a table write); a
+-- histogram's values go to Rust.
+local counters, histograms = {}, {}
+local function whole(n, what)
+   if type(n) ~= "number" or n < 0 or n % 1 ~= 0 or n ~= n then
+      error(what .. ": a whole number, 0 or more (got " .. tostring(n) .. ")", 3)
+   end
+end
+local counter_meta = { __index = {
+   add = function(self, n)
+      if n == nil then n = 1 else whole(n, "counter:add(n)") end
+      self.n = self.n + n
+   end,
+   value = function(self) return self.n end,
+} }
+local function named(name, what)
+   if type(name) ~= "string" or name == "" then error(what .. "(name): a name", 3) end
+end
+local function counter(name)
+   named(name, "pelt.counter")
+   local c = counters[name]
+   if c == nil then
+      c = setmetatable({ n = 0 }, counter_meta)
+      counters[name] = c
+   end
+   return c
+end
+local record, stat = raw.record, raw.histogram_stat
+local function ask(id, what, p)
+   local ok, v = stat(id, what, p)
+   if not ok then error(v, 3) end
+   return v
+end
+local histogram_meta = { __index = {
+   record = function(self, v)
+      whole(v, "histogram:record(v)")
+      record(self.id, v)
+   end,
+   count = function(self) return ask(self.id, "count") end,
+   min = function(self) return ask(self.id, "min") end,
+   max = function(self) return ask(self.id, "max") end,
+   mean = function(self) return ask(self.id, "mean") end,
+   stdev = function(self) return ask(self.id, "stdev") end,
+   percentile = function(self, p) return ask(self.id, "percentile", p) end,
+} }
+local new_histogram = guard(raw.histogram)
+local function histogram(name)
+   named(name, "pelt.histogram")
+   local h = histograms[name]
+   if h == nil then
+      h = setmetatable({ id = new_histogram(name) }, histogram_meta)
+      histograms[name] = h
+   end
+   return h
+end
+pelt = { counter = counter, histogram = histogram }
 -- Response headers: found by any case of their names (they come lower-cased).
 local lower = string.lower
 local function any_case(t, k)
    if type(k) == "string" then return rawget(t, lower(k)) end
 end
-return { thread = thread, stats = stats, any_case = any_case }
+return {
+   thread = thread, stats = stats, any_case = any_case, counters = counters, counter = counter,
+   histogram = histogram,
+}
 "#;
 
 /// What the Rust functions of a state reach: the threads (from every state) and, in the setup
 /// state at `done`, the statistics.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Shared {
     slots: Rc<RefCell<Vec<Slot>>>,
     stats: Rc<RefCell<Vec<Stats>>>,
+    /// `pelt.histogram(name)`: this state's histograms, by the number their objects carry.
+    histograms: Rc<RefCell<Vec<(String, LatencyHistogram)>>>,
     /// `print` and `io.write` go to stderr (stdout carries the JSON result).
     stderr: Arc<AtomicBool>,
     /// The count hook's runs left to the current call (see `HOOK_INSTRUCTIONS`).
@@ -1036,6 +1138,73 @@ fn install(lua: &Lua, origin: &Origin, shared: &Shared) -> mlua::Result<Table> {
             Ok(Value::Nil)
         })?,
     )?;
+    r.set(
+        "histogram",
+        raw(lua, |_, s, a| {
+            let name = bytes_arg(&a, 0).ok_or("pelt.histogram(name): a name")?;
+            let name = String::from_utf8_lossy(&name).into_owned();
+            let mut all = s.histograms.borrow_mut();
+            let id = match all.iter().position(|(n, _)| *n == name) {
+                Some(id) => id,
+                None => {
+                    all.push((name, LatencyHistogram::new()));
+                    all.len() - 1
+                }
+            };
+            Ok(Value::Integer(id as i64))
+        })?,
+    )?;
+    // The prelude has checked the value (a whole number, 0 or more).
+    r.set(
+        "record",
+        // Its arguments are taken as they come (an error raised from Rust would abort).
+        lua.create_function(|lua, args: MultiValue| {
+            let number = |v: Option<&Value>| match v {
+                Some(Value::Integer(i)) => *i as f64,
+                Some(Value::Number(n)) => *n,
+                _ => -1.0,
+            };
+            let (id, v) = (number(args.front()), number(args.get(1)));
+            if id < 0.0 || v < 0.0 {
+                return Ok(());
+            }
+            if let Some(s) = lua.app_data_ref::<Shared>() {
+                if let Some((_, h)) = s.histograms.borrow_mut().get_mut(id as usize) {
+                    h.record_value(v as u64);
+                }
+            }
+            Ok(())
+        })?,
+    )?;
+    r.set(
+        "histogram_stat",
+        raw(lua, |_, s, a| {
+            let all = s.histograms.borrow();
+            let id = match a.first() {
+                Some(Value::Integer(i)) => *i as usize,
+                Some(Value::Number(i)) => *i as usize,
+                _ => usize::MAX,
+            };
+            let (_, h) = all.get(id).ok_or("not a histogram")?;
+            let what = bytes_arg(&a, 1).unwrap_or_default();
+            let sum = h.summary();
+            Ok(match &what[..] {
+                b"count" => Value::Number(h.count() as f64),
+                b"min" => Value::Number(sum.min_us as f64),
+                b"max" => Value::Number(sum.max_us as f64),
+                b"mean" => Value::Number(sum.mean_us),
+                b"stdev" => Value::Number(sum.stdev_us),
+                _ => {
+                    let p = match a.get(2) {
+                        Some(Value::Integer(p)) => *p as f64,
+                        Some(Value::Number(p)) => *p,
+                        _ => return Err("histogram:percentile(p): a number".into()),
+                    };
+                    Value::Number(h.quantile_us((p / 100.0).clamp(0.0, 1.0)) as f64)
+                }
+            })
+        })?,
+    )?;
     r.set("memory_kib", STATE_MEMORY_KIB)?;
     r.set("every", HOOK_EVERY)?;
     r.set(
@@ -1118,6 +1287,43 @@ fn install(lua: &Lua, origin: &Origin, shared: &Shared) -> mlua::Result<Table> {
     })?;
     r.set("write", write)?;
     lua.load(PRELUDE).set_name("=pelt").call::<Table>(r)
+}
+
+/// What the state's `pelt.counter` objects hold (`made`: its constructors), and
+/// `histograms` (its `pelt.histogram` objects').
+fn gathered(made: &Table, histograms: &[(String, LatencyHistogram)]) -> ScriptMetrics {
+    let mut m = ScriptMetrics::default();
+    if let Ok(counters) = made.get::<Table>("counters") {
+        for (name, c) in counters.pairs::<String, Table>().flatten() {
+            let n = match c.raw_get::<Value>("n") {
+                Ok(Value::Integer(n)) => n.max(0) as u64,
+                Ok(Value::Number(n)) if n.is_finite() && n > 0.0 => n as u64,
+                _ => 0,
+            };
+            m.counters.insert(name, n);
+        }
+    }
+    for (name, h) in histograms {
+        m.histograms.insert(name.clone(), h.clone());
+    }
+    m
+}
+
+/// Makes the state's `pelt.counter` and `pelt.histogram` objects hold `all` (every thread's,
+/// for `done`).
+fn hold(made: &Table, shared: &Shared, all: &ScriptMetrics) -> mlua::Result<()> {
+    let counter: Function = made.get("counter")?;
+    for (name, n) in &all.counters {
+        counter.call::<Table>(name.as_str())?.raw_set("n", *n)?;
+    }
+    let histogram: Function = made.get("histogram")?;
+    for (name, h) in &all.histograms {
+        let id: usize = histogram.call::<Table>(name.as_str())?.raw_get("id")?;
+        if let Some(slot) = shared.histograms.borrow_mut().get_mut(id) {
+            slot.1 = h.clone();
+        }
+    }
+    Ok(())
 }
 
 fn write_out(lua: &Lua, bytes: &[u8]) {
@@ -1516,14 +1722,7 @@ mod tests {
         assert!(r.has_done);
         drop(r);
         let lua = new_state();
-        let shared = Shared {
-            slots: Rc::new(RefCell::new(Vec::new())),
-            stats: Rc::new(RefCell::new(Vec::new())),
-            stderr: Arc::new(AtomicBool::new(false)),
-            ticks: Rc::new(Cell::new(0)),
-            stopped: Rc::new(Cell::new(false)),
-            after: None,
-        };
+        let shared = Shared::default();
         install(&lua, &origin(), &shared).unwrap();
         lua.load("wrk.headers.Host = 'h:1'").exec().unwrap();
         let text: String = lua

@@ -70,6 +70,12 @@ impl LatencyHistogram {
         let _ = self.h.record(latency_us.clamp(1, MAX_LATENCY_US));
     }
 
+    /// Records one value of a script's own (`pelt.histogram`): 0 is kept as 0, values past
+    /// [`MAX_LATENCY_US`] are clamped to it.
+    pub fn record_value(&mut self, value: u64) {
+        let _ = self.h.record(value.min(MAX_LATENCY_US));
+    }
+
     pub fn count(&self) -> u64 {
         self.h.len()
     }

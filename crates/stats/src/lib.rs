@@ -30,6 +30,7 @@ mod kinds;
 mod merge;
 mod report;
 mod resources;
+mod script;
 mod streams;
 mod targets;
 mod timeline;
@@ -50,6 +51,7 @@ pub use resources::{
     Bottleneck, HostSample, HostSummary, LiveVerdict, Load, ProcessSample, ProcessSummary,
     ResourceSample, ResourcesReport, Sampled, Verdict, LIVE_WINDOW, QUEUED, SATURATED,
 };
+pub use script::{ScriptHistogram, ScriptMetrics, ScriptReport};
 pub use streams::{
     StreamEnd, StreamFigures, StreamHistograms, StreamPoint, StreamSecond, StreamStats,
     StreamsReport,

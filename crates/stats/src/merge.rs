@@ -217,6 +217,7 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         event_streams: merged_streams(reports, duration_s),
         websocket: merged_websocket(reports, duration_s),
         grpc: merged_grpc(reports),
+        script: merged_script(reports),
         changes: merged_changes(reports),
     })
 }
@@ -240,6 +241,16 @@ fn merged_grpc(reports: &[Report]) -> Option<crate::GrpcReport> {
     let mut merged = all.next()?.clone();
     for g in all {
         merged.merge(g);
+    }
+    Some(merged)
+}
+
+/// A script's counters and histograms: added by name.
+fn merged_script(reports: &[Report]) -> Option<crate::ScriptReport> {
+    let mut all = reports.iter().filter_map(|r| r.script.as_ref());
+    let mut merged = all.next()?.clone();
+    for s in all {
+        merged.merge(s);
     }
     Some(merged)
 }

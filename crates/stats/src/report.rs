@@ -386,6 +386,10 @@ pub struct Report {
     /// requests, booked with their HTTP status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<crate::GrpcReport>,
+    /// A run with a script (`-s`): the counters and histograms its `pelt.counter(name)` and
+    /// `pelt.histogram(name)` kept, every thread's together; absent without a script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<crate::ScriptReport>,
     /// What was changed while the run went (`--dashboard`'s page or control endpoint), in
     /// order; each change is also on the timeline point of the second it took effect in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -536,6 +540,7 @@ impl Report {
             event_streams: stats.streams.as_ref().map(|s| s.report(duration_s)),
             websocket: stats.websocket.as_ref().map(|w| w.report(duration_s)),
             grpc: stats.grpc.as_ref().map(|g| g.report()),
+            script: None,
             changes: Vec::new(),
         }
     }

@@ -14,6 +14,7 @@ pub mod latency;
 pub mod requests;
 pub mod resources;
 pub mod scenario;
+pub mod script;
 pub mod streams;
 pub mod targets;
 pub mod thresholds;
@@ -24,7 +25,7 @@ pub mod websocket;
 pub type Writer = fn(&mut String, &Report);
 
 /// The summary, in order.
-pub const TEXT: [Writer; 17] = [
+pub const TEXT: [Writer; 18] = [
     head::text,
     requests::text,
     latency::text,
@@ -34,6 +35,7 @@ pub const TEXT: [Writer; 17] = [
     grpc::text,
     targets::text,
     scenario::text,
+    script::text,
     fleet::text,
     errors::text,
     errors::connections,
@@ -63,4 +65,10 @@ pub const SETUP: [Writer; 4] = [
 ];
 
 /// The report's sections after the two boxes, in order.
-pub const HTML: [Writer; 4] = [targets::html, scenario::html, resources::html, fleet::html];
+pub const HTML: [Writer; 5] = [
+    targets::html,
+    scenario::html,
+    script::html,
+    resources::html,
+    fleet::html,
+];

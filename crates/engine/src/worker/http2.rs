@@ -14,7 +14,7 @@ use crate::stream::Streams;
 use crate::template::Render;
 use crate::Http2 as Request;
 use frames::{end_streams, receive};
-use lanes::{prepare_lane, stream_request, Lanes};
+use lanes::{prepare_lane, stream_request, take_fed, Lanes};
 use pelt_codec::h2::{self as h2, Session};
 
 /// The HTTP/2 protocol: the request, and the batching of each connection's frames.
@@ -158,8 +158,9 @@ impl<'a> Protocol for Http2<'a> {
         if conn.sink.wants_fields() {
             session.read_responses();
         }
-        let templates = config.targets().is_some_and(|s| s.has_templates());
-        let lanes = if templates { conn.slots.ring.len() } else { 0 };
+        // Templates and a script's requests are each stream's own.
+        let own = config.targets().is_some_and(|s| s.has_templates()) || config.script().is_some();
+        let lanes = if own { conn.slots.ring.len() } else { 0 };
         conn.proto = Some(Box::new(H2 {
             session,
             out,
@@ -342,6 +343,9 @@ fn open_streams<I: Io, T: Transport, S: Source>(
                 cookie,
             };
             prepare_lane(&mut lanes.all[l as usize], config, proto, slot, render);
+            if !conn.fed.is_empty() {
+                take_fed(&mut lanes.all[l as usize], config, &mut conn.fed);
+            }
         }
         // A fresh stream (a request retried after a GOAWAY starts over); the request keeps
         // its entry and index.

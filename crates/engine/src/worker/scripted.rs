@@ -135,9 +135,10 @@ impl Source for Scripted {
         })
     }
 
-    /// A connection carries a `request()` call's requests at once.
+    /// A connection carries a `request()` call's requests at once (over HTTP/2, as that
+    /// many streams); one request a call keeps the protocol's depth (`--streams`).
     fn depth(&self) -> Option<usize> {
-        Some(self.batch)
+        (self.batch > 1).then_some(self.batch)
     }
 
     fn idle(&self, i: usize) -> bool {

@@ -3,7 +3,7 @@
 //! `wrk` table becomes the run's: the run that follows is an ordinary one, at pelt's own
 //! speed, over any protocol pelt speaks. A script with `request()`, `response()` or `delay()`
 //! runs them per request in each worker's own state (`engine::Requests::Scripted`), over
-//! HTTP/1.1 (plain or TLS). The script's `done` is called with the result
+//! HTTP/1.1 or HTTP/2 (plain or TLS; each request `request()` writes goes as its own stream). The script's `done` is called with the result
 //! (`Prepared::script`).
 
 use super::{bad, request_parts, Here};
@@ -56,8 +56,8 @@ pub(super) fn run(
     let scripted = pelt_script::start(&script, &origin, threads, exact).map_err(bad)?;
     if let Some(hooks) = &scripted.hooks {
         let shown = path.display();
-        let over = if spec.http2 {
-            Some("HTTP/2")
+        let over = if url.scheme().starts_with("grpc") {
+            Some("gRPC")
         } else if url.scheme().starts_with("ws") {
             Some("WebSocket")
         } else {
@@ -65,7 +65,8 @@ pub(super) fn run(
         };
         if let Some(p) = over {
             return Err(bad(format!(
-                "{shown}: request(), response() and delay() run over HTTP/1.1 only, not {p} yet"
+                "{shown}: request(), response() and delay() make HTTP requests (over HTTP/1.1 \
+                 or HTTP/2), not {p} messages"
             )));
         }
         if spec.pipeline > 1 {
@@ -106,6 +107,13 @@ pub(super) fn run(
 }
 
 impl super::Prepared {
+    /// The result's `script` section: the script's counters and histograms, every thread's
+    /// together (asked once the run has ended); `None` without a script.
+    pub fn script_report(&self) -> Option<pelt_stats::ScriptReport> {
+        let s = self.script.as_ref()?;
+        Some(s.metrics().report(s.file.clone()))
+    }
+
     /// The script's `print` and `io.write` go to stderr while `stdout_busy` (stdout carries
     /// the JSON result); nothing without a script.
     pub fn script_output(&self, stdout_busy: bool) {

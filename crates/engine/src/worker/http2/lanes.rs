@@ -69,11 +69,7 @@ pub(super) fn prepare_lane<'c>(
     template.render(&mut proto.text, &mut proto.scratch, &mut render);
     lane.block.clear();
     lane.body.clear();
-    let scheme = if config.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
+    let scheme = scheme(config);
     // A template renders a valid request unless a value put a line break in a header (a
     // captured value can hold one): the entry's own request goes then, as a lane not
     // rendered. A gRPC call's rendered JSON becomes its message (and has no length field).
@@ -94,6 +90,33 @@ pub(super) fn prepare_lane<'c>(
             proto.messages.resize_with(k + 1, Default::default);
         }
         lane.rendered = message(codec, &mut proto.messages[k], &mut lane.body);
+    }
+}
+
+/// The `:scheme` of the run's requests.
+fn scheme(config: &Config) -> &'static str {
+    if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    }
+}
+
+/// Makes `lane` send the first of the HTTP/1.1 requests a script's `request()` left in `fed`
+/// (the requests the source took, in the order their streams open), and takes it from there.
+/// Bytes that are not a request leave the lane unrendered, so the run's own request goes.
+pub(super) fn take_fed(lane: &mut Lane, config: &Config, fed: &mut Vec<u8>) {
+    lane.block.clear();
+    lane.body.clear();
+    match h2::encode_first_request(fed, scheme(config), &mut lane.block, &mut lane.body) {
+        Ok(n) => {
+            fed.drain(..n);
+            lane.rendered = true;
+        }
+        Err(_) => {
+            fed.clear();
+            lane.rendered = false;
+        }
     }
 }
 
