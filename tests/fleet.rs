@@ -452,6 +452,67 @@ fn a_scenario_fleet_ships_its_files_and_splits_users_and_rows_exactly() {
     assert!(v["histograms"]["iteration_us"].is_string());
 }
 
+/// A script in a fleet: the coordinator ships its text (the agents run in an empty folder),
+/// each agent runs it in each of its threads, and the coordinator's done() reads the fleet's
+/// counters; a counter over 2 agents x 2 threads equals what the server served.
+#[test]
+fn a_script_fleet_ships_its_text_and_adds_up_every_threads_counters() {
+    use util::shop::Files;
+    let (server, url) = serve(ServerConfig::default());
+    let files = Files::new("fleet-script", &[]);
+    let elsewhere = Files::new("fleet-script-agents", &[]);
+    files.write(
+        "counted.lua",
+        "local seen, order, n = pelt.counter('responses'), pelt.histogram('order'), 0\n\
+         function request()\n  n = n + 1\n  order:record(n)\n  return wrk.format()\nend\n\
+         function response(status)\n  seen:add()\nend\n\
+         function done(summary)\n  print('done', pelt.counter('responses'):value(), \
+         pelt.histogram('order'):count(), summary.requests)\nend\n",
+    );
+    let token = token_file("script", TOKEN);
+    let merged = files.path("merged.json");
+    let coord = Coord::start_in(
+        Some(&files.0),
+        &url,
+        2,
+        &token,
+        &[
+            "-s",
+            "counted.lua",
+            "-n",
+            "600",
+            "-c",
+            "4",
+            "-t",
+            "2",
+            "--json",
+            &merged,
+            "-q",
+        ],
+    );
+    let agents: Vec<Child> = (0..2)
+        .map(|r| agent_in(Some(&elsewhere.0), &coord.addr, r, 2, &token, &["-q"]))
+        .collect();
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    agents_succeed(agents);
+    let served = server.stop();
+    let v = json_file(merged.as_ref());
+    assert_schema(&v);
+    assert_eq!(count(&v, &["requests", "completed"]), 600);
+    assert_eq!(served, 600);
+    assert_eq!(v["threads"], 4, "{v}");
+    let sc = &v["script"];
+    assert_eq!(sc["file"], "counted.lua");
+    assert_eq!(count(sc, &["counters", "responses"]), served, "{sc}");
+    // Each of the four threads numbers its own requests from 1.
+    assert_eq!(count(sc, &["histograms", "order", "count"]), 600);
+    assert_eq!(count(sc, &["histograms", "order", "min"]), 1);
+    // done() ran once, on the coordinator, with the fleet's totals.
+    let done: Vec<&str> = stdout.lines().filter(|l| l.starts_with("done")).collect();
+    assert_eq!(done, ["done\t600\t600\t600"], "{stdout}");
+}
+
 #[test]
 fn an_open_loop_fleet_holds_its_total_rate() {
     let (server, url) = serve(ServerConfig::default());

@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use util::real::{find_server, nginx_command, RealServer};
+use util::shop::Files;
 use util::*;
 
 fn script(name: &str) -> String {
@@ -567,7 +568,7 @@ fn hostile_scripts_end_in_counted_errors_or_one_line() {
         return;
     };
     let url = server.url("http", 0);
-    let dir = Scratch::new("hostile-scripts");
+    let dir = Files::new("hostile-scripts", &[]);
     let write = |name: &str, text: &str| dir.write(name, text);
     // Every 1,000th request() raises an error: a script error each, the rest sent.
     let every = write(
@@ -619,13 +620,18 @@ fn hostile_scripts_end_in_counted_errors_or_one_line() {
     }
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(logged(&server, 0).len(), sent_before);
-    // A script in a fleet (here as pelt k8s describes one), hooks over WebSocket, and delay()
-    // with --rate are refused before any traffic.
+    // pelt k8s ships a script in its Secret, for the coordinator's pod (which ships its text
+    // to the agents).
     let post = script("wrk/post.lua");
     let (out, _) = run(&["k8s", &url, "-s", &post, "--agents", "2"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("not in a fleet"), "{stderr}");
+    let manifests = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(manifests.contains("file-0.lua: "), "{manifests}");
+    assert!(
+        manifests.contains("- \"/var/run/pelt/file-0.lua\""),
+        "{manifests}"
+    );
+    // Hooks over WebSocket, and delay() with --rate, are refused before any traffic.
     let ws = url.replace("http://", "ws://");
     for (to, args, says) in [
         (&url, vec!["--rate", "100"], "delay() spaces a closed loop"),
@@ -650,7 +656,7 @@ fn a_scripts_counters_and_histograms_add_up_over_threads_and_results() {
         return;
     };
     let url = server.url("http", 0);
-    let dir = Scratch::new("script-metrics");
+    let dir = Files::new("script-metrics", &[]);
     // Four threads count their responses and record each body's length and the request's
     // number; done() reads the totals.
     let counted = dir.write(

@@ -139,7 +139,7 @@ export interface RunOptions {
    * arguments follow --. The request it leaves in the wrk table is the run's; done() gets the
    * figures of every thread.
    */
-  script?: string
+  script?: string | { file: string; text: string }
   /**
    * -- ARGS...: The script's arguments (init(args)), after -- as wrk takes them.
    */

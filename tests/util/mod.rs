@@ -503,35 +503,3 @@ pub fn assert_schema(v: &serde_json::Value) {
     let problems: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
     assert!(problems.is_empty(), "{problems:?}");
 }
-
-/// A folder of a test's own files under the system's temporary folder, removed when dropped.
-pub struct Scratch {
-    pub dir: std::path::PathBuf,
-}
-
-impl Scratch {
-    pub fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("pelt-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch { dir }
-    }
-
-    /// Writes `text` to the file `name` in the folder; returns its path.
-    pub fn write(&self, name: &str, text: &str) -> String {
-        let p = self.dir.join(name);
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    }
-
-    /// The path of the file `name` in the folder.
-    pub fn path(&self, name: &str) -> String {
-        self.dir.join(name).display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}

@@ -81,6 +81,12 @@ impl Files {
     pub fn path(&self, file: &str) -> String {
         self.0.join(file).display().to_string()
     }
+
+    /// Writes `text` to `file` in the folder; returns its path.
+    pub fn write(&self, file: &str, text: &str) -> String {
+        std::fs::write(self.0.join(file), text).unwrap();
+        self.path(file)
+    }
 }
 
 impl Drop for Files {

@@ -46,6 +46,8 @@ const FILE_FLAGS: &[&str] = &[
     "--key",
     "--proto",
     "--protoset",
+    "--script",
+    "-s",
 ];
 
 /// Run flags that make no sense in a cluster's pod, with what to do instead.

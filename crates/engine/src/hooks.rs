@@ -55,7 +55,8 @@ pub struct Made {
 pub trait HookMaker: Send + Sync + std::fmt::Debug {
     /// What the script defines.
     fn uses(&self) -> Uses;
-    /// Worker `worker`'s hooks, made on its thread before the run's time starts. An error
+    /// Worker `worker`'s hooks (numbered within this process: 0 up to its threads, also in a
+    /// fleet's agent), made on its thread before the run's time starts. An error
     /// means the run must send nothing: the maker keeps it, and [`HookMaker::failed`] says so.
     fn make(&self, worker: usize) -> Result<Made, String>;
     /// Some worker's hooks could not be made (asked after every worker has tried).

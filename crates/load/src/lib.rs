@@ -58,7 +58,8 @@ pub use pelt_stats::{Report, TimelinePoint};
 pub use prepare::{prepare, wrk_errors, Prepared, SpecError};
 pub use sources::{TargetEntry, TargetsFormat, TargetsSource};
 pub use spec::{
-    Body, IoChoice, LoadSpec, Requests, ScenarioSource, TargetOrder, TlsSpec, TlsVersion,
+    Body, IoChoice, LoadSpec, Requests, ScenarioSource, ScriptSource, TargetOrder, TlsSpec,
+    TlsVersion,
 };
 
 use std::sync::atomic::AtomicBool;

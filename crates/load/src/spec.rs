@@ -82,7 +82,7 @@ pub struct LoadSpec {
     /// `--replay`: the targets' recorded times are their due times.
     pub replay: ReplaySpec,
     /// `-s`: a wrk Lua script, and the arguments its `init(args)` gets.
-    pub script: Option<PathBuf>,
+    pub script: Option<ScriptSource>,
     pub script_args: Vec<String>,
     /// `--log-format`: an access log's line layout, in nginx's syntax (`None`: combined).
     pub log_format: Option<String>,
@@ -172,6 +172,38 @@ pub enum Requests {
     Bodies(PathBuf),
     /// User journeys from a scenario file (`--scenario`): each connection a virtual user.
     Scenario(ScenarioSource),
+}
+
+/// Where a wrk Lua script (`-s`) comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptSource {
+    File(PathBuf),
+    /// A script given whole, with a name for messages: what a fleet's coordinator ships to its
+    /// agents, which read no file.
+    Inline {
+        name: String,
+        text: String,
+    },
+}
+
+impl ScriptSource {
+    /// The name messages and the report give it: the file's path, or the inline one's name.
+    pub fn name(&self) -> String {
+        match self {
+            ScriptSource::File(p) => p.display().to_string(),
+            ScriptSource::Inline { name, .. } => name.clone(),
+        }
+    }
+
+    /// The script's text.
+    pub fn read(&self) -> Result<Vec<u8>, String> {
+        match self {
+            ScriptSource::File(p) => {
+                std::fs::read(p).map_err(|e| format!("cannot read the script {}: {e}", p.display()))
+            }
+            ScriptSource::Inline { text, .. } => Ok(text.clone().into_bytes()),
+        }
+    }
 }
 
 /// Where a scenario comes from.

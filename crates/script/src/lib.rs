@@ -27,7 +27,6 @@ use pelt_stats::{LatencyHistogram, ScriptMetrics};
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -51,7 +50,9 @@ pub const STATE_MEMORY_KIB: u64 = 512 * 1024;
 /// A script and the arguments its `init(args)` gets (those after `--` on wrk's command line).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Script {
-    pub path: PathBuf,
+    /// As errors name it (the file's path).
+    pub name: String,
+    pub source: Vec<u8>,
     pub args: Vec<String>,
 }
 
@@ -100,6 +101,9 @@ pub struct Figures {
     pub latency: LatencyHistogram,
     /// Requests per second, one value per thread and second (wrk samples each thread's rate).
     pub rates: Vec<u64>,
+    /// The script's counters and histograms, every thread's (every agent's in a fleet):
+    /// what `pelt.counter` and `pelt.histogram` read in `done`.
+    pub metrics: ScriptMetrics,
 }
 
 /// wrk's error counts.
@@ -198,9 +202,7 @@ pub fn start(
     threads: usize,
     exact: bool,
 ) -> Result<Scripted, String> {
-    let source = std::fs::read(&script.path)
-        .map_err(|e| format!("cannot read the script {}: {e}", script.path.display()))?;
-    let name = script.path.display().to_string();
+    let (name, source) = (script.name.clone(), script.source.clone());
     let script_name = name.clone();
     let (script, origin) = (script.clone(), origin.clone());
     let (jobs, rx) = mpsc::channel::<Job>();
@@ -502,7 +504,7 @@ impl Host {
         );
         *self.shared.stats.borrow_mut() = vec![latency, requests];
         self.shared.begin(PHASE_INSTRUCTIONS);
-        hold(&self.made, &self.shared, &self.metrics())?;
+        hold(&self.made, &self.shared, &figures.metrics)?;
         let result = done.call::<()>((summary, objects.0, objects.1));
         let _ = std::io::stdout().flush();
         result
@@ -572,6 +574,9 @@ impl HookMaker for Workers {
 impl Workers {
     fn thread(&self, i: usize) -> Result<Made, String> {
         let load = &self.load;
+        if i >= load.threads {
+            return Err(format!("{}: no thread {i} of {}", load.name, load.threads));
+        }
         let shared = load.shared();
         for _ in 0..load.threads {
             shared.slots.borrow_mut().push(Slot {
@@ -1663,14 +1668,9 @@ mod tests {
     }
 
     fn script(text: &str) -> Script {
-        let path = std::env::temp_dir().join(format!(
-            "pelt-script-{}-{}.lua",
-            std::process::id(),
-            text.len()
-        ));
-        std::fs::write(&path, text).unwrap();
         Script {
-            path,
+            name: "test.lua".into(),
+            source: text.as_bytes().to_vec(),
             args: vec!["a".into(), "b".into()],
         }
     }

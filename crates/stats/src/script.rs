@@ -66,7 +66,8 @@ impl ScriptReport {
         *self = mine.report(std::mem::take(&mut self.file));
     }
 
-    fn metrics(&self) -> ScriptMetrics {
+    /// The counters and histograms this section was made from.
+    pub fn metrics(&self) -> ScriptMetrics {
         ScriptMetrics {
             counters: self.counters.clone(),
             histograms: self

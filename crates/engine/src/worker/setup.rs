@@ -134,8 +134,10 @@ impl<I: Io> Setup<'_, I> {
             return self.drive_with(proto, transport, users);
         }
         if let Some(maker) = config.script() {
-            // Made here, on the worker's thread, before the run's time starts.
-            let made = maker.make(self.plan.worker);
+            // Made here, on the worker's thread, before the run's time starts; numbered
+            // within this process (a fleet's agent has its own threads).
+            let first = config.slice.map_or(0, |s| s.first);
+            let made = maker.make(self.plan.worker - first);
             return self.drive_with(proto, transport, Scripted::new(maker.clone(), made));
         }
         if self.plan.feed.is_some() {

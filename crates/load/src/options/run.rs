@@ -566,11 +566,31 @@ pub static RUN: &[Row] = &[
                the run's; done() gets the figures of every thread.",
         example: r#""post.lua""#,
         rules: &[Rule::Conflicts("scenario"), Rule::Conflicts("targets")],
+        ts: "string | { file: string; text: string }",
         read: |s, g| {
-            s.script = Some(g.path()?);
+            s.script = Some(match g.value {
+                Value::Object(o) => {
+                    let text = o.get("text").and_then(Value::as_str);
+                    let text = text.ok_or_else(|| g.wrong("a path or { file, text }"))?;
+                    let name = o.get("file").and_then(Value::as_str).unwrap_or("script");
+                    crate::ScriptSource::Inline {
+                        name: name.to_string(),
+                        text: text.to_string(),
+                    }
+                }
+                _ => crate::ScriptSource::File(g.path()?),
+            });
             Ok(())
         },
-        write: |s| Ok(s.script.as_ref().map(|p| p.display().to_string().into())),
+        // Inlined, as a scenario is: a fleet's agents read no file.
+        write: |s| match &s.script {
+            None => Ok(None),
+            Some(source) => {
+                let text = String::from_utf8(source.read()?)
+                    .map_err(|_| format!("the script {} is not UTF-8 text", source.name()))?;
+                Ok(Some(json!({"file": source.name(), "text": text})))
+            }
+        },
         ..BASE
     },
     Row {

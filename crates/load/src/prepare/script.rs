@@ -18,14 +18,12 @@ pub(super) fn run(
     threads: usize,
     here: Here,
 ) -> Result<Option<(LoadSpec, pelt_script::Scripted)>, SpecError> {
-    let Some(path) = &spec.script else {
+    let Some(source) = &spec.script else {
         return Ok(None);
     };
-    if matches!(here, Here::Describes | Here::Coordinates) {
-        // The threads' states live where the threads run, and done() would read each agent's.
-        return Err(bad(
-            "-s: scripts run in one process for now, not in a fleet (--agents, pelt k8s)",
-        ));
+    // `pelt k8s` ships the file; the coordinator in its pod reads it.
+    if matches!(here, Here::Describes) {
+        return Ok(None);
     }
     if spec.url.is_empty() {
         return Err(bad("-s: a script needs the URL argument"));
@@ -49,13 +47,21 @@ pub(super) fn run(
         addr: t.addr,
     };
     let script = pelt_script::Script {
-        path: path.clone(),
+        name: source.name(),
+        source: source.read().map_err(bad)?,
         args: spec.script_args.clone(),
     };
     let exact = spec.requests.is_some() || spec.rate.is_some();
+    // A fleet's agents run the threads (each its own setup and init); the coordinator keeps
+    // the setup state alone, for done() with the fleet's figures.
+    let threads = if matches!(here, Here::Coordinates) {
+        0
+    } else {
+        threads
+    };
     let scripted = pelt_script::start(&script, &origin, threads, exact).map_err(bad)?;
     if let Some(hooks) = &scripted.hooks {
-        let shown = path.display();
+        let shown = source.name();
         let over = if url.scheme().starts_with("grpc") {
             Some("gRPC")
         } else if url.scheme().starts_with("ws") {
@@ -87,7 +93,7 @@ pub(super) fn run(
         return Err(bad(format!(
             "{}: setup() set thread.addr to {}, another address than the URL's ({}), which \
              pelt does not connect to yet",
-            path.display(),
+            source.name(),
             r.addr,
             t.addr
         )));
@@ -193,5 +199,10 @@ fn figures(report: &pelt_stats::Report) -> pelt_script::Figures {
             .map(|h| h.latency_us.clone())
             .unwrap_or_default(),
         rates,
+        metrics: report
+            .script
+            .as_ref()
+            .map(pelt_stats::ScriptReport::metrics)
+            .unwrap_or_default(),
     }
 }
