@@ -384,7 +384,23 @@ export interface Script {
   counters: Record<string, number>
   /** Each `pelt.histogram(name)`: its values' count and figures, in the script's own unit,
    * and the HDR histogram (base64) they come from. */
-  histograms: Record<string, Latency & { count: number; histogram: string }>
+  histograms: Record<string, ScriptHistogram>
+}
+
+/** One of a script's histograms: its values' count and figures, in the script's own unit. */
+export interface ScriptHistogram {
+  count: number
+  min: number
+  mean: number
+  stdev: number
+  p50: number
+  p90: number
+  p99: number
+  p99_9: number
+  p99_99: number
+  max: number
+  /** The HDR histogram the figures come from (base64), what `pelt merge` adds. */
+  histogram: string
 }
 
 export interface Latency {

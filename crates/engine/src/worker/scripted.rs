@@ -9,13 +9,11 @@
 //! request, and is counted as a connection's error is.
 
 use super::sink::{Answer, Sink};
-use super::source::{due, Draw, Next, Source};
+use super::source::{due, Draw, Next, Source, Wakes};
 use crate::hooks::{HookMaker, Hooks, Made, Uses};
 use crate::ledger::Ledger;
 use pelt_codec::response::Fields;
 use pelt_stats::ErrorKind;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,8 +29,7 @@ pub(super) struct Scripted {
     /// Per connection: its next request has had its `delay()` (or waits for it to end).
     delayed: Vec<Option<Instant>>,
     /// Connections waiting (a delay, a retry after an error), by when.
-    waiting: BinaryHeap<Reverse<(Instant, usize)>>,
-    woken: Vec<usize>,
+    waiting: Wakes,
     /// Some worker's hooks failed: nothing is sent (known once the run has started).
     off: Option<bool>,
     /// A response read whole, for `response()`.
@@ -53,8 +50,7 @@ impl Scripted {
             batch,
             left: Vec::new(),
             delayed: Vec::new(),
-            waiting: BinaryHeap::new(),
-            woken: Vec::new(),
+            waiting: Wakes::default(),
             off: None,
             fields: Fields::default(),
             body: Vec::new(),
@@ -77,7 +73,7 @@ impl Scripted {
 
     fn wait(&mut self, i: usize, until: Instant) {
         self.delayed[i] = Some(until);
-        self.waiting.push(Reverse((until, i)));
+        self.waiting.push(until, i);
     }
 }
 
@@ -150,24 +146,15 @@ impl Source for Scripted {
     }
 
     fn next_wake(&self) -> Option<Instant> {
-        self.waiting.peek().map(|Reverse((at, _))| *at)
+        self.waiting.next()
     }
 
     fn woken(&mut self, now: Instant) -> Vec<usize> {
-        let mut woken = std::mem::take(&mut self.woken);
-        woken.clear();
-        while let Some(&Reverse((at, i))) = self.waiting.peek() {
-            if at > now {
-                break;
-            }
-            self.waiting.pop();
-            woken.push(i);
-        }
-        woken
+        self.waiting.ended(now, |_, i| Some(i))
     }
 
     fn done_with(&mut self, woken: Vec<usize>) {
-        self.woken = woken;
+        self.waiting.give_back(woken);
     }
 
     fn answer(&mut self, sink: &mut Sink, ledger: &mut Ledger, _now: Instant) {

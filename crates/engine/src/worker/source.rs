@@ -218,3 +218,48 @@ impl Source for Fed {
         })
     }
 }
+
+/// Waits that end at an instant (a user's think time, a script's `delay()`), earliest first,
+/// for a source's `next_wake` and `woken`; the list of woken connections is lent to the
+/// worker and given back, so waking allocates nothing once it has grown.
+#[derive(Default)]
+pub(super) struct Wakes {
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
+    woken: Vec<usize>,
+}
+
+impl Wakes {
+    /// Wait `i` ends at `at`.
+    pub(super) fn push(&mut self, at: Instant, i: usize) {
+        self.heap.push(std::cmp::Reverse((at, i)));
+    }
+
+    /// When the earliest wait ends.
+    pub(super) fn next(&self) -> Option<Instant> {
+        self.heap.peek().map(|w| w.0 .0)
+    }
+
+    /// The connections whose waits ended by `now`: `wakes(at, i)` says which connection
+    /// wait `i` wakes (`None`: the wait was given up).
+    pub(super) fn ended(
+        &mut self,
+        now: Instant,
+        mut wakes: impl FnMut(Instant, usize) -> Option<usize>,
+    ) -> Vec<usize> {
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.clear();
+        while let Some(&std::cmp::Reverse((at, i))) = self.heap.peek() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            woken.extend(wakes(at, i));
+        }
+        woken
+    }
+
+    /// The list [`ended`](Self::ended) lent, back.
+    pub(super) fn give_back(&mut self, woken: Vec<usize>) {
+        self.woken = woken;
+    }
+}

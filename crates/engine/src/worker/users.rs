@@ -13,11 +13,9 @@
 //! and the worker books its latency from then, so a server stall shows in every step it held up.
 
 use super::sink::{Answer, Sink};
-use super::source::{self, Arrival, Draw, Source};
+use super::source::{self, Arrival, Draw, Source, Wakes};
 use crate::ledger::Ledger;
 use crate::scenario::{Next, Response, Rows, ScenarioCounts, ScenarioRun, User};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -77,9 +75,7 @@ pub(super) struct Users {
     headers: pelt_codec::response::Fields,
     body: Vec<u8>,
     /// Think times under way, soonest first: (end, seat).
-    thinking: BinaryHeap<Reverse<(Instant, usize)>>,
-    /// Connections with a seat whose think time ended (lent by `woken`).
-    woken: Vec<usize>,
+    thinking: Wakes,
     /// gRPC: by step, the codec that makes a reply JSON for the step's captures and checks
     /// (`None`: the step reads no reply body); and the JSON, made per reply.
     calls: Vec<Option<Arc<dyn crate::MessageCodec>>>,
@@ -108,8 +104,7 @@ impl Users {
             counts,
             headers: Default::default(),
             body: Vec::new(),
-            thinking: BinaryHeap::new(),
-            woken: Vec::new(),
+            thinking: Wakes::default(),
             calls: Vec::new(),
             json: String::new(),
         }
@@ -233,7 +228,7 @@ impl Users {
                     count_end(&mut self.counts, seat, iteration_ended, until);
                     if !pause.is_zero() {
                         seat.wait = Some(until);
-                        self.thinking.push(Reverse((until, s)));
+                        self.thinking.push(until, s);
                         return false;
                     }
                 }
@@ -392,27 +387,19 @@ impl Source for Users {
 
     /// When the next think time ends, if one is under way.
     fn next_wake(&self) -> Option<Instant> {
-        self.thinking.peek().map(|Reverse((at, _))| *at)
+        self.thinking.next()
     }
 
     /// The connections of the users whose think time has ended by `now`.
     fn woken(&mut self, now: Instant) -> Vec<usize> {
-        let mut woken = std::mem::take(&mut self.woken);
-        woken.clear();
-        while let Some(&Reverse((at, i))) = self.thinking.peek() {
-            if at > now {
-                break;
-            }
-            self.thinking.pop();
-            if self.seats[i].wait == Some(at) {
-                woken.push(i / self.lanes);
-            }
-        }
-        woken
+        let (seats, lanes) = (&self.seats, self.lanes);
+        self.thinking.ended(now, |at, i| {
+            (seats[i].wait == Some(at)).then_some(i / lanes)
+        })
     }
 
     fn done_with(&mut self, woken: Vec<usize>) {
-        self.woken = woken;
+        self.thinking.give_back(woken);
     }
 
     fn answer(&mut self, sink: &mut Sink, _ledger: &mut Ledger, now: Instant) {
