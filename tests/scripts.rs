@@ -395,8 +395,24 @@ fn per_request_hooks_run_over_http2() {
         "1",
     ]);
     assert_eq!(count(&v, &["requests", "completed"]), 50);
-    let lines = h2(450);
-    let auth = &lines[400..];
+    // The guide's outcomes.lua: its counters over HTTP/2 are the responses nginx logged.
+    let v = run_json(&[
+        &url,
+        "--http2",
+        "-s",
+        &script("outcomes.lua"),
+        "-n",
+        "100",
+        "-t",
+        "2",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(count(&v, &["script", "counters", "2xx"]), 100, "{v}");
+    assert_eq!(count(&v, &["script", "histograms", "body_bytes", "max"]), 2);
+    let lines = h2(550);
+    assert_eq!(lines.len(), 550);
+    let auth = &lines[400..450];
     assert_eq!(auth.len(), 50);
     assert_eq!(uri_counter_token(&auth[0]).0, "/authenticate");
     for line in &auth[1..] {
