@@ -222,6 +222,61 @@ fn setup_init_and_done_see_every_thread() {
     );
 }
 
+/// wrk's addr.lua, and threads of one script sending different requests: `setup` points the
+/// second thread at another nginx (the Host header stays the URL's, as on wrk), and each
+/// thread's `init` leaves its own path; without `request()` each thread sends its own request
+/// as pelt's plain requests go, with it each thread's `request()` runs in its own state.
+#[test]
+fn threads_connect_where_setup_says_and_send_their_own_requests() {
+    let (Some(a), Some(b)) = (nginx(), nginx()) else {
+        return;
+    };
+    let url = a.url("http", 0);
+    let files = Files::new("script-addr", &[]);
+    let setup = format!(
+        "local n = 0\n\
+         function setup(thread)\n\
+         \x20  n = n + 1\n\
+         \x20  thread:set(\"id\", n)\n\
+         \x20  if n == 2 then thread.addr = wrk.lookup(\"127.0.0.1\", \"{}\")[1] end\n\
+         end\n\
+         function init(args) wrk.path = \"/t\" .. id end\n",
+        b.ports[0]
+    );
+    let own = files.write("own.lua", &setup);
+    let hooked = files.write(
+        "hooked.lua",
+        &format!("{setup}function request() return wrk.format(nil, \"/r\" .. id) end\n"),
+    );
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut seen = (0, 0);
+    // Both I/O backends connect each thread where its setup said.
+    for (path, prefix, io) in [
+        (&own, "/t", "epoll"),
+        (&hooked, "/r", "uring"),
+        (&own, "/t", "uring"),
+    ] {
+        let r = run_json(&[
+            &url, "-s", path, "-n", "400", "-c", "2", "-t", "2", "--io", io,
+        ]);
+        assert_eq!(r["requests"]["completed"], 400, "{r}");
+        let (on_a, on_b) = (
+            logged(&a, seen.0 + 1)[seen.0..].to_vec(),
+            logged(&b, seen.1 + 1)[seen.1..].to_vec(),
+        );
+        assert_eq!(on_a.len() + on_b.len(), 400);
+        assert_eq!(
+            distinct(&on_a),
+            [format!("GET {prefix}1 \"-\" - {host} - - -")]
+        );
+        assert_eq!(
+            distinct(&on_b),
+            [format!("GET {prefix}2 \"-\" - {host} - - -")]
+        );
+        seen = (seen.0 + on_a.len(), seen.1 + on_b.len());
+    }
+}
+
 #[test]
 fn bad_scripts_are_one_line_before_any_traffic() {
     let Some(server) = nginx() else {

@@ -18,15 +18,15 @@ pub(crate) enum Endpoint {
 }
 
 impl Endpoint {
-    /// The config's endpoint. A Unix socket path that cannot be one (too long, a NUL) is
-    /// refused by the caller beforehand ([`crate::check_unix_socket`]).
-    pub fn of(config: &Config) -> Endpoint {
+    /// Worker `worker`'s endpoint (see [`Config::addr_of`]). A Unix socket path that cannot be
+    /// one (too long, a NUL) is refused by the caller beforehand ([`crate::check_unix_socket`]).
+    pub fn of(config: &Config, worker: usize) -> Endpoint {
         match &config.unix_socket {
             Some(path) => Endpoint::Unix(
                 rustix::net::SocketAddrUnix::new(path.as_path())
                     .expect("the Unix socket path was checked before the run"),
             ),
-            None => Endpoint::Tcp(config.addr),
+            None => Endpoint::Tcp(config.addr_of(worker)),
         }
     }
 
@@ -415,6 +415,6 @@ mod tests {
             eprintln!("io_uring is not available here: skipped");
             return;
         }
-        arrival_is_stamped(|config| crate::uring::UringIo::new(config, 4));
+        arrival_is_stamped(|config| crate::uring::UringIo::new(config, 0, 4));
     }
 }

@@ -58,7 +58,11 @@ pub(crate) fn run_worker(
             crate::worker::run(config, batch, plan, stop, io)
         }
         IoBackend::Uring => {
-            let io = crate::uring::UringIo::new(config, plan.max_connections.max(plan.connections));
+            let io = crate::uring::UringIo::new(
+                config,
+                plan.worker,
+                plan.max_connections.max(plan.connections),
+            );
             crate::worker::run(config, batch, plan, stop, io)
         }
     }

@@ -112,6 +112,9 @@ pub fn default_threads() -> usize {
 pub struct Config {
     /// Resolved target address.
     pub addr: SocketAddr,
+    /// Per worker of this process, the address it connects to instead (a script's `setup`
+    /// set `thread.addr`, as wrk's `addr.lua` does); empty: every worker connects to `addr`.
+    pub worker_addrs: Vec<SocketAddr>,
     /// The request, encoded once; every connection writes these bytes (with `Requests::One`).
     pub request: Vec<u8>,
     /// Where the requests come from: the one request, a set, a file read as the run goes, or
@@ -271,7 +274,7 @@ pub enum Requests {
         run: std::sync::Arc<scenario::ScenarioRun>,
     },
     /// A script's hooks (`hooks.rs`): each worker makes its own, and its `request()` writes
-    /// each request's bytes. HTTP/1.1 only.
+    /// each request's bytes (HTTP/1.1 text; over HTTP/2 each is a stream).
     Scripted(std::sync::Arc<dyn hooks::HookMaker>),
 }
 
@@ -502,6 +505,7 @@ impl Config {
     pub fn new(addr: SocketAddr, request: Vec<u8>) -> Config {
         Config {
             addr,
+            worker_addrs: Vec::new(),
             request,
             requests_from: Requests::One,
             head_request: false,
@@ -526,6 +530,16 @@ impl Config {
             streams: Streams::default(),
             control: None,
         }
+    }
+
+    /// The address worker `worker` (numbered over the run, as `WorkerPlan::worker`)
+    /// connects to.
+    pub fn addr_of(&self, worker: usize) -> SocketAddr {
+        let first = self.slice.map_or(0, |s| s.first);
+        *self
+            .worker_addrs
+            .get(worker.wrapping_sub(first))
+            .unwrap_or(&self.addr)
     }
 
     /// Worker threads that will actually run (with a [`Slice`], its threads as given).

@@ -320,8 +320,9 @@ fn sockaddr_unix(path: &std::path::Path) -> (libc::sockaddr_storage, libc::sockl
 }
 
 impl UringIo {
-    /// A ring and buffer ring sized for `max_conns` connections.
-    pub fn new(config: &Config, max_conns: usize) -> Result<UringIo, Errno> {
+    /// A ring and buffer ring sized for `max_conns` connections, connecting to worker
+    /// `worker`'s address.
+    pub fn new(config: &Config, worker: usize, max_conns: usize) -> Result<UringIo, Errno> {
         if config.load.is_open() {
             // Timer slack would add up to 50 us to every timed wake-up: lag, not server time.
             let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
@@ -361,7 +362,7 @@ impl UringIo {
             socks: Vec::with_capacity(conns),
             addr: Box::new(match &config.unix_socket {
                 Some(path) => sockaddr_unix(path),
-                None => sockaddr(&config.addr),
+                None => sockaddr(&config.addr_of(worker)),
             }),
             rearm: Vec::new(),
             retired: Vec::new(),

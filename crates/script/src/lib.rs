@@ -83,8 +83,6 @@ pub struct Request {
     /// As the script left them, `Host` among them; never `Content-Length` (pelt adds it).
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
-    /// Where the threads connect (`thread.addr`, as `setup` left it).
-    pub addr: SocketAddr,
 }
 
 /// The run's figures, as `done(summary, latency, requests)` reads them.
@@ -122,12 +120,16 @@ pub struct Errors {
 pub struct Scripted {
     /// The script, as given.
     pub file: String,
-    /// The request the threads' `wrk` tables say.
+    /// The request the threads' `wrk` tables say (the first thread's, when they differ).
     pub request: Request,
+    /// Per thread, where it connects (`thread.addr`, as `setup` left it); empty when every
+    /// thread connects to the URL's address.
+    pub addrs: Vec<SocketAddr>,
     /// The script defines `done`.
     pub has_done: bool,
     /// The script defines `request()`, `response()` or `delay()`: each worker makes its
-    /// own state and calls them per request.
+    /// own state and calls them per request. Or the threads' `init` left different requests
+    /// in their `wrk` tables: each worker sends its own thread's.
     pub hooks: Option<Arc<dyn HookMaker>>,
     workers: Option<Arc<Workers>>,
     /// `print` and `io.write` go to stderr (stdout carries the JSON result).
@@ -222,8 +224,8 @@ pub fn start(
                 stderr: out,
             };
             let host = match Host::new(load) {
-                Ok((host, request, hooks)) => {
-                    let _ = ready_tx.send(Ok((request, host.has("done"), hooks)));
+                Ok((host, started)) => {
+                    let _ = ready_tx.send(Ok((started, host.has("done"))));
                     host
                 }
                 Err(e) => {
@@ -247,12 +249,13 @@ pub fn start(
         .recv()
         .unwrap_or_else(|_| Err("the script's thread ended".into()));
     match started {
-        Ok((request, has_done, hooks)) => Ok(Scripted {
+        Ok((started, has_done)) => Ok(Scripted {
             file: script_name,
-            request,
+            request: started.request,
+            addrs: started.addrs,
             has_done,
-            hooks: hooks.clone().map(|h| h as Arc<dyn HookMaker>),
-            workers: hooks,
+            hooks: started.hooks,
+            workers: started.workers,
             stderr,
             jobs,
             thread: Some(thread),
@@ -346,9 +349,18 @@ struct Host {
 /// The functions wrk calls per request.
 const HOOKS: [&str; 3] = ["request", "response", "delay"];
 
+/// What the run takes from a started script.
+struct Started {
+    request: Request,
+    addrs: Vec<SocketAddr>,
+    hooks: Option<Arc<dyn HookMaker>>,
+    /// The per-request hooks' maker (when the script has them).
+    workers: Option<Arc<Workers>>,
+}
+
 impl Host {
-    fn new(load: Load) -> mlua::Result<(Host, Request, Option<Arc<Workers>>)> {
-        let (origin, threads, name) = (&load.origin, load.threads, &load.name);
+    fn new(load: Load) -> mlua::Result<(Host, Started)> {
+        let (origin, threads) = (&load.origin, load.threads);
         let shared = load.shared();
         let (setup, made) = load.state(&shared)?;
         for _ in 0..threads {
@@ -382,16 +394,14 @@ impl Host {
                 f.call::<()>(made.get::<Function>("thread")?.call::<Table>(i)?)?;
             }
         }
-        let setup_request = || left_request(&setup.globals().get("wrk")?, origin.addr);
+        let addrs: Vec<SocketAddr> = shared.slots.borrow().iter().map(|s| s.addr).collect();
+        let addrs = match addrs.iter().all(|a| *a == origin.addr) {
+            true => Vec::new(),
+            false => addrs,
+        };
+        let setup_request = || left_request(&setup.globals().get("wrk")?);
         if hooked {
             let slots = shared.slots.borrow();
-            if let Some(moved) = slots.iter().find(|s| s.addr != origin.addr) {
-                return Err(mlua::Error::runtime(format!(
-                    "{name}: setup() set thread.addr to {}, another address than the URL's \
-                     ({}), which pelt does not connect to yet",
-                    moved.addr, origin.addr
-                )));
-            }
             let after = Arc::new(Mutex::new(vec![None; threads]));
             let counted = Arc::new(Mutex::new(ScriptMetrics::default()));
             let workers = Arc::new(Workers {
@@ -407,7 +417,12 @@ impl Host {
             let mut shared = shared;
             shared.after = Some(after);
             setup.set_app_data(shared.clone());
-            let request = setup_request()?;
+            let started = Started {
+                request: setup_request()?,
+                addrs,
+                hooks: Some(workers.clone()),
+                workers: Some(workers),
+            };
             let host = Host {
                 setup,
                 made,
@@ -416,40 +431,44 @@ impl Host {
                 workers: counted,
                 all: RefCell::new(None),
             };
-            return Ok((host, request, Some(workers)));
+            return Ok((host, started));
         }
         // init(args), in each thread's own state, its Host header set first.
-        let mut request: Option<Request> = None;
+        let mut requests = Vec::with_capacity(threads);
         for (i, (lua, own)) in states.iter().enumerate() {
             init(lua, own, i, &load)?;
-            let addr = shared.slots.borrow()[i].addr;
-            let mine = left_request(&lua.globals().get("wrk")?, addr)?;
-            match &request {
-                Some(r) if *r != mine => {
-                    return Err(mlua::Error::runtime(format!(
-                        "{name}: the threads' init() left different requests in the wrk \
-                         table, which pelt sends only from a request() function"
-                    )))
-                }
-                _ => request = Some(mine),
-            }
+            requests.push(left_request(&lua.globals().get("wrk")?)?);
         }
-        let request = match request {
+        // Threads that left different requests each send their own, as wrk's do.
+        let hooks = match requests.windows(2).all(|w| w[0] == w[1]) {
+            true => None,
+            false => {
+                let mut sent = Vec::with_capacity(threads);
+                for (lua, _) in &states {
+                    sent.push(formatted(lua).map_err(mlua::Error::runtime)?);
+                }
+                Some(Arc::new(Own { sent }) as Arc<dyn HookMaker>)
+            }
+        };
+        let request = match requests.into_iter().next() {
             Some(r) => r,
             None => setup_request()?,
         };
-        Ok((
-            Host {
-                setup,
-                made,
-                shared,
-                threads: states,
-                workers: Arc::default(),
-                all: RefCell::new(None),
-            },
+        let host = Host {
+            setup,
+            made,
+            shared,
+            threads: states,
+            workers: Arc::default(),
+            all: RefCell::new(None),
+        };
+        let started = Started {
             request,
-            None,
-        ))
+            addrs,
+            hooks,
+            workers: None,
+        };
+        Ok((host, started))
     }
 
     /// Every state's `pelt.counter` and `pelt.histogram` values together (asked once the
@@ -749,6 +768,64 @@ impl Hooks for Thread {
     }
 }
 
+/// Threads whose `init` left different requests in their `wrk` tables, and no per-request
+/// hook: each worker sends its own thread's request, written once (no Lua per request).
+#[derive(Debug)]
+struct Own {
+    /// Per thread, its request as `wrk.format()` writes it.
+    sent: Vec<Vec<u8>>,
+}
+
+impl HookMaker for Own {
+    fn uses(&self) -> Uses {
+        Uses::default()
+    }
+
+    fn make(&self, worker: usize) -> Result<Made, String> {
+        let sent = self.sent.get(worker).ok_or("no such thread")?.clone();
+        Ok(Made {
+            hooks: Box::new(Sends(sent)),
+            batch: 1,
+        })
+    }
+
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
+/// One thread's request, sent every time.
+struct Sends(Vec<u8>);
+
+impl Hooks for Sends {
+    fn request(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        out.extend_from_slice(&self.0);
+        Ok(())
+    }
+
+    fn response(&mut self, _: u16, _: &[(String, String)], _: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn delay(&mut self) -> Result<Duration, String> {
+        Ok(Duration::ZERO)
+    }
+
+    fn stopped(&self) -> bool {
+        false
+    }
+
+    fn end(&mut self) {}
+}
+
+/// The request a state's `wrk` table says, as `wrk.format()` writes it.
+fn formatted(lua: &Lua) -> Result<Vec<u8>, String> {
+    match format(lua, &[])? {
+        Value::String(s) => Ok(s.as_bytes().to_vec()),
+        v => Err(format!("wrk.format() made {}", v.type_name())),
+    }
+}
+
 /// How many HTTP/1.1 requests `bytes` hold, one after another (their bodies by
 /// `Content-Length`).
 fn count_requests(mut bytes: &[u8]) -> Result<usize, String> {
@@ -787,7 +864,7 @@ fn host_header(origin: &Origin) -> String {
 }
 
 /// The request a `wrk` table says.
-fn left_request(wrk: &Table, addr: SocketAddr) -> mlua::Result<Request> {
+fn left_request(wrk: &Table) -> mlua::Result<Request> {
     let headers: Table = wrk.get("headers")?;
     Ok(Request {
         method: wrk.get("method")?,
@@ -799,7 +876,6 @@ fn left_request(wrk: &Table, addr: SocketAddr) -> mlua::Result<Request> {
         body: wrk
             .get::<Option<mlua::LuaString>>("body")?
             .map(|b| b.as_bytes().to_vec()),
-        addr,
     })
 }
 

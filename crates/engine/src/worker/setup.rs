@@ -227,7 +227,7 @@ impl<I: Io> Setup<'_, I> {
             active: usize::MAX,
             control_seen: 0,
             model,
-            endpoint: Endpoint::of(config),
+            endpoint: Endpoint::of(config, plan.worker),
             picker,
             values: fastrand::Rng::with_seed(
                 config.targets().map_or(0, |s| s.seed)

@@ -188,8 +188,11 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     };
     let mut config = config(spec, &target, shape, threads, io, tls, encoded, sources);
     // A script's per-request hooks: each worker's request() says what it sends.
-    if let Some(maker) = script.as_ref().and_then(|s| s.hooks.clone()) {
-        config.requests_from = engine::Requests::Scripted(maker);
+    if let Some(s) = &script {
+        if let Some(maker) = s.hooks.clone() {
+            config.requests_from = engine::Requests::Scripted(maker);
+        }
+        config.worker_addrs.clone_from(&s.addrs);
     }
     let info = run_info(spec, &target, &config, method, set_info);
     let monitor = monitor(spec, &target, here)?;

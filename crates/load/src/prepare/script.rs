@@ -3,16 +3,17 @@
 //! `wrk` table becomes the run's: the run that follows is an ordinary one, at pelt's own
 //! speed, over any protocol pelt speaks. A script with `request()`, `response()` or `delay()`
 //! runs them per request in each worker's own state (`engine::Requests::Scripted`), over
-//! HTTP/1.1 or HTTP/2 (plain or TLS; each request `request()` writes goes as its own stream). The script's `done` is called with the result
-//! (`Prepared::script`).
+//! HTTP/1.1 or HTTP/2 (plain or TLS; each request `request()` writes goes as its own
+//! stream); so do threads whose `init` left different requests (each sends its own). Each
+//! thread connects where `setup` left its `thread.addr`. The script's `done` is called with
+//! the result (`Prepared::script`).
 
 use super::{bad, request_parts, Here};
 use crate::spec::{Body, LoadSpec};
 use crate::target;
 use crate::SpecError;
 
-/// The spec as the script leaves it, and the script (for its `done`); `None` without `-s`. A
-/// fleet's is refused (not yet).
+/// The spec as the script leaves it, and the script (for its `done`); `None` without `-s`.
 pub(super) fn run(
     spec: &LoadSpec,
     threads: usize,
@@ -77,8 +78,9 @@ pub(super) fn run(
         }
         if spec.pipeline > 1 {
             return Err(bad(format!(
-                "{shown}: a script with request() pipelines by returning several requests at \
-                 once (wrk's pipeline.lua), not with --pipeline"
+                "{shown}: a script whose requests are made per thread or per request \
+                 pipelines by returning several at once from request() (wrk's pipeline.lua), \
+                 not with --pipeline"
             )));
         }
         if hooks.uses().delay && spec.rate.is_some() {
@@ -89,15 +91,6 @@ pub(super) fn run(
         }
     }
     let r = &scripted.request;
-    if r.addr != t.addr {
-        return Err(bad(format!(
-            "{}: setup() set thread.addr to {}, another address than the URL's ({}), which \
-             pelt does not connect to yet",
-            source.name(),
-            r.addr,
-            t.addr
-        )));
-    }
     let mut scripted_spec = spec.clone();
     scripted_spec.method = r.method.clone();
     // The Host header the URL gives is pelt's own; another one is sent as the script says.
