@@ -277,6 +277,128 @@ fn threads_connect_where_setup_says_and_send_their_own_requests() {
     }
 }
 
+/// A script's `request()` reads the request pelt would send (`pelt.next()`: the `--targets`
+/// entry, its templates rendered) and signs it, and names the step each request plays
+/// (`request()`'s second value): the result's per-step figures equal what nginx logged of
+/// each, also over HTTP/2; `pelt.next()` outside `request()` is one line before any traffic.
+#[test]
+fn request_reads_pelts_targets_and_names_its_steps() {
+    let Some(server) = nginx() else {
+        return;
+    };
+    let files = Files::new("script-offer", &[]);
+    let sign = files.write(
+        "sign.lua",
+        "function request()\n\
+         \x20  local r = pelt.next()\n\
+         \x20  r.headers[\"X-Args\"] = r.method .. \"-\" .. (r.body or \"none\")\n\
+         \x20  return wrk.format(r.method, r.path, r.headers, r.body), r.name\n\
+         end\n",
+    );
+    for (listener, log) in [
+        (0, server.access_log.clone()),
+        (1, server.dir.join("h2.log")),
+    ] {
+        let url = server.url("http", listener);
+        let targets = files.write(
+            &format!("targets-{listener}.jsonl"),
+            &format!(
+                "{{\"method\":\"GET\",\"url\":\"{url}a/{{{{seq}}}}\",\"name\":\"list\"}}\n\
+                 {{\"method\":\"POST\",\"url\":\"{url}b\",\"body\":\"n={{{{rand:1:9}}}}\",\
+                 \"name\":\"create\"}}\n"
+            ),
+        );
+        let mut args = vec![
+            url.as_str(),
+            "-s",
+            &sign,
+            "--targets",
+            &targets,
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "-t",
+            "2",
+        ];
+        if listener == 1 {
+            args.extend(["--http2", "--streams", "4"]);
+        }
+        let r = run_json(&args);
+        assert_eq!(r["requests"]["completed"], 200, "{r}");
+        let lines = logged_in(&log, 200);
+        assert_eq!(lines.len(), 200);
+        // HTTP/2's log names the protocol first.
+        let fields =
+            |l: &String| -> Vec<String> { l.split(' ').skip(listener).map(String::from).collect() };
+        let (gets, posts): (Vec<Vec<String>>, Vec<Vec<String>>) =
+            lines.iter().map(fields).partition(|f| f[0] == "GET");
+        let step = |name: &str| {
+            let t = r["targets"].as_array().unwrap();
+            let t = t
+                .iter()
+                .find(|t| t["name"] == name)
+                .unwrap_or_else(|| panic!("{r}"));
+            t["completed"].as_u64().unwrap() as usize
+        };
+        assert_eq!((step("list"), step("create")), (gets.len(), posts.len()));
+        assert_eq!(gets.len() + posts.len(), 200);
+        // Each GET its own {{seq}}, each POST its own {{rand}} body, signed.
+        let mut seqs: Vec<&str> = gets.iter().map(|f| f[1].as_str()).collect();
+        seqs.sort();
+        seqs.dedup();
+        assert_eq!(seqs.len(), gets.len());
+        assert!(gets
+            .iter()
+            .all(|f| f[1].starts_with("/a/") && f[5] == "GET-none"));
+        for f in &posts {
+            assert_eq!((f[1].as_str(), f[3].as_str()), ("/b", "3"));
+            let n: u32 = f[5].strip_prefix("POST-n=").unwrap().parse().unwrap();
+            assert!((1..=9).contains(&n), "{f:?}");
+        }
+    }
+    // The guide's sign.lua: the same steps.
+    let url = server.url("http", 0);
+    let targets = files.path("targets-0.jsonl");
+    let r = run_json(&[
+        &url,
+        "-s",
+        &script("sign.lua"),
+        "--targets",
+        &targets,
+        "-n",
+        "100",
+        "-c",
+        "1",
+        "-t",
+        "1",
+    ]);
+    let names: Vec<(&str, u64)> = r["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["completed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("list", 50), ("create", 50)], "{r}");
+    assert_eq!(logged(&server, 300).len(), 300);
+    let early = files.write(
+        "early.lua",
+        "function init(args)\n  pelt.next()\nend\nfunction request() return wrk.format() end\n",
+    );
+    let (out, _) = run(&[&url, "-s", &early, "-n", "10"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("early.lua:2: pelt.next() reads"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn bad_scripts_are_one_line_before_any_traffic() {
     let Some(server) = nginx() else {

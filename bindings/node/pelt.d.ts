@@ -136,8 +136,9 @@ export interface RunOptions {
   /**
    * -s, --script: Run a wrk Lua script (wrk's scripting API: the wrk table, wrk.format,
    * wrk.lookup, wrk.connect, setup(thread), init(args), done(summary, latency, requests)); its
-   * arguments follow --. The request it leaves in the wrk table is the run's; done() gets the
-   * figures of every thread.
+   * arguments follow --. The request it leaves in the wrk table is the run's (with --targets, it
+   * sets what -m, -H and --body would); request() may read the request the run would send
+   * (pelt.next()); done() gets the figures of every thread.
    */
   script?: string | { file: string; text: string }
   /**

@@ -22,12 +22,25 @@ pub struct Uses {
     pub delay: bool,
 }
 
+/// The request the run would send without the script, offered to `request()`: its HTTP/1.1
+/// bytes (an entry of the targets, its template rendered) and its entry's name (empty: none).
+#[derive(Debug, Clone, Copy)]
+pub struct Offer<'a> {
+    pub bytes: &'a [u8],
+    pub name: &'a str,
+}
+
+/// The step of a request the script named none for: it has no per-step figures.
+pub const UNNAMED: u32 = u32::MAX;
+
 /// One worker's hooks, made on its thread and called only there.
 pub trait Hooks {
     /// Appends what the script sends next to `out`: [`Made::batch`] requests (wrk's
-    /// `pipeline.lua` sends three per call). An error is the request's, counted as a script
-    /// error with its message.
-    fn request(&mut self, out: &mut Vec<u8>) -> Result<(), String>;
+    /// `pipeline.lua` sends three per call), and says which step they play: the index of its
+    /// name in [`HookMaker::names`], or [`UNNAMED`]. An error is the request's, counted as a
+    /// script error with its message. `offer`: the request the run would send in its place
+    /// (`Requests::Scripted`'s), for the script to read if it will.
+    fn request(&mut self, out: &mut Vec<u8>, offer: Offer<'_>) -> Result<u32, String>;
     /// A response: its status, its fields (names lower-cased) and its body (unframed, up to
     /// what a sampled response keeps).
     fn response(
@@ -56,9 +69,15 @@ pub trait HookMaker: Send + Sync + std::fmt::Debug {
     /// What the script defines.
     fn uses(&self) -> Uses;
     /// Worker `worker`'s hooks (numbered within this process: 0 up to its threads, also in a
-    /// fleet's agent), made on its thread before the run's time starts. An error
-    /// means the run must send nothing: the maker keeps it, and [`HookMaker::failed`] says so.
-    fn make(&self, worker: usize) -> Result<Made, String>;
+    /// fleet's agent), made on its thread before the run's time starts; `offer` previews
+    /// what its requests are offered (the first entry). An error means the run must send
+    /// nothing: the maker keeps it, and [`HookMaker::failed`] says so.
+    fn make(&self, worker: usize, offer: Offer<'_>) -> Result<Made, String>;
     /// Some worker's hooks could not be made (asked after every worker has tried).
     fn failed(&self) -> bool;
+    /// The steps' names the requests were given, by step index (asked once the run has
+    /// ended): the per-step figures' names.
+    fn names(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -37,6 +37,9 @@ pub(crate) struct Ledger {
     name_of: Vec<u32>,
     /// A streamed replay: a request's target is its name number (see [`Ledger::by_name`]).
     by_name: bool,
+    /// A script's steps: as `by_name`, the names known only as they come (see
+    /// [`Ledger::by_step`]).
+    by_step: bool,
     /// Connections open (or opening) now: set by the worker before each tick, stamped on the
     /// intervals it hands over.
     pub connections: u64,
@@ -207,6 +210,7 @@ impl Ledger {
             sample_in: 0,
             name_of,
             by_name: false,
+            by_step: false,
             main,
             warm: WorkerStats::new(),
             open,
@@ -281,6 +285,13 @@ impl Ledger {
         }
     }
 
+    /// A script's requests carry their step's index as their target (`hooks::UNNAMED`: no
+    /// step), its figures made when its first request comes.
+    pub fn by_step(&mut self) {
+        self.by_name = true;
+        self.by_step = true;
+    }
+
     /// The figures of `target`'s name, for a measured request (`None`: not kept).
     #[inline]
     fn target(&mut self, warm: bool, target: u32) -> Option<&mut TargetStats> {
@@ -291,7 +302,11 @@ impl Ledger {
             true => target as usize,
             false => self.name_of[target as usize] as usize,
         };
-        self.main.targets.get_mut(name)
+        let targets = &mut self.main.targets;
+        if self.by_step && name >= targets.len() && target != crate::hooks::UNNAMED {
+            targets.resize(name + 1, TargetStats::default());
+        }
+        targets.get_mut(name)
     }
 
     /// A request for entry `target` started at `now`, due at `due`.

@@ -274,8 +274,13 @@ pub enum Requests {
         run: std::sync::Arc<scenario::ScenarioRun>,
     },
     /// A script's hooks (`hooks.rs`): each worker makes its own, and its `request()` writes
-    /// each request's bytes (HTTP/1.1 text; over HTTP/2 each is a stream).
-    Scripted(std::sync::Arc<dyn hooks::HookMaker>),
+    /// each request's bytes (HTTP/1.1 text; over HTTP/2 each is a stream). `offered`: the
+    /// targets or templates the run would send without the script, each request's entry
+    /// rendered and offered to `request()` (`pelt.next()`); `None`: `Config::request` is.
+    Scripted {
+        maker: std::sync::Arc<dyn hooks::HookMaker>,
+        offered: Option<std::sync::Arc<RequestSet>>,
+    },
 }
 
 impl Config {
@@ -284,7 +289,7 @@ impl Config {
     pub fn targets(&self) -> Option<&RequestSet> {
         match &self.requests_from {
             Requests::Set(set) | Requests::Scenario { steps: set, .. } => Some(set),
-            Requests::One | Requests::Fed { .. } | Requests::Scripted(_) => None,
+            Requests::One | Requests::Fed { .. } | Requests::Scripted { .. } => None,
         }
     }
 
@@ -318,7 +323,16 @@ impl Config {
     #[inline]
     pub fn script(&self) -> Option<&std::sync::Arc<dyn hooks::HookMaker>> {
         match &self.requests_from {
-            Requests::Scripted(maker) => Some(maker),
+            Requests::Scripted { maker, .. } => Some(maker),
+            _ => None,
+        }
+    }
+
+    /// The entries a script's `request()` is offered (see `Requests::Scripted`).
+    #[inline]
+    pub fn offered(&self) -> Option<&RequestSet> {
+        match &self.requests_from {
+            Requests::Scripted { offered, .. } => offered.as_deref(),
             _ => None,
         }
     }

@@ -60,10 +60,13 @@ impl Prepared {
     /// Per-target figures (and the notes on a file read as the run went, or too many names).
     fn targets(&self, report: &mut Report, result: &RunResult) {
         let p = self;
-        let names = match (p.config.targets(), p.config.feed()) {
-            (Some(set), _) => Some(set.names()),
-            (None, Some(_)) => Some(p.config.names()),
-            (None, None) => None,
+        // A script's steps are named as the run goes: their names are the maker's.
+        let steps = p.config.script().map(|maker| maker.names());
+        let names = match (p.config.targets(), p.config.feed(), &steps) {
+            (Some(set), _, _) => Some(set.names()),
+            (None, Some(_), _) => Some(p.config.names()),
+            (None, None, Some(steps)) => Some(&steps[..]),
+            (None, None, None) => None,
         };
         if let Some(feed) = p.config.feed() {
             let what = match p.config.load.replay() {

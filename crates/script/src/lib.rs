@@ -22,9 +22,10 @@
 //! thread and statistics objects are Lua tables, not userdata.
 
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, WeakLua};
-use pelt_engine::hooks::{HookMaker, Hooks, Made, Uses};
+use pelt_engine::hooks::{HookMaker, Hooks, Made, Offer, Uses, UNNAMED};
 use pelt_stats::{LatencyHistogram, ScriptMetrics};
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::rc::Rc;
@@ -412,6 +413,7 @@ impl Host {
                 failed: AtomicBool::new(false),
                 error: Mutex::new(None),
                 after: after.clone(),
+                steps: Arc::default(),
             });
             drop(slots);
             let mut shared = shared;
@@ -567,6 +569,8 @@ struct Workers {
     after: Arc<Mutex<Vec<Option<Plain>>>>,
     /// What the threads' `pelt.counter` and `pelt.histogram` objects held at their end.
     gathered: Arc<Mutex<ScriptMetrics>>,
+    /// The steps' names `request()` gave, numbered in the order any thread first gave them.
+    steps: Arc<Mutex<Vec<String>>>,
 }
 
 impl HookMaker for Workers {
@@ -574,8 +578,8 @@ impl HookMaker for Workers {
         self.uses
     }
 
-    fn make(&self, worker: usize) -> Result<Made, String> {
-        let made = self.thread(worker);
+    fn make(&self, worker: usize, offer: Offer<'_>) -> Result<Made, String> {
+        let made = self.thread(worker, offer);
         if let Err(e) = &made {
             self.failed.store(true, Ordering::Relaxed);
             if let Ok(mut error) = self.error.lock() {
@@ -588,10 +592,14 @@ impl HookMaker for Workers {
     fn failed(&self) -> bool {
         self.failed.load(Ordering::Relaxed)
     }
+
+    fn names(&self) -> Vec<String> {
+        self.steps.lock().map(|s| s.clone()).unwrap_or_default()
+    }
 }
 
 impl Workers {
-    fn thread(&self, i: usize) -> Result<Made, String> {
+    fn thread(&self, i: usize, offer: Offer<'_>) -> Result<Made, String> {
         let load = &self.load;
         if i >= load.threads {
             return Err(format!("{}: no thread {i} of {}", load.name, load.threads));
@@ -620,7 +628,10 @@ impl Workers {
                 response: function(&lua, "response")?,
                 delay: function(&lua, "delay")?,
                 next: Vec::new(),
+                next_step: UNNAMED,
                 first: true,
+                steps: self.steps.clone(),
+                known: HashMap::new(),
                 name: load.name.clone(),
                 meta,
                 index: i,
@@ -632,10 +643,12 @@ impl Workers {
             })
         };
         let mut thread = set_up().map_err(|e| one_line(&e))?;
-        // The first request, as the script makes it: how many requests a call sends.
+        // The first request, as the script makes it: how many requests a call sends. A
+        // script that reads what the run offers (`pelt.next()`) read a preview: its request
+        // is not sent (as wrk sends none of this call's).
         let mut first = Vec::new();
-        thread.call_request(&mut first)?;
-        if thread.request.is_none() {
+        thread.next_step = thread.call_request(&mut first, offer)?;
+        if thread.request.is_none() || thread.shared.offer.borrow().read {
             thread.first = false;
         }
         let batch = count_requests(&first).map_err(|e| format!("{}: {e}", load.name))?;
@@ -663,7 +676,13 @@ struct Thread {
     /// The first `request()`'s bytes, sent first; without `request()`, the request the
     /// `wrk` table says after `init`, sent every time.
     next: Vec<u8>,
+    /// The step `next` plays.
+    next_step: u32,
     first: bool,
+    /// Every thread's steps' names (`Workers::steps`), and the numbers of those this thread
+    /// has given (up to `KNOWN_STEPS` of them; past that the shared list is read).
+    steps: Arc<Mutex<Vec<String>>>,
+    known: HashMap<Vec<u8>, u32>,
     /// The script's file, as errors name it.
     name: String,
     /// The response headers' metatable: names are found in any case.
@@ -677,17 +696,24 @@ struct Thread {
 }
 
 impl Thread {
-    /// Appends `request()`'s bytes (or, without it, the `wrk` table's request) to `out`.
-    fn call_request(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+    /// Appends `request()`'s bytes (or, without it, the `wrk` table's request) to `out`;
+    /// returns the step they play (`request()`'s second value).
+    fn call_request(&mut self, out: &mut Vec<u8>, offer: Offer<'_>) -> Result<u32, String> {
         self.shared.begin(HOOK_INSTRUCTIONS);
-        let made = match &self.request {
-            Some(f) => f.call::<Value>(()).map_err(|e| one_line(&e))?,
-            None => format(&self.lua, &[])?,
+        let (made, step) = match &self.request {
+            Some(f) => {
+                self.shared.offer.borrow_mut().hold(offer);
+                let made = f.call::<(Value, Value)>(());
+                self.shared.offer.borrow_mut().bytes.clear();
+                made.map_err(|e| one_line(&e))?
+            }
+            None => (format(&self.lua, &[])?, Value::Nil),
         };
+        let step = self.step(&step)?;
         match made {
             Value::String(s) => {
                 out.extend_from_slice(&s.as_bytes());
-                Ok(())
+                Ok(step)
             }
             v => Err(format!(
                 "{}: request() returned {}, not a request (wrk.format() makes one)",
@@ -696,16 +722,60 @@ impl Thread {
             )),
         }
     }
+
+    /// The number of the step named `name` (nil: none), numbered on its first use by any
+    /// thread; past [`pelt_stats::MAX_TARGET_NAMES`] names, the rest are one step,
+    /// [`pelt_stats::OTHER`].
+    fn step(&mut self, name: &Value) -> Result<u32, String> {
+        let name = match name {
+            Value::Nil => return Ok(UNNAMED),
+            Value::String(s) => s.as_bytes(),
+            v => {
+                return Err(format!(
+                    "{}: request()'s second value names the request's step: a string, not {}",
+                    self.name,
+                    v.type_name()
+                ))
+            }
+        };
+        if let Some(&k) = self.known.get(&name[..]) {
+            return Ok(k);
+        }
+        let text = String::from_utf8_lossy(&name).into_owned();
+        let mut all = self.steps.lock().map_err(|_| "the steps' names are lost")?;
+        let k = match all.iter().position(|n| *n == text) {
+            Some(k) => k,
+            None if all.len() < pelt_stats::MAX_TARGET_NAMES => {
+                all.push(text);
+                all.len() - 1
+            }
+            None => match all.iter().position(|n| n == pelt_stats::OTHER) {
+                Some(k) => k,
+                None => {
+                    all.push(pelt_stats::OTHER.into());
+                    all.len() - 1
+                }
+            },
+        };
+        if self.known.len() < KNOWN_STEPS {
+            self.known.insert(name.to_vec(), k as u32);
+        }
+        Ok(k as u32)
+    }
 }
 
+/// The most step names a thread remembers the numbers of (a script that names every request
+/// differently reads the shared list for the rest).
+const KNOWN_STEPS: usize = 4 * pelt_stats::MAX_TARGET_NAMES;
+
 impl Hooks for Thread {
-    fn request(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+    fn request(&mut self, out: &mut Vec<u8>, offer: Offer<'_>) -> Result<u32, String> {
         if self.request.is_none() || self.first {
             self.first = false;
             out.extend_from_slice(&self.next);
-            return Ok(());
+            return Ok(self.next_step);
         }
-        self.call_request(out)
+        self.call_request(out, offer)
     }
 
     fn response(
@@ -781,7 +851,7 @@ impl HookMaker for Own {
         Uses::default()
     }
 
-    fn make(&self, worker: usize) -> Result<Made, String> {
+    fn make(&self, worker: usize, _: Offer<'_>) -> Result<Made, String> {
         let sent = self.sent.get(worker).ok_or("no such thread")?.clone();
         Ok(Made {
             hooks: Box::new(Sends(sent)),
@@ -798,9 +868,9 @@ impl HookMaker for Own {
 struct Sends(Vec<u8>);
 
 impl Hooks for Sends {
-    fn request(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+    fn request(&mut self, out: &mut Vec<u8>, _: Offer<'_>) -> Result<u32, String> {
         out.extend_from_slice(&self.0);
-        Ok(())
+        Ok(UNNAMED)
     }
 
     fn response(&mut self, _: u16, _: &[(String, String)], _: &[u8]) -> Result<(), String> {
@@ -877,6 +947,38 @@ fn left_request(wrk: &Table) -> mlua::Result<Request> {
             .get::<Option<mlua::LuaString>>("body")?
             .map(|b| b.as_bytes().to_vec()),
     })
+}
+
+/// The offered request (`pelt.next()`) as a table: `method`, `path`, `headers` (as sent,
+/// `Content-Length` left out: `wrk.format` writes it), `body` (nil without one) and `name`
+/// (the entry's, nil without one).
+fn offer_table(lua: &Lua, bytes: &[u8], name: &str) -> Result<Value, String> {
+    let mut fields = [httparse::EMPTY_HEADER; 128];
+    let mut head = httparse::Request::new(&mut fields);
+    let Ok(httparse::Status::Complete(length)) = head.parse(bytes) else {
+        return Err("the offered request is not an HTTP/1.1 request".into());
+    };
+    let make = || -> mlua::Result<Table> {
+        let t = lua.create_table()?;
+        t.set("method", head.method.unwrap_or_default())?;
+        t.set("path", head.path.unwrap_or_default())?;
+        let headers = lua.create_table()?;
+        for h in head.headers.iter() {
+            if !h.name.eq_ignore_ascii_case("content-length") {
+                headers.set(h.name, lua.create_string(h.value)?)?;
+            }
+        }
+        t.set("headers", headers)?;
+        let body = &bytes[length..];
+        if !body.is_empty() {
+            t.set("body", lua.create_string(body)?)?;
+        }
+        if !name.is_empty() {
+            t.set("name", name)?;
+        }
+        Ok(t)
+    };
+    make().map(Value::Table).map_err(lua_err)
 }
 
 /// A headers table as `(name, value)` pairs in name order (numbers and booleans written as
@@ -1034,7 +1136,7 @@ local function histogram(name)
    end
    return h
 end
-pelt = { counter = counter, histogram = histogram }
+pelt = { counter = counter, histogram = histogram, next = guard(raw.next) }
 -- Response headers: found by any case of their names (they come lower-cased).
 local lower = string.lower
 local function any_case(t, k)
@@ -1062,6 +1164,27 @@ struct Shared {
     stopped: Rc<Cell<bool>>,
     /// The setup state of a script with per-request hooks: each thread's globals at its end.
     after: Option<Arc<Mutex<Vec<Option<Plain>>>>>,
+    /// A worker's state: the request the run offers the current `request()` call
+    /// (`pelt.next()`).
+    offer: Rc<RefCell<Offered>>,
+}
+
+/// The request offered to a `request()` call (empty outside one), and whether the script
+/// has read one (`pelt.next()`).
+#[derive(Default)]
+struct Offered {
+    bytes: Vec<u8>,
+    name: String,
+    read: bool,
+}
+
+impl Offered {
+    fn hold(&mut self, offer: Offer<'_>) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(offer.bytes);
+        self.name.clear();
+        self.name.push_str(offer.name);
+    }
 }
 
 /// What a state knows of a thread: its state when it lives here, its address, and the values
@@ -1233,6 +1356,21 @@ fn install(lua: &Lua, origin: &Origin, shared: &Shared) -> mlua::Result<Table> {
                 }
             };
             Ok(Value::Integer(id as i64))
+        })?,
+    )?;
+    r.set(
+        "next",
+        raw(lua, |lua, s, _| {
+            let mut offered = s.offer.borrow_mut();
+            offered.read = true;
+            if offered.bytes.is_empty() {
+                return Err(
+                    "pelt.next() reads the request the run offers to request(), \
+                            in request() only"
+                        .into(),
+                );
+            }
+            offer_table(lua, &offered.bytes, &offered.name)
         })?,
     )?;
     // The prelude has checked the value (a whole number, 0 or more).

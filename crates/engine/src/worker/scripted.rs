@@ -1,6 +1,7 @@
 //! A script's hooks as the worker's request source (`crate::hooks`): the load model says
 //! when and the budget, the script what (each request's bytes from its `request()`, copied
-//! after `fed` as a streamed replay's are), how long each request waits first (`delay()`),
+//! after `fed` as a streamed replay's are, and the step it plays: the request's target, as a
+//! streamed replay's name number), how long each request waits first (`delay()`),
 //! and reads the responses (`response()`); `thread:stop()` ends the worker's requests.
 //!
 //! A hook's error is booked as a script error: a request whose `request()` failed is started
@@ -10,8 +11,10 @@
 
 use super::sink::{Answer, Sink};
 use super::source::{due, Draw, Next, Source, Wakes};
-use crate::hooks::{HookMaker, Hooks, Made, Uses};
+use crate::hooks::{HookMaker, Hooks, Offer, Uses, UNNAMED};
 use crate::ledger::Ledger;
+use crate::template::Render;
+use crate::{Config, RequestSet, Requests};
 use pelt_codec::response::Fields;
 use pelt_stats::ErrorKind;
 use std::sync::Arc;
@@ -26,6 +29,8 @@ pub(super) struct Scripted {
     batch: usize,
     /// Per connection: requests of its last `request()` call not taken yet.
     left: Vec<usize>,
+    /// Per connection: the step its last `request()` call's requests play.
+    step: Vec<u32>,
     /// Per connection: its next request has had its `delay()` (or waits for it to end).
     delayed: Vec<Option<Instant>>,
     /// Connections waiting (a delay, a retry after an error), by when.
@@ -35,11 +40,84 @@ pub(super) struct Scripted {
     /// A response read whole, for `response()`.
     fields: Fields,
     body: Vec<u8>,
+    /// What `request()` is offered: each request's entry of these, or `request`.
+    offers: Offers,
+}
+
+/// The requests the run would send without the script, offered to `request()`.
+struct Offers {
+    set: Option<Arc<RequestSet>>,
+    request: Vec<u8>,
+    /// An entry's template rendered (and its body, to size it).
+    rendered: Vec<u8>,
+    scratch: Vec<u8>,
+    rng: fastrand::Rng,
+}
+
+impl Offers {
+    /// Entry `t`'s request for the run's request number `seq`.
+    fn offer(&mut self, t: u32, seq: u64) -> Offer<'_> {
+        let Some(set) = self.set.as_deref() else {
+            return Offer {
+                bytes: &self.request,
+                name: "",
+            };
+        };
+        let t = t as usize;
+        let name = match set.names() {
+            [] => "",
+            names => &names[set.name_of()[t] as usize],
+        };
+        let Some(template) = set.template(t) else {
+            return Offer {
+                bytes: &set.bytes()[set.range(t)],
+                name,
+            };
+        };
+        self.rendered.clear();
+        template.render(
+            &mut self.rendered,
+            &mut self.scratch,
+            &mut Render {
+                seq,
+                rng: &mut self.rng,
+                lines: set.lines(),
+                vars: &[],
+                cookie: "",
+            },
+        );
+        Offer {
+            bytes: &self.rendered,
+            name,
+        }
+    }
 }
 
 impl Scripted {
-    pub(super) fn new(maker: Arc<dyn HookMaker>, made: Result<Made, String>) -> Scripted {
-        let (hooks, batch) = match made {
+    /// Worker `worker`'s source (the process's workers numbered from `first`), its hooks
+    /// made now.
+    pub(super) fn new(
+        maker: Arc<dyn HookMaker>,
+        config: &Config,
+        worker: usize,
+        first: usize,
+    ) -> Scripted {
+        let set = match &config.requests_from {
+            Requests::Scripted { offered, .. } => offered.clone(),
+            _ => None,
+        };
+        let seed = set.as_ref().map_or(0, |s| s.seed);
+        let offers = Offers {
+            set,
+            request: config.request.clone(),
+            rendered: Vec::new(),
+            scratch: Vec::new(),
+            rng: fastrand::Rng::with_seed(
+                seed ^ (worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ),
+        };
+        let mut offers = offers;
+        let (hooks, batch) = match maker.make(worker - first, offers.offer(0, 0)) {
             Ok(m) => (Some(m.hooks), m.batch.max(1)),
             Err(_) => (None, 1),
         };
@@ -49,11 +127,13 @@ impl Scripted {
             maker,
             batch,
             left: Vec::new(),
+            step: Vec::new(),
             delayed: Vec::new(),
             waiting: Wakes::default(),
             off: None,
             fields: Fields::default(),
             body: Vec::new(),
+            offers,
         }
     }
 
@@ -67,6 +147,7 @@ impl Scripted {
     fn grow(&mut self, i: usize) {
         if self.left.len() <= i {
             self.left.resize(i + 1, 0);
+            self.step.resize(i + 1, UNNAMED);
             self.delayed.resize(i + 1, None);
         }
     }
@@ -113,17 +194,20 @@ impl Source for Scripted {
         } else {
             self.delayed[i] = None;
             let hooks = self.hooks.as_mut()?;
-            if let Err(e) = hooks.request(fed) {
-                draw.ledger.started(warm, target, due, now);
-                draw.ledger
-                    .error(warm, target, seq, ErrorKind::Script, || e);
-                self.wait(i, now);
-                return None;
+            match hooks.request(fed, self.offers.offer(target, seq)) {
+                Ok(step) => self.step[i] = step,
+                Err(e) => {
+                    draw.ledger.started(warm, UNNAMED, due, now);
+                    draw.ledger
+                        .error(warm, UNNAMED, seq, ErrorKind::Script, || e);
+                    self.wait(i, now);
+                    return None;
+                }
             }
             self.left[i] = self.batch - 1;
         }
         Some(Next {
-            target,
+            target: self.step[i],
             seq,
             user: 0,
             head: false,

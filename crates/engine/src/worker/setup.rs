@@ -58,6 +58,9 @@ pub(crate) fn run<I: Io>(
     if config.feed().is_some() {
         ledger.by_name(config.names().len());
     }
+    if config.script().is_some() {
+        ledger.by_step();
+    }
     let io = match io {
         Ok(io) => io,
         Err(e) => return unset(config, plan, ledger, e),
@@ -137,8 +140,8 @@ impl<I: Io> Setup<'_, I> {
             // Made here, on the worker's thread, before the run's time starts; numbered
             // within this process (a fleet's agent has its own threads).
             let first = config.slice.map_or(0, |s| s.first);
-            let made = maker.make(self.plan.worker - first);
-            return self.drive_with(proto, transport, Scripted::new(maker.clone(), made));
+            let source = Scripted::new(maker.clone(), config, self.plan.worker, first);
+            return self.drive_with(proto, transport, source);
         }
         if self.plan.feed.is_some() {
             return self.drive_with(proto, transport, Fed);
@@ -173,7 +176,7 @@ impl<I: Io> Setup<'_, I> {
     fn picker(&mut self) -> Picker {
         let (config, plan) = (self.config, &mut self.plan);
         let (worker, workers) = (plan.worker, plan.workers);
-        match (config.targets(), plan.feed.take()) {
+        match (config.targets().or(config.offered()), plan.feed.take()) {
             (_, Some(blocks)) if config.load.is_open() => {
                 Picker::fed(Cursor::every(blocks), worker, workers)
             }

@@ -563,9 +563,11 @@ pub static RUN: &[Row] = &[
         help: "Run a wrk Lua script (wrk's scripting API: the wrk table, wrk.format, \
                wrk.lookup, wrk.connect, setup(thread), init(args), done(summary, latency, \
                requests)); its arguments follow --. The request it leaves in the wrk table is \
-               the run's; done() gets the figures of every thread.",
+               the run's (with --targets, it sets what -m, -H and --body would); request() may \
+               read the request the run would send (pelt.next()); done() gets the figures of \
+               every thread.",
         example: r#""post.lua""#,
-        rules: &[Rule::Conflicts("scenario"), Rule::Conflicts("targets")],
+        rules: &[Rule::Conflicts("scenario")],
         ts: "string | { file: string; text: string }",
         read: |s, g| {
             s.script = Some(match g.value {

@@ -190,7 +190,19 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     // A script's per-request hooks: each worker's request() says what it sends.
     if let Some(s) = &script {
         if let Some(maker) = s.hooks.clone() {
-            config.requests_from = engine::Requests::Scripted(maker);
+            // The targets or templates the run would send are offered to request().
+            let offered = match std::mem::take(&mut config.requests_from) {
+                engine::Requests::Set(set) => Some(std::sync::Arc::new(set)),
+                engine::Requests::Fed { .. } => {
+                    return Err(bad(format!(
+                        "{}: a script's request() is offered the targets read whole (not \
+                         --targets-read stream, nor --replay)",
+                        s.file
+                    )))
+                }
+                _ => None,
+            };
+            config.requests_from = engine::Requests::Scripted { maker, offered };
         }
         config.worker_addrs.clone_from(&s.addrs);
     }

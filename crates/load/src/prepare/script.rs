@@ -41,7 +41,7 @@ pub(super) fn run(
             .trim_matches(|c| c == '[' || c == ']')
             .to_string(),
         port: url.port(),
-        path: t.path.clone(),
+        path: given_path(&spec.url, &t.path),
         method: spec.method.clone(),
         headers,
         body: (!body.is_empty()).then_some(body),
@@ -103,6 +103,20 @@ pub(super) fn run(
     scripted_spec.body = Body::Bytes(r.body.clone().unwrap_or_default());
     scripted_spec.url = format!("{}://{}{}", url.scheme(), t.host_header, r.path);
     Ok(Some((scripted_spec, scripted)))
+}
+
+/// The URL's path and query as given when it holds template markers (`parsed`, the URL's
+/// own, has them escaped), so the `wrk` table's path renders per request as the URL would.
+fn given_path(url: &str, parsed: &str) -> String {
+    if !url.contains("{{") {
+        return parsed.to_string();
+    }
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    match rest.find(['/', '?']) {
+        Some(i) if rest[i..].starts_with('/') => rest[i..].to_string(),
+        Some(i) => format!("/{}", &rest[i..]),
+        None => parsed.to_string(),
+    }
 }
 
 impl super::Prepared {
