@@ -388,18 +388,10 @@ export interface Script {
   histograms: Record<string, ScriptHistogram>
 }
 
-/** One of a script's histograms: its values' count and figures, in the script's own unit. */
-export interface ScriptHistogram {
+/** One of a script's histograms: its values' count and figures (as `Latency`'s), in the
+ * script's own unit. */
+export interface ScriptHistogram extends Latency {
   count: number
-  min: number
-  mean: number
-  stdev: number
-  p50: number
-  p90: number
-  p99: number
-  p99_9: number
-  p99_99: number
-  max: number
   /** The HDR histogram the figures come from (base64), what `pelt merge` adds. */
   histogram: string
 }
