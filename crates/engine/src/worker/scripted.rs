@@ -107,7 +107,7 @@ impl Scripted {
             _ => None,
         };
         let seed = set.as_ref().map_or(0, |s| s.seed);
-        let offers = Offers {
+        let mut offers = Offers {
             set,
             request: config.request.clone(),
             rendered: Vec::new(),
@@ -116,7 +116,6 @@ impl Scripted {
                 seed ^ (worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             ),
         };
-        let mut offers = offers;
         let (hooks, batch) = match maker.make(worker - first, offers.offer(0, 0)) {
             Ok(m) => (Some(m.hooks), m.batch.max(1)),
             Err(_) => (None, 1),
