@@ -454,7 +454,8 @@ fn a_scenario_fleet_ships_its_files_and_splits_users_and_rows_exactly() {
 
 /// A script in a fleet: the coordinator ships its text (the agents run in an empty folder),
 /// each agent runs it in each of its threads, and the coordinator's done() reads the fleet's
-/// counters; a counter over 2 agents x 2 threads equals what the server served.
+/// counters; a counter over 2 agents x 2 threads equals what the server served; and done()
+/// reads each of the four threads' own values (`thread:get`, as wrk's setup.lua does).
 #[test]
 fn a_script_fleet_ships_its_text_and_adds_up_every_threads_counters() {
     use util::shop::Files;
@@ -464,10 +465,16 @@ fn a_script_fleet_ships_its_text_and_adds_up_every_threads_counters() {
     files.write(
         "counted.lua",
         "local seen, order, n = pelt.counter('responses'), pelt.histogram('order'), 0\n\
-         function request()\n  n = n + 1\n  order:record(n)\n  return wrk.format()\nend\n\
+         local threads = {}\n\
+         function setup(thread)\n  table.insert(threads, thread)\n  \
+         thread:set('id', #threads)\nend\n\
+         function request()\n  n = n + 1\n  made = n\n  order:record(n)\n  \
+         return wrk.format()\nend\n\
          function response(status)\n  seen:add()\nend\n\
          function done(summary)\n  print('done', pelt.counter('responses'):value(), \
-         pelt.histogram('order'):count(), summary.requests)\nend\n",
+         pelt.histogram('order'):count(), summary.requests)\n  \
+         for i, t in ipairs(threads) do print('thread', i, t:get('id'), t:get('made')) end\n\
+         end\n",
     );
     let token = token_file("script", TOKEN);
     let merged = files.path("merged.json");
@@ -511,6 +518,21 @@ fn a_script_fleet_ships_its_text_and_adds_up_every_threads_counters() {
     // done() ran once, on the coordinator, with the fleet's totals.
     let done: Vec<&str> = stdout.lines().filter(|l| l.starts_with("done")).collect();
     assert_eq!(done, ["done\t600\t600\t600"], "{stdout}");
+    // Its setup() saw the fleet's four threads; each agent's setup numbered its own two,
+    // and each thread's request count is its own: together, the server's.
+    let threads: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("thread"))
+        .map(|l| l.split('\t').collect())
+        .collect();
+    let places: Vec<(&str, &str)> = threads.iter().map(|t| (t[1], t[2])).collect();
+    assert_eq!(
+        places,
+        [("1", "1"), ("2", "2"), ("3", "1"), ("4", "2")],
+        "{stdout}"
+    );
+    let made: u64 = threads.iter().map(|t| t[3].parse::<u64>().unwrap()).sum();
+    assert_eq!(made, served, "{stdout}");
 }
 
 #[test]

@@ -142,6 +142,9 @@ pub struct Scripted {
 enum Job {
     Done(Box<Figures>, bool, mpsc::Sender<Result<(), String>>),
     Metrics(mpsc::Sender<ScriptMetrics>),
+    Values(usize, mpsc::Sender<Vec<serde_json::Value>>),
+    Fleet(usize, mpsc::Sender<Result<(), String>>),
+    Ended(Vec<serde_json::Value>, mpsc::Sender<Vec<String>>),
 }
 
 impl Scripted {
@@ -164,6 +167,42 @@ impl Scripted {
         let (tx, rx) = mpsc::channel();
         if self.jobs.send(Job::Metrics(tx)).is_err() {
             return ScriptMetrics::default();
+        }
+        rx.recv().unwrap_or_default()
+    }
+
+    /// A fleet agent's: each of its threads' global values at the thread's end (the
+    /// libraries, functions and values that cannot pass between states left out), for the
+    /// coordinator's `done` (`thread:get`), in at most about `budget` bytes of JSON: a
+    /// thread's values past its share go as their size alone, and read nil there.
+    pub fn thread_values(&self, budget: usize) -> Vec<serde_json::Value> {
+        let (tx, rx) = mpsc::channel();
+        if self.jobs.send(Job::Values(budget, tx)).is_err() {
+            return Vec::new();
+        }
+        rx.recv().unwrap_or_default()
+    }
+
+    /// A fleet coordinator's (a script started with no threads of its own): calls
+    /// `setup(thread)` once for each of the fleet's `threads` (its agents run their own
+    /// threads' setup), so that `done` holds every thread of the fleet.
+    pub fn fleet(&self, threads: usize) -> Result<(), String> {
+        let (tx, rx) = mpsc::channel();
+        self.jobs
+            .send(Job::Fleet(threads, tx))
+            .map_err(|_| "the script's thread has ended".to_string())?;
+        rx.recv()
+            .unwrap_or_else(|_| Err("the script's thread has ended".into()))
+    }
+
+    /// A fleet coordinator's: the fleet's threads' values at their end, in the fleet's
+    /// thread order (each agent's [`Scripted::thread_values`]; null for a thread whose agent
+    /// sent none), for `thread:get` in `done`. Returns the values left out for their size,
+    /// in words (`name (size)`).
+    pub fn ended(&self, values: Vec<serde_json::Value>) -> Vec<String> {
+        let (tx, rx) = mpsc::channel();
+        if self.jobs.send(Job::Ended(values, tx)).is_err() {
+            return Vec::new();
         }
         rx.recv().unwrap_or_default()
     }
@@ -224,7 +263,7 @@ pub fn start(
                 exact,
                 stderr: out,
             };
-            let host = match Host::new(load) {
+            let mut host = match Host::new(load) {
                 Ok((host, started)) => {
                     let _ = ready_tx.send(Ok((started, host.has("done"))));
                     host
@@ -241,6 +280,15 @@ pub fn start(
                     }
                     Job::Metrics(answer) => {
                         let _ = answer.send(host.metrics());
+                    }
+                    Job::Values(budget, answer) => {
+                        let _ = answer.send(host.values(budget));
+                    }
+                    Job::Fleet(threads, answer) => {
+                        let _ = answer.send(host.fleet(threads).map_err(|e| one_line(&e)));
+                    }
+                    Job::Ended(values, answer) => {
+                        let _ = answer.send(host.ended(values));
                     }
                 }
             }
@@ -345,6 +393,8 @@ struct Host {
     workers: Arc<Mutex<ScriptMetrics>>,
     /// Every state's counters and histograms, once the run has ended.
     all: RefCell<Option<ScriptMetrics>>,
+    /// Where threads connect unless `setup` says otherwise.
+    addr: SocketAddr,
 }
 
 /// The functions wrk calls per request.
@@ -432,6 +482,7 @@ impl Host {
                 threads: Vec::new(),
                 workers: counted,
                 all: RefCell::new(None),
+                addr: origin.addr,
             };
             return Ok((host, started));
         }
@@ -463,6 +514,7 @@ impl Host {
             threads: states,
             workers: Arc::default(),
             all: RefCell::new(None),
+            addr: origin.addr,
         };
         let started = Started {
             request,
@@ -489,6 +541,75 @@ impl Host {
         }
         *self.all.borrow_mut() = Some(all.clone());
         all
+    }
+
+    /// Each thread's globals at its end, as JSON, each thread's in its share of `budget`
+    /// bytes (see [`Scripted::thread_values`]).
+    fn values(&self, budget: usize) -> Vec<serde_json::Value> {
+        let ended: Vec<Option<Plain>> = match &self.shared.after {
+            Some(after) => after.lock().map(|a| a.clone()).unwrap_or_default(),
+            None => self
+                .threads
+                .iter()
+                .map(|(lua, _)| Some(Plain::globals(lua)))
+                .collect(),
+        };
+        let share = budget / ended.len().max(1);
+        ended
+            .into_iter()
+            .map(|globals| globals.map_or(serde_json::Value::Null, |g| g.to_json_within(share)))
+            .collect()
+    }
+
+    /// `setup(thread)` for each of a fleet's `threads`, whose values at their end come
+    /// later ([`Host::ended`]).
+    fn fleet(&mut self, threads: usize) -> mlua::Result<()> {
+        let first = {
+            let mut slots = self.shared.slots.borrow_mut();
+            let first = slots.len();
+            for _ in 0..threads {
+                slots.push(Slot {
+                    lua: None,
+                    addr: self.addr,
+                    seed: Vec::new(),
+                });
+            }
+            first
+        };
+        let mut after = vec![None; first + threads];
+        if let Some(a) = self.shared.after.as_ref().and_then(|a| a.lock().ok()) {
+            for (mine, was) in after.iter_mut().zip(a.iter()) {
+                mine.clone_from(was);
+            }
+        }
+        self.shared.after = Some(Arc::new(Mutex::new(after)));
+        self.setup.set_app_data(self.shared.clone());
+        if let Some(f) = function(&self.setup, "setup")? {
+            for i in first..first + threads {
+                self.shared.begin(PHASE_INSTRUCTIONS);
+                f.call::<()>(self.made.get::<Function>("thread")?.call::<Table>(i)?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The fleet's threads' values at their end (see [`Scripted::ended`]).
+    fn ended(&self, values: Vec<serde_json::Value>) -> Vec<String> {
+        let mut left_out = Vec::new();
+        let Some(after) = &self.shared.after else {
+            return left_out;
+        };
+        let Ok(mut after) = after.lock() else {
+            return left_out;
+        };
+        for (slot, v) in after.iter_mut().zip(values) {
+            if !v.is_null() {
+                *slot = Some(Plain::from_json(&v, &mut left_out));
+            }
+        }
+        left_out.sort();
+        left_out.dedup();
+        left_out
     }
 
     fn has(&self, name: &str) -> bool {
@@ -1749,6 +1870,110 @@ impl Plain {
             .map_or(Plain::Nil, |(_, v)| v)
     }
 
+    /// As JSON, keeping what Lua tells apart: integers and floats (written with a point),
+    /// strings (those not UTF-8 as `{"bytes": [...]}`), tables as lists of `[key, value]`
+    /// pairs (their keys need not be strings); infinities and NaN as `{"num": "inf"}`.
+    fn to_json(&self) -> serde_json::Value {
+        use serde_json::{json, Value as J};
+        match self {
+            Plain::Nil => J::Null,
+            Plain::Bool(b) => J::Bool(*b),
+            Plain::Int(i) => json!(i),
+            Plain::Num(n) => match serde_json::Number::from_f64(*n) {
+                Some(n) => J::Number(n),
+                None => json!({ "num": n.to_string() }),
+            },
+            Plain::Str(s) => match std::str::from_utf8(s) {
+                Ok(text) => J::String(text.into()),
+                Err(_) => json!({ "bytes": s }),
+            },
+            Plain::Table(pairs) => J::Array(
+                pairs
+                    .iter()
+                    .map(|(k, v)| J::Array(vec![k.to_json(), v.to_json()]))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A table (a thread's globals) as [`Plain::to_json`] writes it, in about `budget`
+    /// bytes: past them, its largest values go as `{"left_out": size}` instead.
+    fn to_json_within(&self, budget: usize) -> serde_json::Value {
+        let Plain::Table(pairs) = self else {
+            return self.to_json();
+        };
+        let mut pairs: Vec<(serde_json::Value, serde_json::Value, usize)> = pairs
+            .iter()
+            .map(|(k, v)| {
+                let v = v.to_json();
+                let size = v.to_string().len();
+                (k.to_json(), v, size)
+            })
+            .collect();
+        let mut total: usize = pairs.iter().map(|p| p.2).sum();
+        let mut largest: Vec<usize> = (0..pairs.len()).collect();
+        largest.sort_by_key(|&i| std::cmp::Reverse(pairs[i].2));
+        for i in largest {
+            if total <= budget {
+                break;
+            }
+            total -= pairs[i].2;
+            pairs[i].1 = serde_json::json!({ "left_out": pairs[i].2 });
+        }
+        serde_json::Value::Array(
+            pairs
+                .into_iter()
+                .map(|(k, v, _)| serde_json::Value::Array(vec![k, v]))
+                .collect(),
+        )
+    }
+
+    /// What [`Plain::to_json`] wrote; the names of values left out for their size go to
+    /// `left_out`, in words.
+    fn from_json(v: &serde_json::Value, left_out: &mut Vec<String>) -> Plain {
+        use serde_json::Value as J;
+        match v {
+            J::Null => Plain::Nil,
+            J::Bool(b) => Plain::Bool(*b),
+            J::Number(n) => match n.as_i64() {
+                Some(i) if !n.is_f64() => Plain::Int(i),
+                _ => Plain::Num(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            J::String(s) => Plain::Str(s.clone().into_bytes()),
+            J::Array(pairs) => Plain::Table(
+                pairs
+                    .iter()
+                    .filter_map(|p| match p.as_array().map(Vec::as_slice) {
+                        Some([k, v]) => {
+                            let k = Plain::from_json(k, left_out);
+                            if let Some(size) = v.get("left_out").and_then(J::as_u64) {
+                                let name = match &k {
+                                    Plain::Str(s) => String::from_utf8_lossy(s).into_owned(),
+                                    k => format!("{k:?}"),
+                                };
+                                left_out.push(format!("{name} ({size} bytes)"));
+                                return Some((k, Plain::Nil));
+                            }
+                            Some((k, Plain::from_json(v, left_out)))
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            J::Object(o) => match (o.get("num"), o.get("bytes")) {
+                (Some(n), _) => {
+                    Plain::Num(n.as_str().and_then(|n| n.parse().ok()).unwrap_or(f64::NAN))
+                }
+                (_, Some(J::Array(b))) => Plain::Str(
+                    b.iter()
+                        .filter_map(|b| b.as_u64().map(|b| b as u8))
+                        .collect(),
+                ),
+                _ => Plain::Nil,
+            },
+        }
+    }
+
     fn into_lua(self, lua: &Lua) -> mlua::Result<Value> {
         Ok(match self {
             Plain::Nil => Value::Nil,
@@ -1887,6 +2112,48 @@ mod tests {
             source: text.as_bytes().to_vec(),
             args: vec!["a".into(), "b".into()],
         }
+    }
+
+    /// A fleet: an agent's threads' values travel as JSON to the coordinator, whose
+    /// `setup` saw every thread of the fleet and whose `done` reads them (`thread:get`),
+    /// keeping what Lua tells apart; values past the budget read nil and are named.
+    #[test]
+    fn a_fleets_done_reads_every_agents_threads_values() {
+        let text = "local threads, n = {}, 0\n\
+             function setup(thread) n = n + 1; thread:set('id', n); table.insert(threads, thread) end\n\
+             function init(args) float, int, inf, raw = 1.5, 7, math.huge, '\\255x'\n\
+               nested = { [2] = { k = true } }; big = string.rep('b', 4000) end\n\
+             function done()\n\
+               local out = {}\n\
+               for _, t in ipairs(threads) do\n\
+                 table.insert(out, table.concat({ tostring(t:get('id')), \n\
+                   tostring(t:get('float')), tostring(t:get('int')),\n\
+                   tostring(t:get('inf')), tostring(#(t:get('raw') or '')),\n\
+                   tostring(t:get('nested') and t:get('nested')[2].k),\n\
+                   tostring(t:get('big') and #t:get('big')) }, ' '))\n\
+               end\n\
+               error(table.concat(out, ';'))\n\
+             end\n";
+        let agent = start(&script(text), &origin(), 2, false).unwrap();
+        // Each thread's share of the budget holds all but `big`, in the second agent.
+        let mut values = agent.thread_values(1 << 20);
+        let small = agent.thread_values(2 * 1024);
+        values.extend(small);
+        let wire: Vec<serde_json::Value> =
+            serde_json::from_str(&serde_json::to_string(&values).unwrap()).unwrap();
+        let coordinator = start(&script(text), &origin(), 0, false).unwrap();
+        coordinator.fleet(4).unwrap();
+        let left_out = coordinator.ended(wire);
+        assert_eq!(left_out.len(), 1, "{left_out:?}");
+        assert!(left_out[0].starts_with("big ("), "{left_out:?}");
+        let said = coordinator.done(Figures::default(), false).unwrap_err();
+        let said = said.split_once(": ").unwrap().1;
+        // The ids are the agent's setup's (1, 2 on each agent).
+        assert_eq!(
+            said,
+            "1 1.5 7 inf 2 true 4000;2 1.5 7 inf 2 true 4000;1 1.5 7 inf 2 true nil;\
+             2 1.5 7 inf 2 true nil"
+        );
     }
 
     #[test]

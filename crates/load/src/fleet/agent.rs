@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 /// Clock pings per join; the one with the shortest round trip gives the offset.
 const PINGS: usize = 8;
 
+/// The most JSON a script's threads' values take in the result message (a quarter of the
+/// largest message): past it, a thread's largest values go as their size alone.
+const SCRIPT_VALUES_BYTES: usize = 16 << 20;
+
 /// Who an agent is and where its coordinator is.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
@@ -129,6 +133,7 @@ pub fn run_agent(
     tell(&FromAgent::Done {
         report: Box::new(report.clone()),
         signalled: report.interrupted && !told,
+        threads: prepared.script_thread_values(SCRIPT_VALUES_BYTES),
     });
     // A lingering close: the result is followed by the end of what this side sends, and the
     // connection is closed only once the coordinator has closed its side (it does on the

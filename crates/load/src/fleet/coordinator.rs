@@ -98,6 +98,8 @@ struct Member {
     first: usize,
     offset_us: i64,
     rtt_us: u64,
+    /// With a script: its threads' values at their end, for `thread:get` in `done`.
+    script_values: Vec<serde_json::Value>,
     writer: Channel,
     /// When it started, on the coordinator's clock.
     started_us: Option<i64>,
@@ -323,6 +325,17 @@ impl Coordinator {
             }
         };
         let workers: usize = threads.iter().sum();
+        // A script's done() holds every thread of the fleet.
+        if let Err(why) = prepared.script_fleet(workers) {
+            let streams = joined.iter().map(|a| a.reader.channel());
+            tell(
+                streams,
+                &ToAgent::Refused {
+                    reason: why.clone(),
+                },
+            );
+            return Err(FleetError::Split(why));
+        }
         // The agents start together, once the slowest round trip has surely delivered this.
         let slowest = joined.iter().map(|a| a.rtt_us).max().unwrap_or(0) as i64;
         let start_us = now_us() + 500_000 + 4 * slowest;
@@ -454,6 +467,7 @@ impl Member {
             first,
             offset_us: a.offset_us,
             rtt_us: a.rtt_us,
+            script_values: Vec::new(),
             writer,
             started_us: None,
             lost_us: None,
@@ -782,7 +796,12 @@ impl Running<'_> {
                 self.pending.entry(point.second).or_default().push(*point);
                 self.emit(on_second, log);
             }
-            FromAgent::Done { report, signalled } => {
+            FromAgent::Done {
+                report,
+                signalled,
+                threads,
+            } => {
+                m.script_values = threads;
                 if !signalled || self.aborted.is_some() {
                     m.state = State::Done(report, None);
                     return;
@@ -992,6 +1011,7 @@ fn finish(
         .map(|s| (s - start_us).abs() as f64 / 1000.0)
         .reduce(f64::max);
     fleet_notes(&mut merged, members.len(), spread, &lost);
+    merged.notes.extend(script_values(prepared, members));
     merged.notes.extend(unreported_note(&merged, &agents));
     if interrupted {
         merged.interrupted = true;
@@ -1008,6 +1028,27 @@ fn finish(
         report: merged,
         lost: !lost.is_empty(),
     })
+}
+
+/// Hands the script the fleet's threads' values at their end, each agent's at its threads'
+/// place (a lost agent's read as `setup` left them); the note on those left out.
+fn script_values(prepared: &Prepared, members: &[Member]) -> Option<String> {
+    prepared.script.as_ref()?;
+    let workers = members
+        .iter()
+        .map(|m| m.first + m.threads)
+        .max()
+        .unwrap_or(0);
+    let mut values = vec![serde_json::Value::Null; workers];
+    for m in members
+        .iter()
+        .filter(|m| matches!(m.state, State::Done(..)))
+    {
+        for (k, v) in m.script_values.iter().take(m.threads).enumerate() {
+            values[m.first + k] = v.clone();
+        }
+    }
+    prepared.script_ended(values)
 }
 
 /// An agent lost or interrupted, in words, and which of the two.

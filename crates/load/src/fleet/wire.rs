@@ -68,6 +68,10 @@ pub enum FromAgent {
         /// drain, a preemption; or Ctrl-C there), not because the coordinator stopped it.
         #[serde(default)]
         signalled: bool,
+        /// With a script that has `done`: each of its threads' global values at their end
+        /// (`pelt-script`'s JSON form), for `thread:get` in the coordinator's `done`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        threads: Vec<Value>,
     },
     /// It cannot run what it was given (the message says why).
     Failed {

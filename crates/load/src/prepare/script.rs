@@ -141,6 +141,39 @@ impl super::Prepared {
         self.script.as_ref()?.failure()
     }
 
+    /// A fleet agent's: each of its threads' global values at their end, as JSON in about
+    /// `budget` bytes, for the coordinator's `done` (`thread:get`); empty without a script
+    /// whose `done` could read them.
+    pub fn script_thread_values(&self, budget: usize) -> Vec<serde_json::Value> {
+        match &self.script {
+            Some(s) if s.has_done => s.thread_values(budget),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A fleet coordinator's: the script's `setup(thread)` for each of the fleet's
+    /// `threads` (the agents run their own threads), so that its `done` has every thread.
+    pub fn script_fleet(&self, threads: usize) -> Result<(), String> {
+        match &self.script {
+            Some(s) => s.fleet(threads),
+            None => Ok(()),
+        }
+    }
+
+    /// A fleet coordinator's: the fleet's threads' values at their end (the agents'
+    /// [`super::Prepared::script_thread_values`], in the fleet's thread order), read by
+    /// `thread:get` in `done`; the note that names those left out for their size.
+    pub fn script_ended(&self, values: Vec<serde_json::Value>) -> Option<String> {
+        let left_out = self.script.as_ref()?.ended(values);
+        (!left_out.is_empty()).then(|| {
+            format!(
+                "the script's thread:get() in done() reads nil for the agents' thread values \
+                 too large to send: {}",
+                left_out.join(", ")
+            )
+        })
+    }
+
     /// Calls the script's `done(summary, latency, requests)` with `report`'s figures (its
     /// output to stderr when `stdout_busy`); nothing without a script or its `done`.
     pub fn script_done(
