@@ -535,6 +535,72 @@ fn a_script_fleet_ships_its_text_and_adds_up_every_threads_counters() {
     assert_eq!(made, served, "{stdout}");
 }
 
+/// wrk's own setup.lua, unchanged, over 2 agents x 2 threads against nginx: the
+/// coordinator's done() prints each of the fleet's four threads (wrk prints only its own
+/// process's), with each agent's ids and each thread's own counts, which add up to the
+/// requests nginx logged.
+#[test]
+fn wrks_setup_lua_prints_every_agents_threads_against_nginx() {
+    use util::real::{find_server, nginx_command, RealServer};
+    let Some(bin) = find_server("nginx", "nginx-light", &["/usr/sbin/nginx"]) else {
+        return;
+    };
+    let nginx = RealServer::start("nginx-fleet-script", 1, move |dir, ports| {
+        let http = format!(
+            "    keepalive_requests 1000000;\n    server {{ listen 127.0.0.1:{}; \
+             access_log {}/access.log; location / {{ return 200 \"ok\"; }} }}\n",
+            ports[0],
+            dir.display()
+        );
+        nginx_command(&bin, dir, &http)
+    });
+    let setup =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/wrk/setup.lua");
+    let token = token_file("setup-lua", TOKEN);
+    let coord = Coord::start(
+        &nginx.url("http", 0),
+        2,
+        &token,
+        &[
+            "-s",
+            setup.to_str().unwrap(),
+            "-n",
+            "800",
+            "-c",
+            "4",
+            "-t",
+            "2",
+            "-q",
+        ],
+    );
+    let agents = coord.agents(2, &token, &["-q"]);
+    let (code, stdout, stderr) = coord.finish(CHILD_LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    agents_succeed(agents);
+    // thread ID made R requests and got S responses
+    let lines: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("thread ") && l.contains(" made "))
+        .map(|l| l.split(' ').collect())
+        .collect();
+    let ids: Vec<&str> = lines.iter().map(|w| w[1]).collect();
+    assert_eq!(ids, ["1", "2", "1", "2"], "{stdout}");
+    let made: u64 = lines.iter().map(|w| w[3].parse::<u64>().unwrap()).sum();
+    let got: u64 = lines.iter().map(|w| w[7].parse::<u64>().unwrap()).sum();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let logged = loop {
+        let n = std::fs::read_to_string(&nginx.access_log)
+            .unwrap_or_default()
+            .lines()
+            .count() as u64;
+        if n >= 800 || Instant::now() > deadline {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!((made, got, logged), (800, 800, 800), "{stdout}");
+}
+
 #[test]
 fn an_open_loop_fleet_holds_its_total_rate() {
     let (server, url) = serve(ServerConfig::default());
