@@ -150,36 +150,19 @@ pub fn goaway(out: &mut Vec<u8>, last_stream: u32, code: u32) {
     out.extend_from_slice(&code.to_be_bytes());
 }
 
-/// HPACK integer with an `n`-bit prefix (RFC 7541 section 5.1); `first` holds the
-/// representation's flag bits above the prefix.
-fn hpack_int(out: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
-    let max = (1usize << n) - 1;
-    if value < max {
-        out.push(first | value as u8);
-        return;
-    }
-    out.push(first | max as u8);
-    value -= max;
-    while value >= 128 {
-        out.push((value % 128) as u8 | 0x80);
-        value /= 128;
-    }
-    out.push(value as u8);
-}
-
 /// HPACK string literal, not Huffman-coded.
 fn hpack_str(out: &mut Vec<u8>, s: &[u8]) {
-    hpack_int(out, 0, 7, s.len());
+    crate::hpack::put_integer(out, 0, 7, s.len());
     out.extend_from_slice(s);
 }
 
 /// "Literal header field without indexing" with a static-table name (index > 0) or a
 /// literal name (index 0).
 fn hpack_literal(out: &mut Vec<u8>, index: usize, name: &[u8], value: &[u8]) {
-    hpack_int(out, 0, 4, index);
+    crate::hpack::put_integer(out, 0, 4, index);
     if index == 0 {
         // HTTP/2 field names are lower case.
-        hpack_int(out, 0, 7, name.len());
+        crate::hpack::put_integer(out, 0, 7, name.len());
         out.extend(name.iter().map(u8::to_ascii_lowercase));
     }
     hpack_str(out, value);
@@ -220,7 +203,7 @@ pub fn encode_headers(
         authority: authority.as_bytes(),
         path: path.as_bytes(),
     };
-    encode_into(&mut out, head, fields, Some(body_len));
+    encode_into::<Hpack>(&mut out, head, fields, Some(body_len));
     out
 }
 
@@ -235,7 +218,7 @@ pub fn encode_request(
     block: &mut Vec<u8>,
     body: &mut Vec<u8>,
 ) -> Result<(), String> {
-    encode_rendered(rendered, scheme, block, body, true)
+    encode_rendered::<Hpack>(rendered, scheme, block, body, true)
 }
 
 /// [`encode_request`] for the first of the HTTP/1.1 requests in `bytes` (a script's
@@ -261,10 +244,12 @@ pub fn encode_request_unsized(
     block: &mut Vec<u8>,
     body: &mut Vec<u8>,
 ) -> Result<(), String> {
-    encode_rendered(rendered, scheme, block, body, false)
+    encode_rendered::<Hpack>(rendered, scheme, block, body, false)
 }
 
-fn encode_rendered(
+/// A rendered HTTP/1.1 request's head as `B`'s block, appended to `block`, and its body to
+/// `body` (see [`encode_request`]).
+pub(crate) fn encode_rendered<B: FieldBlock>(
     rendered: &[u8],
     scheme: &str,
     block: &mut Vec<u8>,
@@ -290,46 +275,89 @@ fn encode_rendered(
         path: head.path.unwrap_or("/").as_bytes(),
     };
     body.extend_from_slice(&rendered[n..]);
-    encode_into(block, h, fields, sized.then_some(rendered.len() - n));
+    encode_into::<B>(block, h, fields, sized.then_some(rendered.len() - n));
     Ok(())
 }
 
 /// A request's pseudo-header fields.
-struct Head<'a> {
-    method: &'a [u8],
-    scheme: &'a str,
-    authority: &'a [u8],
-    path: &'a [u8],
+pub(crate) struct Head<'a> {
+    pub(crate) method: &'a [u8],
+    pub(crate) scheme: &'a str,
+    pub(crate) authority: &'a [u8],
+    pub(crate) path: &'a [u8],
+}
+
+/// How a request's header block writes its fields: HPACK's (HTTP/2, [`Hpack`]) or QPACK's
+/// (HTTP/3, `crate::h3`), each from its static table and literals only, so one block is
+/// valid on every stream of every connection.
+pub(crate) trait FieldBlock {
+    fn method(out: &mut Vec<u8>, method: &[u8]);
+    fn scheme(out: &mut Vec<u8>, scheme: &str);
+    fn authority(out: &mut Vec<u8>, authority: &[u8]);
+    fn path(out: &mut Vec<u8>, path: &[u8]);
+    /// A field that is none of the above (its name lower-cased).
+    fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]);
+    fn content_length(out: &mut Vec<u8>, digits: &[u8]);
+}
+
+/// HPACK's representations (static table, literals "without indexing").
+pub(crate) struct Hpack;
+
+impl FieldBlock for Hpack {
+    fn method(out: &mut Vec<u8>, method: &[u8]) {
+        match method {
+            b"GET" => out.push(0x80 | 2),
+            b"POST" => out.push(0x80 | 3),
+            m => hpack_literal(out, 2, b"", m),
+        }
+    }
+
+    fn scheme(out: &mut Vec<u8>, scheme: &str) {
+        match scheme {
+            "https" => out.push(0x80 | 7),
+            _ => out.push(0x80 | 6),
+        }
+    }
+
+    fn authority(out: &mut Vec<u8>, authority: &[u8]) {
+        hpack_literal(out, 1, b"", authority);
+    }
+
+    fn path(out: &mut Vec<u8>, path: &[u8]) {
+        if path == b"/" {
+            out.push(0x80 | 4);
+        } else {
+            hpack_literal(out, 4, b"", path);
+        }
+    }
+
+    fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+        hpack_literal(out, 0, name, value);
+    }
+
+    fn content_length(out: &mut Vec<u8>, digits: &[u8]) {
+        // Static table entry 28 is content-length.
+        hpack_literal(out, 28, b"", digits);
+    }
 }
 
 /// Appends a request's header block: its pseudo-headers, then `fields` (see
 /// [`encode_headers`]). `body_len`: `None` sends no `content-length`, not even one of
 /// `fields`.
-fn encode_into<'a>(
+pub(crate) fn encode_into<'a, B: FieldBlock>(
     out: &mut Vec<u8>,
     head: Head<'_>,
     fields: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
     body_len: Option<usize>,
 ) {
-    match head.method {
-        b"GET" => out.push(0x80 | 2),
-        b"POST" => out.push(0x80 | 3),
-        m => hpack_literal(out, 2, b"", m),
-    }
-    match head.scheme {
-        "https" => out.push(0x80 | 7),
-        _ => out.push(0x80 | 6),
-    }
+    B::method(out, head.method);
+    B::scheme(out, head.scheme);
     let authority = fields
         .clone()
         .find(|(n, _)| n.eq_ignore_ascii_case(b"host"))
         .map_or(head.authority, |(_, v)| v);
-    hpack_literal(out, 1, b"", authority);
-    if head.path == b"/" {
-        out.push(0x80 | 4);
-    } else {
-        hpack_literal(out, 4, b"", head.path);
-    }
+    B::authority(out, authority);
+    B::path(out, head.path);
     let mut has_length = false;
     for (name, value) in fields {
         if connection_specific(name) {
@@ -343,11 +371,11 @@ fn encode_into<'a>(
             continue;
         }
         has_length |= length;
-        hpack_literal(out, 0, name, value);
+        B::field(out, name, value);
     }
     let body_len = body_len.unwrap_or(0);
     if body_len > 0 && !has_length {
-        // Static table entry 28 is content-length; its digits written without allocating.
+        // Its digits written without allocating.
         let mut digits = [0u8; 20];
         let mut at = digits.len();
         let mut n = body_len;
@@ -359,7 +387,7 @@ fn encode_into<'a>(
                 break;
             }
         }
-        hpack_literal(out, 28, b"", &digits[at..]);
+        B::content_length(out, &digits[at..]);
     }
 }
 

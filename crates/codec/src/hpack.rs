@@ -178,13 +178,13 @@ impl Decoder {
                 let mut name = std::mem::take(&mut self.name);
                 name.clear();
                 if index == 0 {
-                    string(&mut p, &mut name)?;
+                    string(&mut p, 7, &mut name)?;
                 } else {
                     name.extend_from_slice(self.entry(index)?.0);
                 }
                 let mut value = std::mem::take(&mut self.value);
                 value.clear();
-                let got = string(&mut p, &mut value);
+                let got = string(&mut p, 7, &mut value);
                 if got.is_ok() {
                     on(&name, &value);
                     if index_it {
@@ -243,8 +243,9 @@ impl Decoder {
     }
 }
 
-/// An HPACK integer with an `n`-bit prefix (RFC 7541 section 5.1); advances `p`.
-fn integer(p: &mut &[u8], n: u32) -> Result<usize, HpackError> {
+/// An HPACK integer with an `n`-bit prefix (RFC 7541 section 5.1; QPACK's are the same,
+/// RFC 9204 section 4.1.1); advances `p`.
+pub(crate) fn integer(p: &mut &[u8], n: u32) -> Result<usize, HpackError> {
     let (&first, mut rest) = p.split_first().ok_or(HpackError::Truncated)?;
     let max = (1usize << n) - 1;
     let mut value = first as usize & max;
@@ -267,11 +268,29 @@ fn integer(p: &mut &[u8], n: u32) -> Result<usize, HpackError> {
     Ok(value)
 }
 
+/// Appends an HPACK (or QPACK) integer with an `n`-bit prefix; `first` holds the
+/// representation's flag bits above the prefix.
+pub(crate) fn put_integer(out: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
+    let max = (1usize << n) - 1;
+    if value < max {
+        out.push(first | value as u8);
+        return;
+    }
+    out.push(first | max as u8);
+    value -= max;
+    while value >= 128 {
+        out.push((value % 128) as u8 | 0x80);
+        value /= 128;
+    }
+    out.push(value as u8);
+}
+
 /// An HPACK string literal (RFC 7541 section 5.2), Huffman-decoded if coded; appended to
-/// `out`; advances `p`.
-fn string(p: &mut &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
-    let huffman = p.first().ok_or(HpackError::Truncated)? & 0x80 != 0;
-    let len = integer(p, 7)?;
+/// `out`; advances `p`. Its length has an `n`-bit prefix, the Huffman flag the bit above it
+/// (HPACK's: 7; QPACK's literal names: 3, RFC 9204 section 4.1.2).
+pub(crate) fn string(p: &mut &[u8], n: u32, out: &mut Vec<u8>) -> Result<(), HpackError> {
+    let huffman = p.first().ok_or(HpackError::Truncated)? & (1 << n) != 0;
+    let len = integer(p, n)?;
     if len > p.len() {
         return Err(HpackError::Truncated);
     }

@@ -10,6 +10,9 @@
 //!   length, never buffered; the only buffer is a bounded one for a head split across reads.
 //! - [`h2`] is HTTP/2's client side: a stateless request header block encoded once, and a
 //!   [`h2::Session`] that turns the server's frames into events and owes it its acknowledgements.
+//! - [`h3`] is HTTP/3's framing and QPACK (static table only) on a QUIC connection's streams:
+//!   a request's field section encoded once, and readers of a response stream and of the
+//!   server's control stream.
 //! - [`sse`] parses a `text/event-stream` body into its events, incrementally, allocating
 //!   nothing per event and keeping a bounded part of any line.
 //! - [`grpc`] is gRPC's framing over HTTP/2: length-prefixed messages written and read from
@@ -34,6 +37,7 @@
 
 pub mod grpc;
 pub mod h2;
+pub mod h3;
 pub mod hpack;
 pub mod request;
 pub mod response;
