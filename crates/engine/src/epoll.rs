@@ -167,21 +167,30 @@ fn timespec(d: Duration) -> Timespec {
 
 impl Io for EpollIo {
     fn connect(&mut self, conn: usize, to: &Endpoint) -> Result<Connect, Errno> {
-        let fd = net::socket_with(
-            to.family(),
-            SocketType::STREAM,
-            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-            None,
-        )?;
-        // Nagle would only delay a request split across writes; never worth it here.
-        let _ = net::sockopt::set_tcp_nodelay(&fd, true);
+        let (fd, result) = match to {
+            Endpoint::Udp(addr) => (
+                crate::backend::udp_socket(addr, SocketFlags::NONBLOCK)?,
+                Ok(()),
+            ),
+            _ => {
+                let fd = net::socket_with(
+                    to.family(),
+                    SocketType::STREAM,
+                    SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+                    None,
+                )?;
+                // Nagle would only delay a request split across writes; never worth it here.
+                let _ = net::sockopt::set_tcp_nodelay(&fd, true);
+                let result = match to {
+                    Endpoint::Unix(path) => net::connect(&fd, path),
+                    Endpoint::Tcp(addr) | Endpoint::Udp(addr) => net::connect(&fd, addr),
+                };
+                (fd, result)
+            }
+        };
         if self.stamps.is_some() {
             enable_stamps(&fd)?;
         }
-        let result = match to {
-            Endpoint::Tcp(addr) => net::connect(&fd, addr),
-            Endpoint::Unix(path) => net::connect(&fd, path),
-        };
         let connected = match result {
             Ok(()) => true,
             Err(Errno::INPROGRESS) => false,
@@ -205,6 +214,15 @@ impl Io for EpollIo {
         } else {
             Connect::InProgress
         })
+    }
+
+    fn send_datagram(&mut self, conn: usize, datagram: &[u8]) -> Result<bool, Errno> {
+        let fd = self.fd(conn).ok_or(Errno::NOTCONN)?;
+        match net::send(fd, datagram, SendFlags::NOSIGNAL) {
+            Ok(_) => Ok(true),
+            Err(Errno::AGAIN | Errno::NOBUFS) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     fn finish_connect(&mut self, conn: usize) -> Result<(), Errno> {

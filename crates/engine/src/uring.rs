@@ -35,6 +35,9 @@ const OP_CONNECT: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_RECV: u64 = 3;
 const OP_SEND_COPY: u64 = 4;
+/// A datagram's send ([`Io::send_datagram`]): its `user_data` names the copy's slot in
+/// `UringIo::dgrams`, not a connection.
+const OP_SEND_DGRAM: u64 = 5;
 /// Where a stamped receive's payload starts in its buffer: after `io_uring_recvmsg_out`, no
 /// name, and the control messages (`STAMP_CONTROL`).
 const STAMPED_PAYLOAD: usize = RECVMSG_OUT + STAMP_CONTROL;
@@ -219,6 +222,10 @@ pub(crate) struct UringIo {
     /// described by this header (no name, room for the stamp).
     stamps: Option<Box<libc::msghdr>>,
     // Dropped after `ring` (fields drop in order): the kernel may use them until then.
+    /// The copies of datagrams being sent, by slot; a slot is reused (`dgram_free`) only once
+    /// its send has completed.
+    dgrams: Vec<Vec<u8>>,
+    dgram_free: Vec<usize>,
     bufs: BufRing,
 }
 
@@ -367,6 +374,8 @@ impl UringIo {
             rearm: Vec::new(),
             retired: Vec::new(),
             stamps,
+            dgrams: Vec::new(),
+            dgram_free: Vec::new(),
             bufs,
         })
     }
@@ -376,8 +385,10 @@ impl UringIo {
     fn push(&mut self, entry: &squeue::Entry) {
         loop {
             // SAFETY: every entry pelt queues points at memory that outlives the operation:
-            // the batch bytes (alive until every worker ends), the boxed target address, and
-            // the buffer ring (see `BufRing`).
+            // the batch bytes (alive until every worker ends), the boxed target address, the
+            // datagrams' copies (a slot of `dgrams` is written again only after its send's
+            // completion; the slots' buffers never move), and the buffer ring (see
+            // `BufRing`).
             if unsafe { self.ring.submission().push(entry) }.is_ok() {
                 return;
             }
@@ -439,6 +450,12 @@ impl UringIo {
         for cqe in self.ring.completion() {
             let (op, conn, generation, kept, len) = decode(cqe.user_data());
             let (res, flags) = (cqe.result(), cqe.flags());
+            if op == OP_SEND_DGRAM {
+                // Its copy may be reused. A datagram the kernel refused is lost, as on a
+                // network (QUIC sends it again; a refused port shows in the receive).
+                self.dgram_free.push(conn);
+                continue;
+            }
             let bid = cqueue::buffer_select(flags);
             let s = &mut self.socks[conn];
             let current = s.generation & kept == generation && s.fd.is_some();
@@ -536,6 +553,22 @@ impl UringIo {
 
 impl Io for UringIo {
     fn connect(&mut self, conn: usize, to: &Endpoint) -> Result<Connect, Errno> {
+        if let Endpoint::Udp(addr) = to {
+            // A UDP connect ends at once: no operation for the ring.
+            let fd = crate::backend::udp_socket(addr, SocketFlags::empty())?;
+            if self.stamps.is_some() {
+                enable_stamps(&fd)?;
+            }
+            if self.socks.len() <= conn {
+                self.socks.resize_with(conn + 1, Sock::default);
+            }
+            let s = &mut self.socks[conn];
+            s.generation = s.generation.wrapping_add(1) & GENERATION as u32;
+            s.recv_armed = false;
+            s.fd = Some(fd);
+            self.arm_recv(conn);
+            return Ok(Connect::Done);
+        }
         // Blocking mode: the ring waits for the socket, never the thread.
         let fd = net::socket_with(to.family(), SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
         let _ = net::sockopt::set_tcp_nodelay(&fd, true);
@@ -580,6 +613,28 @@ impl Io for UringIo {
             .user_data(send_data(conn, s.generation, bytes.len()));
         self.push(&entry);
         Ok(bytes.len())
+    }
+
+    fn send_datagram(&mut self, conn: usize, datagram: &[u8]) -> Result<bool, Errno> {
+        let fd = self
+            .socks
+            .get(conn)
+            .and_then(|s| s.fd.as_ref())
+            .ok_or(Errno::NOTCONN)?
+            .as_raw_fd();
+        let slot = self.dgram_free.pop().unwrap_or_else(|| {
+            self.dgrams.push(Vec::new());
+            self.dgrams.len() - 1
+        });
+        let copy = &mut self.dgrams[slot];
+        copy.clear();
+        copy.extend_from_slice(datagram);
+        let entry = opcode::Send::new(Fd(fd), copy.as_ptr(), copy.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data((OP_SEND_DGRAM << 60) | slot as u64);
+        self.push(&entry);
+        Ok(true)
     }
 
     fn send_copy(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno> {
