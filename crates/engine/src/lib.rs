@@ -38,6 +38,7 @@ pub mod hooks;
 mod ledger;
 mod load;
 mod model;
+mod quic;
 mod replay;
 mod requests;
 pub mod scenario;

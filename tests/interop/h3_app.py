@@ -1,0 +1,106 @@
+"""aioquic's HTTP/3 server, for pelt's HTTP/3 tests: answers every request with 200 and "ok"
+(text/plain). Prints "listening PORT" once it listens on 127.0.0.1 (a free port, or the one
+given), then "served N" (the requests it answered) twice a second. Its certificate is a
+self-signed one made at start, for 127.0.0.1 and localhost."""
+
+import asyncio
+import datetime
+import os
+import socket
+import sys
+import tempfile
+
+from aioquic.asyncio import serve
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.events import ProtocolNegotiated
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+import ipaddress
+
+served = 0
+
+
+class App(QuicConnectionProtocol):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.h3 = None
+
+    def quic_event_received(self, event):
+        global served
+        if isinstance(event, ProtocolNegotiated):
+            self.h3 = H3Connection(self._quic)
+        if self.h3 is None:
+            return
+        for e in self.h3.handle_event(event):
+            ended = isinstance(e, (HeadersReceived, DataReceived)) and e.stream_ended
+            if ended:
+                served += 1
+                self.h3.send_headers(
+                    e.stream_id,
+                    [(b":status", b"200"), (b"content-type", b"text/plain"), (b"server", b"aioquic")],
+                )
+                self.h3.send_data(e.stream_id, b"ok", end_stream=True)
+        self.transmit()
+
+
+def certificate(folder):
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as f:
+        f.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    return cert_path, key_path
+
+
+def free_udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+async def main():
+    folder = tempfile.mkdtemp(prefix="pelt-h3-")
+    cert, key = certificate(folder)
+    config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
+    config.load_cert_chain(cert, key)
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else free_udp_port()
+    await serve("127.0.0.1", port, configuration=config, create_protocol=App)
+    print("listening", port, flush=True)
+    while True:
+        await asyncio.sleep(0.5)
+        print("served", served, flush=True)
+
+
+asyncio.run(main())
