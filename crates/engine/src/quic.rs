@@ -529,6 +529,99 @@ mod tests {
         }
     }
 
+    /// Debian's caddy (HTTP/3 on for HTTPS sites), answering "ok" on 127.0.0.1 at a port free
+    /// a moment before, with its internal CA, logging each request; `None` (skipped, outside
+    /// CI) without it.
+    struct Caddy {
+        child: std::process::Child,
+        addr: SocketAddr,
+        dir: PathBuf,
+    }
+
+    impl Caddy {
+        fn start() -> Option<Caddy> {
+            let bin = PathBuf::from("/usr/bin/caddy");
+            if !bin.exists() {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "caddy is missing (Debian package: caddy); .ci/run installs it"
+                );
+                eprintln!("SKIPPED: caddy is not installed (Debian package: caddy)");
+                return None;
+            }
+            let dir = std::env::temp_dir().join(format!("pelt-caddy-h3-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            for _ in 0..3 {
+                // A port free a moment ago, on TCP and UDP both.
+                let port = {
+                    let t = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                    let port = t.local_addr().unwrap().port();
+                    match UdpSocket::bind(("127.0.0.1", port)) {
+                        Ok(_) => port,
+                        Err(_) => continue,
+                    }
+                };
+                let d = dir.display();
+                let conf = format!(
+                    "{{\n\tadmin off\n\tskip_install_trust\n\tdefault_sni 127.0.0.1\n\t\
+                     storage file_system {d}/data\n}}\nhttps://127.0.0.1:{port} {{\n\t\
+                     tls internal\n\tlog {{\n\t\toutput file {d}/access.log\n\t}}\n\t\
+                     respond \"ok\" 200\n}}\n"
+                );
+                std::fs::write(dir.join("Caddyfile"), conf).unwrap();
+                let mut child = Command::new(&bin)
+                    .args(["run", "--adapter", "caddyfile", "--config"])
+                    .arg(dir.join("Caddyfile"))
+                    .env("HOME", &dir)
+                    .env("XDG_DATA_HOME", dir.join("data"))
+                    .env("XDG_CONFIG_HOME", dir.join("config"))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start caddy");
+                let addr = SocketAddr::from(([127, 0, 0, 1], port));
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline {
+                    if std::net::TcpStream::connect(addr).is_ok() {
+                        return Some(Caddy { child, addr, dir });
+                    }
+                    if child.try_wait().ok().flatten().is_some() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            panic!("caddy would not start");
+        }
+
+        /// The requests its access log holds (waiting up to 5 s for `at_least`).
+        fn logged(&self, at_least: usize) -> usize {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let text = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
+                let n = text
+                    .lines()
+                    .filter(|l| l.contains("\"proto\":\"HTTP/3.0\""))
+                    .count();
+                if n >= at_least || Instant::now() > deadline {
+                    return n;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    impl Drop for Caddy {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
     /// Drives `conn` over a connected UDP socket until `done` says so (10 s at most).
     fn drive(
         conn: &mut H3Conn,
@@ -560,6 +653,44 @@ mod tests {
         }
     }
 
+    /// `n` requests over one connection to `addr`, `streams` at a time: what happened.
+    fn run(addr: SocketAddr, name: &str, n: usize, streams: usize) -> (Vec<String>, H3Conn) {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(addr).unwrap();
+        let mut conn = H3Conn::new(tls(), name, addr, Instant::now()).unwrap();
+        // The authority as a URL with a port gives it (caddy picks its site's log by it).
+        let authority = format!("{name}:{}", addr.port());
+        let section = h3::encode_headers("GET", "https", &authority, "/", &[], 0);
+        let mut request = Vec::new();
+        h3::headers_frame(&mut request, &section);
+        let mut sent = 0;
+        let seen = drive(&mut conn, &sock, |conn, seen| {
+            let ready = seen.iter().any(|s| s == "Ready");
+            while ready && sent < n && conn.in_flight() < streams {
+                conn.request(&request).expect("a stream");
+                sent += 1;
+            }
+            seen.iter().filter(|s| s.starts_with("Done")).count() == n
+        });
+        (seen, conn)
+    }
+
+    /// 500 requests over one connection, 16 at a time, against Debian's caddy: each a whole
+    /// response, and caddy's access log holds exactly 500 HTTP/3 requests.
+    #[test]
+    fn requests_over_quic_get_whole_responses_from_caddy() {
+        let Some(server) = Caddy::start() else {
+            return;
+        };
+        let (seen, conn) = run(server.addr, "127.0.0.1", 500, 16);
+        let count = |what: &str| seen.iter().filter(|s| s.starts_with(what)).count();
+        assert_eq!(count("Done"), 500, "{:?}", &seen[..seen.len().min(20)]);
+        assert_eq!(count("Response"), 500);
+        assert!(seen.iter().all(|s| !s.starts_with("Failed")), "{seen:?}");
+        assert_eq!(server.logged(500), 500);
+        assert!(!conn.closed());
+    }
+
     /// 200 requests over one connection, 8 at a time, against aioquic: each a whole response
     /// (200, its body), and the server answered exactly 200.
     #[test]
@@ -567,21 +698,7 @@ mod tests {
         let Some(server) = Aioquic::start() else {
             return;
         };
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.connect(server.addr).unwrap();
-        let mut conn = H3Conn::new(tls(), "localhost", server.addr, Instant::now()).unwrap();
-        let section = h3::encode_headers("GET", "https", "localhost", "/", &[], 0);
-        let mut request = Vec::new();
-        h3::headers_frame(&mut request, &section);
-        let mut sent = 0;
-        let seen = drive(&mut conn, &sock, |conn, seen| {
-            let ready = seen.iter().any(|s| s == "Ready");
-            while ready && sent < 200 && conn.in_flight() < 8 {
-                conn.request(&request).expect("a stream");
-                sent += 1;
-            }
-            seen.iter().filter(|s| s.starts_with("Done")).count() == 200
-        });
+        let (seen, conn) = run(server.addr, "localhost", 200, 8);
         let count = |what: &str| seen.iter().filter(|s| s.starts_with(what)).count();
         assert_eq!(count("Done"), 200, "{:?}", &seen[..seen.len().min(20)]);
         assert_eq!(count("Response"), 200);
