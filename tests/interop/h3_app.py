@@ -1,7 +1,12 @@
 """aioquic's HTTP/3 server, for pelt's HTTP/3 tests: answers every request with 200 and "ok"
-(text/plain). Prints "listening PORT" once it listens on 127.0.0.1 (a free port, or the one
-given), then "served N" (the requests it answered) twice a second. Its certificate is a
-self-signed one made at start, for 127.0.0.1 and localhost."""
+(text/plain). Prints "listening PORT" once it listens on 127.0.0.1 (a free port), then
+"served N" (the requests it answered) twice a second. Its certificate is a self-signed one
+made at start, for 127.0.0.1 and localhost.
+
+`h3_app.py MODE N` misbehaves on purpose, on each connection:
+  reject N    resets every Nth request stream with H3_REQUEST_REJECTED (not counted served)
+  goaway N    sends GOAWAY after its Nth request (naming the next stream), answers the rest
+  close N     closes the connection with H3_EXCESSIVE_LOAD after its Nth answer"""
 
 import asyncio
 import datetime
@@ -15,6 +20,7 @@ from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
+from aioquic.buffer import encode_uint_var
 from aioquic.quic.events import ProtocolNegotiated
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -25,10 +31,17 @@ import ipaddress
 served = 0
 
 
+MODE = sys.argv[1] if len(sys.argv) > 2 else None
+EVERY = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+H3_REQUEST_REJECTED = 0x10B
+H3_EXCESSIVE_LOAD = 0x107
+
+
 class App(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.h3 = None
+        self.requests = 0
 
     def quic_event_received(self, event):
         global served
@@ -38,13 +51,25 @@ class App(QuicConnectionProtocol):
             return
         for e in self.h3.handle_event(event):
             ended = isinstance(e, (HeadersReceived, DataReceived)) and e.stream_ended
-            if ended:
-                served += 1
-                self.h3.send_headers(
-                    e.stream_id,
-                    [(b":status", b"200"), (b"content-type", b"text/plain"), (b"server", b"aioquic")],
-                )
-                self.h3.send_data(e.stream_id, b"ok", end_stream=True)
+            if not ended:
+                continue
+            self.requests += 1
+            if MODE == "reject" and self.requests % EVERY == 0:
+                self._quic.reset_stream(e.stream_id, H3_REQUEST_REJECTED)
+                continue
+            served += 1
+            self.h3.send_headers(
+                e.stream_id,
+                [(b":status", b"200"), (b"content-type", b"text/plain"), (b"server", b"aioquic")],
+            )
+            self.h3.send_data(e.stream_id, b"ok", end_stream=True)
+            if MODE == "goaway" and self.requests == EVERY:
+                # GOAWAY (type 0x7) on its control stream, naming the next request stream.
+                goaway = encode_uint_var(e.stream_id + 4)
+                frame = encode_uint_var(0x7) + encode_uint_var(len(goaway)) + goaway
+                self._quic.send_stream_data(self.h3._local_control_stream_id, frame)
+            if MODE == "close" and self.requests == EVERY:
+                self._quic.close(error_code=H3_EXCESSIVE_LOAD, reason_phrase="enough")
         self.transmit()
 
 
@@ -95,7 +120,7 @@ async def main():
     cert, key = certificate(folder)
     config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
     config.load_cert_chain(cert, key)
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else free_udp_port()
+    port = free_udp_port()
     await serve("127.0.0.1", port, configuration=config, create_protocol=App)
     print("listening", port, flush=True)
     while True:

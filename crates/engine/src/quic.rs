@@ -68,6 +68,9 @@ pub(crate) struct H3Conn {
     uni: Vec<(StreamId, Uni)>,
     /// A request's bytes its stream did not take yet (its flow control); they end it.
     pending: Vec<(StreamId, Vec<u8>)>,
+    /// Request streams opened so far, and the stream the server's last GOAWAY named.
+    opened: u64,
+    goaway: Option<u64>,
     /// The datagrams `transmit` hands out, written here first.
     out: Vec<u8>,
     closed: bool,
@@ -99,6 +102,8 @@ impl H3Conn {
             spare: Vec::new(),
             uni: Vec::new(),
             pending: Vec::new(),
+            opened: 0,
+            goaway: None,
             out: Vec::new(),
             closed: false,
         })
@@ -150,9 +155,16 @@ impl H3Conn {
     }
 
     /// Opens a request stream and writes `request` (its HEADERS frame and any DATA frames)
-    /// on it, ending it; `None` when the server allows no more streams now.
+    /// on it, ending it; `None` when the server allows no more streams now, or takes no new
+    /// one (its GOAWAY named this stream or one before it: the connection is done once its
+    /// streams are).
     pub fn request(&mut self, request: &[u8]) -> Option<u64> {
+        // Client-initiated bidirectional streams are numbered 0, 4, 8, ... in order.
+        if self.goaway.is_some_and(|g| 4 * self.opened >= g) || self.closed {
+            return None;
+        }
         let id = self.conn.streams().open(Dir::Bi)?;
+        self.opened += 1;
         let mut response = self.spare.pop().unwrap_or_default();
         response.reset();
         self.open.push((id, response));
@@ -265,7 +277,15 @@ impl H3Conn {
                                 _ => {}
                             })
                         }
-                        (None, Some(k)) => uni_bytes(&mut self.uni[k].1, &chunk.bytes, on),
+                        (None, Some(k)) => {
+                            let mut goaways = Vec::new();
+                            let read = uni_bytes(&mut self.uni[k].1, &chunk.bytes, &mut goaways);
+                            for stream in goaways {
+                                self.goaway = Some(stream);
+                                on(Happened::GoAway { stream });
+                            }
+                            read
+                        }
                         (None, None) => Ok(()),
                     };
                     if let Err(e) = got {
@@ -358,36 +378,32 @@ impl H3Conn {
     }
 }
 
-/// A server unidirectional stream's bytes: its type first, then (control stream) its frames.
-fn uni_bytes(
-    state: &mut Uni,
-    bytes: &[u8],
-    on: &mut impl FnMut(Happened),
-) -> Result<(), h3::H3Error> {
-    if let Uni::Typing(held) = state {
-        held.extend_from_slice(bytes);
-        let Some((kind, n)) = h3::uni_stream(held)? else {
-            return Ok(());
-        };
-        let rest = held.split_off(n);
-        *state = match kind {
-            h3::UniStream::Control => Uni::Control(h3::Control::new()),
-            _ => Uni::Dropped,
-        };
-        return match state {
-            Uni::Control(c) => c.receive(&rest, &mut |e| control_event(e, on)),
-            _ => Ok(()),
-        };
-    }
-    if let Uni::Control(c) = state {
-        c.receive(bytes, &mut |e| control_event(e, on))?;
-    }
-    Ok(())
-}
-
-fn control_event(e: h3::ControlEvent, on: &mut impl FnMut(Happened)) {
-    if let h3::ControlEvent::GoAway { stream } = e {
-        on(Happened::GoAway { stream });
+/// A server unidirectional stream's bytes: its type first, then (control stream) its frames;
+/// the streams its GOAWAYs name go to `goaways`.
+fn uni_bytes(state: &mut Uni, bytes: &[u8], goaways: &mut Vec<u64>) -> Result<(), h3::H3Error> {
+    let mut on = |e: h3::ControlEvent| {
+        if let h3::ControlEvent::GoAway { stream } = e {
+            goaways.push(stream);
+        }
+    };
+    match state {
+        Uni::Typing(held) => {
+            held.extend_from_slice(bytes);
+            let Some((kind, n)) = h3::uni_stream(held)? else {
+                return Ok(());
+            };
+            let rest = held.split_off(n);
+            if kind != h3::UniStream::Control {
+                *state = Uni::Dropped;
+                return Ok(());
+            }
+            let mut control = h3::Control::new();
+            let read = control.receive(&rest, &mut on);
+            *state = Uni::Control(control);
+            read
+        }
+        Uni::Control(c) => c.receive(bytes, &mut on),
+        Uni::Dropped => Ok(()),
     }
 }
 
@@ -459,7 +475,8 @@ mod tests {
     }
 
     impl Aioquic {
-        fn start() -> Option<Aioquic> {
+        /// `mode`: the server's arguments (see tests/interop/h3_app.py).
+        fn start(mode: &[&str]) -> Option<Aioquic> {
             let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
             let python = root.join("tests/interop/.venv/bin/python");
             let has = python.exists()
@@ -477,6 +494,7 @@ mod tests {
             }
             let mut child = Command::new(&python)
                 .arg(root.join("tests/interop/h3_app.py"))
+                .args(mode)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
@@ -653,7 +671,9 @@ mod tests {
         }
     }
 
-    /// `n` requests over one connection to `addr`, `streams` at a time: what happened.
+    /// `n` requests over one connection to `addr`, `streams` at a time, until each has ended
+    /// (or the connection has, or no stream may be opened and none is under way): what
+    /// happened.
     fn run(addr: SocketAddr, name: &str, n: usize, streams: usize) -> (Vec<String>, H3Conn) {
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         sock.connect(addr).unwrap();
@@ -664,13 +684,22 @@ mod tests {
         let mut request = Vec::new();
         h3::headers_frame(&mut request, &section);
         let mut sent = 0;
+        let mut refused = false;
         let seen = drive(&mut conn, &sock, |conn, seen| {
             let ready = seen.iter().any(|s| s == "Ready");
-            while ready && sent < n && conn.in_flight() < streams {
-                conn.request(&request).expect("a stream");
-                sent += 1;
+            while ready && !refused && sent < n && conn.in_flight() < streams {
+                match conn.request(&request) {
+                    Some(_) => sent += 1,
+                    None => refused = true,
+                }
             }
-            seen.iter().filter(|s| s.starts_with("Done")).count() == n
+            let ended = seen
+                .iter()
+                .filter(|s| s.starts_with("Done") || s.starts_with("Failed"))
+                .count();
+            ended == n
+                || seen.iter().any(|s| s.starts_with("Closed"))
+                || (refused && conn.in_flight() == 0)
         });
         (seen, conn)
     }
@@ -691,11 +720,74 @@ mod tests {
         assert!(!conn.closed());
     }
 
+    fn count(seen: &[String], what: &str) -> usize {
+        seen.iter().filter(|s| s.starts_with(what)).count()
+    }
+
+    /// A server that rejects every 10th request (RESET_STREAM, H3_REQUEST_REJECTED): those
+    /// fail with the code, by name; the connection goes on and the others complete.
+    #[test]
+    fn a_rejected_request_fails_with_its_code_and_the_rest_complete() {
+        let Some(server) = Aioquic::start(&["reject", "10"]) else {
+            return;
+        };
+        let (seen, conn) = run(server.addr, "localhost", 100, 4);
+        assert_eq!(count(&seen, "Done"), 90, "{seen:?}");
+        let failed: Vec<&String> = seen.iter().filter(|s| s.starts_with("Failed")).collect();
+        assert_eq!(failed.len(), 10, "{seen:?}");
+        assert!(failed
+            .iter()
+            .all(|f| f.contains("code: 267") && f.contains("H3_REQUEST_REJECTED")));
+        assert_eq!(server.served(90), 90);
+        assert!(!conn.closed());
+    }
+
+    /// A server's GOAWAY after its 20th request: reported with the stream it names, no
+    /// request goes at or past it, and every request sent before it completes.
+    #[test]
+    fn after_a_goaway_no_request_goes_past_the_stream_it_names() {
+        let Some(server) = Aioquic::start(&["goaway", "20"]) else {
+            return;
+        };
+        let (seen, mut conn) = run(server.addr, "localhost", 100, 4);
+        assert!(
+            seen.iter().any(|s| s == "GoAway { stream: 80 }"),
+            "{seen:?}"
+        );
+        assert_eq!(conn.request(b"x"), None);
+        let done = count(&seen, "Done");
+        assert!((20..=23).contains(&done), "{done}: {seen:?}");
+        assert_eq!(count(&seen, "Failed"), 0);
+        assert_eq!(server.served(done as u64), done as u64);
+    }
+
+    /// A server that closes the connection (H3_EXCESSIVE_LOAD) after its 30th answer: the
+    /// connection ends with its reason, each request still under way fails, and none is lost
+    /// or counted twice.
+    #[test]
+    fn a_connection_closed_by_the_server_fails_what_was_under_way() {
+        let Some(server) = Aioquic::start(&["close", "30"]) else {
+            return;
+        };
+        let (seen, conn) = run(server.addr, "localhost", 100, 4);
+        let closed: Vec<&String> = seen.iter().filter(|s| s.starts_with("Closed")).collect();
+        assert_eq!(closed.len(), 1, "{seen:?}");
+        assert!(conn.closed());
+        let (done, failed) = (count(&seen, "Done"), count(&seen, "Failed"));
+        assert!((29..=30).contains(&done), "{seen:?}");
+        assert_eq!(done + failed, conn.opened as usize, "{seen:?}");
+        assert!(seen
+            .iter()
+            .filter(|s| s.starts_with("Failed"))
+            .all(|f| f.contains("the connection ended")));
+        assert_eq!(server.served(30), 30);
+    }
+
     /// 200 requests over one connection, 8 at a time, against aioquic: each a whole response
     /// (200, its body), and the server answered exactly 200.
     #[test]
     fn requests_over_quic_get_whole_responses_from_aioquic() {
-        let Some(server) = Aioquic::start() else {
+        let Some(server) = Aioquic::start(&[]) else {
             return;
         };
         let (seen, conn) = run(server.addr, "localhost", 200, 8);
