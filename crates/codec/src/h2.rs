@@ -195,15 +195,25 @@ pub fn encode_headers(
     headers: &[(String, String)],
     body_len: usize,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
-    let fields = headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
     let head = Head {
         method: method.as_bytes(),
         scheme,
         authority: authority.as_bytes(),
         path: path.as_bytes(),
     };
-    encode_into::<Hpack>(&mut out, head, fields, Some(body_len));
+    headers_block::<Hpack>(Vec::with_capacity(64), head, headers, body_len)
+}
+
+/// `out` (a block's start: empty, or QPACK's prefix) with a request's fields after it, as
+/// `B` writes them (see [`encode_headers`]).
+pub(crate) fn headers_block<B: FieldBlock>(
+    mut out: Vec<u8>,
+    head: Head<'_>,
+    headers: &[(String, String)],
+    body_len: usize,
+) -> Vec<u8> {
+    let fields = headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
+    encode_into::<B>(&mut out, head, fields, Some(body_len));
     out
 }
 
@@ -344,7 +354,7 @@ impl FieldBlock for Hpack {
 /// Appends a request's header block: its pseudo-headers, then `fields` (see
 /// [`encode_headers`]). `body_len`: `None` sends no `content-length`, not even one of
 /// `fields`.
-pub(crate) fn encode_into<'a, B: FieldBlock>(
+fn encode_into<'a, B: FieldBlock>(
     out: &mut Vec<u8>,
     head: Head<'_>,
     fields: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,

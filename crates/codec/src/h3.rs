@@ -25,7 +25,7 @@
 //! [`H3Error`] with the HTTP/3 or QPACK error code a client closes the connection (or resets
 //! the stream) with.
 
-use crate::h2::{encode_into, encode_rendered, FieldBlock, Head};
+use crate::h2::{encode_rendered, headers_block, FieldBlock, Head};
 use std::fmt;
 
 /// The largest field section (a HEADERS frame's payload) pelt takes, as HTTP/2's header block.
@@ -401,17 +401,15 @@ pub fn encode_headers(
     headers: &[(String, String)],
     body_len: usize,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(&PREFIX);
-    let fields = headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
     let head = Head {
         method: method.as_bytes(),
         scheme,
         authority: authority.as_bytes(),
         path: path.as_bytes(),
     };
-    encode_into::<Qpack>(&mut out, head, fields, Some(body_len));
-    out
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&PREFIX);
+    headers_block::<Qpack>(out, head, headers, body_len)
 }
 
 /// A request rendered as HTTP/1.1 (as pelt's templates write it) turned into what HTTP/3

@@ -408,6 +408,18 @@ impl UringIo {
         }
     }
 
+    /// Connection `conn`'s slot, made ready for a new socket: its next generation, no
+    /// receive armed.
+    fn fresh(&mut self, conn: usize) -> &mut Sock {
+        if self.socks.len() <= conn {
+            self.socks.resize_with(conn + 1, Sock::default);
+        }
+        let s = &mut self.socks[conn];
+        s.generation = s.generation.wrapping_add(1) & GENERATION as u32;
+        s.recv_armed = false;
+        s
+    }
+
     /// Submits the copied send of `conn`'s `sending` buffer (a completion comes either way).
     fn submit_copy(&mut self, conn: usize) {
         let s = &mut self.socks[conn];
@@ -559,13 +571,7 @@ impl Io for UringIo {
             if self.stamps.is_some() {
                 enable_stamps(&fd)?;
             }
-            if self.socks.len() <= conn {
-                self.socks.resize_with(conn + 1, Sock::default);
-            }
-            let s = &mut self.socks[conn];
-            s.generation = s.generation.wrapping_add(1) & GENERATION as u32;
-            s.recv_armed = false;
-            s.fd = Some(fd);
+            self.fresh(conn).fd = Some(fd);
             self.arm_recv(conn);
             return Ok(Connect::Done);
         }
@@ -575,19 +581,14 @@ impl Io for UringIo {
         if self.stamps.is_some() {
             enable_stamps(&fd)?;
         }
-        if self.socks.len() <= conn {
-            self.socks.resize_with(conn + 1, Sock::default);
-        }
-        let s = &mut self.socks[conn];
-        s.generation = s.generation.wrapping_add(1) & GENERATION as u32;
-        s.recv_armed = false;
-        let entry = opcode::Connect::new(
-            Fd(fd.as_raw_fd()),
+        let (to, len) = (
             &self.addr.0 as *const _ as *const libc::sockaddr,
             self.addr.1,
-        )
-        .build()
-        .user_data(user_data(OP_CONNECT, conn, s.generation));
+        );
+        let s = self.fresh(conn);
+        let entry = opcode::Connect::new(Fd(fd.as_raw_fd()), to, len)
+            .build()
+            .user_data(user_data(OP_CONNECT, conn, s.generation));
         s.fd = Some(fd);
         self.push(&entry);
         Ok(Connect::InProgress)

@@ -311,7 +311,12 @@ impl Coordinator {
         prepared: &Prepared,
         joined: Vec<Joined>,
     ) -> Result<(Vec<Member>, i64, Events), FleetError> {
-        let (options, threads) = match split(spec, prepared, &joined) {
+        // A script's done() holds every thread of the fleet: its setup runs for each.
+        let split = split(spec, prepared, &joined).and_then(|(options, threads)| {
+            prepared.script_fleet(threads.iter().sum())?;
+            Ok((options, threads))
+        });
+        let (options, threads) = match split {
             Ok(split) => split,
             Err(why) => {
                 let streams = joined.iter().map(|a| a.reader.channel());
@@ -325,17 +330,6 @@ impl Coordinator {
             }
         };
         let workers: usize = threads.iter().sum();
-        // A script's done() holds every thread of the fleet.
-        if let Err(why) = prepared.script_fleet(workers) {
-            let streams = joined.iter().map(|a| a.reader.channel());
-            tell(
-                streams,
-                &ToAgent::Refused {
-                    reason: why.clone(),
-                },
-            );
-            return Err(FleetError::Split(why));
-        }
         // The agents start together, once the slowest round trip has surely delivered this.
         let slowest = joined.iter().map(|a| a.rtt_us).max().unwrap_or(0) as i64;
         let start_us = now_us() + 500_000 + 4 * slowest;
