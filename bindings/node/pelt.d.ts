@@ -283,8 +283,13 @@ export interface RunOptions {
    */
   http2?: boolean
   /**
-   * --streams: HTTP/2 (--http2, grpc://): concurrent streams per connection (the server's limit
-   * lowers it) [default: 1; with --rate, 100].
+   * --http3: HTTP/3 over QUIC (UDP) to an https:// URL: TLS 1.3 with ALPN h3, QPACK's static
+   * table.
+   */
+  http3?: boolean
+  /**
+   * --streams: HTTP/2 (--http2, grpc://) and HTTP/3 (--http3): concurrent streams per connection
+   * (the server's limit lowers it) [default: 1; with --rate, 100].
    */
   streams?: Count
   /**
@@ -664,7 +669,7 @@ export interface Result {
   keep_alive: boolean
   io: 'io_uring' | 'epoll'
   pipeline: number
-  http: '1.1' | '2'
+  http: '1.1' | '2' | '3'
   streams: number | null
   connect_rate: number | null
   tls: { insecure: boolean; resumption: boolean; cacert: string | null; version: string | null; sni: string | null } | null

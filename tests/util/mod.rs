@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod h2;
+pub mod h3;
 pub mod live;
 pub mod real;
 pub mod shop;

@@ -60,7 +60,7 @@ pub(crate) fn plural(n: usize, thing: &str) -> String {
 /// What ran how. `fleet`: the agents, and whether their threads are known (the result's).
 pub(crate) fn title(i: &RunInfo, fleet: Option<(usize, bool)>) -> String {
     let how = if let Some(n) = i.streams {
-        format!("HTTP/2, {} per connection", plural(n, "stream"))
+        format!("HTTP/{}, {} per connection", i.http, plural(n, "stream"))
     } else if i.pipeline > 1 {
         format!("keep-alive, pipelining {}", i.pipeline)
     } else if i.keep_alive {

@@ -425,6 +425,19 @@ pub fn encode_request(
     encode_rendered::<Qpack>(rendered, scheme, section, body, true)
 }
 
+/// A request rendered as HTTP/1.1 as its HTTP/3 stream carries it, appended to `out`: a
+/// HEADERS frame and, with a body, one DATA frame.
+pub fn request_frames(rendered: &[u8], scheme: &str, out: &mut Vec<u8>) -> Result<(), String> {
+    let (mut section, mut body) = (Vec::new(), Vec::new());
+    encode_request(rendered, scheme, &mut section, &mut body)?;
+    headers_frame(out, &section);
+    if !body.is_empty() {
+        data_frame_head(out, body.len());
+        out.extend_from_slice(&body);
+    }
+    Ok(())
+}
+
 /// Decodes one field section (a HEADERS frame's payload), calling `on(name, value)` for each
 /// field in order. pelt allows no dynamic table, so any reference to one is
 /// QPACK_DECOMPRESSION_FAILED.

@@ -17,9 +17,6 @@ use std::time::{Duration, Instant};
 pub(crate) enum Endpoint {
     Tcp(SocketAddr),
     Unix(rustix::net::SocketAddrUnix),
-    // HTTP/3's transport (issue 51) connects here; until it lands only the backends' tests
-    // do.
-    #[cfg_attr(not(test), allow(dead_code))]
     Udp(SocketAddr),
 }
 
@@ -32,6 +29,7 @@ impl Endpoint {
                 rustix::net::SocketAddrUnix::new(path.as_path())
                     .expect("the Unix socket path was checked before the run"),
             ),
+            None if config.http3().is_some() => Endpoint::Udp(config.addr_of(worker)),
             None => Endpoint::Tcp(config.addr_of(worker)),
         }
     }
@@ -140,7 +138,6 @@ pub(crate) trait Io {
     /// the socket had no room and the datagram was dropped, as a network drops one (QUIC
     /// sends it again). Each read of such a socket gives one datagram.
     /// A backend without UDP sockets (the tests' scripted one) refuses.
-    #[cfg_attr(not(test), allow(dead_code))]
     fn send_datagram(&mut self, _conn: usize, _datagram: &[u8]) -> Result<bool, Errno> {
         Err(Errno::OPNOTSUPP)
     }

@@ -349,6 +349,9 @@ pub enum Wire {
     Http2(Http2),
     /// WebSocket: the upgrade and the messages.
     WebSocket(WebSocket),
+    /// HTTP/3 over QUIC: the requests as their streams carry them, streams per connection,
+    /// and QUIC's TLS.
+    Http3(Http3),
 }
 
 impl Default for Wire {
@@ -363,7 +366,7 @@ impl Config {
     pub fn pipeline(&self) -> usize {
         match self.wire {
             Wire::Http1 { pipeline } => pipeline.max(1),
-            Wire::Http2(_) | Wire::WebSocket(_) => 1,
+            Wire::Http2(_) | Wire::WebSocket(_) | Wire::Http3(_) => 1,
         }
     }
 
@@ -372,7 +375,7 @@ impl Config {
     pub fn http2(&self) -> Option<&Http2> {
         match &self.wire {
             Wire::Http2(h2) => Some(h2),
-            Wire::Http1 { .. } | Wire::WebSocket(_) => None,
+            Wire::Http1 { .. } | Wire::WebSocket(_) | Wire::Http3(_) => None,
         }
     }
 
@@ -381,9 +384,31 @@ impl Config {
     pub fn websocket(&self) -> Option<&WebSocket> {
         match &self.wire {
             Wire::WebSocket(ws) => Some(ws),
-            Wire::Http1 { .. } | Wire::Http2(_) => None,
+            Wire::Http1 { .. } | Wire::Http2(_) | Wire::Http3(_) => None,
         }
     }
+
+    /// The requests and streams, on an HTTP/3 run.
+    #[inline]
+    pub fn http3(&self) -> Option<&Http3> {
+        match &self.wire {
+            Wire::Http3(h3) => Some(h3),
+            Wire::Http1 { .. } | Wire::Http2(_) | Wire::WebSocket(_) => None,
+        }
+    }
+}
+
+/// An HTTP/3 run's requests, concurrency and TLS (`Config::tls` is TLS over TCP's: `None`).
+#[derive(Debug, Clone)]
+pub struct Http3 {
+    /// Each request as its stream carries it, built once: a HEADERS frame (QPACK's static
+    /// table, [`pelt_codec::h3::encode_headers`]) and a DATA frame with its body, if any. One
+    /// for a run of one request; with `Config::targets`, each entry's, in the same order.
+    pub requests: Vec<Vec<u8>>,
+    /// Concurrent streams per connection (the server's stream limit lowers it).
+    pub streams: usize,
+    /// QUIC's TLS 1.3 client: its ALPN offers `h3`.
+    pub tls: TlsClient,
 }
 
 /// An HTTP/2 run's request and concurrency. `request` and `pipeline` are unused then.

@@ -58,7 +58,9 @@ pub struct LoadSpec {
     /// HTTP/1.1 pipelining depth (1: none).
     pub pipeline: usize,
     pub http2: bool,
-    /// HTTP/2 concurrent streams per connection (`None`: 1, or 100 with a rate).
+    /// HTTP/3 over QUIC (an https:// URL).
+    pub http3: bool,
+    /// HTTP/2 and HTTP/3 concurrent streams per connection (`None`: 1, or 100 with a rate).
     pub streams: Option<usize>,
     /// New connections per second at the start (`None`: all at once).
     pub connect_rate: Option<f64>,
@@ -130,6 +132,7 @@ impl LoadSpec {
             batch_window: pelt_engine::DEFAULT_BATCH_WINDOW,
             pipeline: 1,
             http2: false,
+            http3: false,
             streams: None,
             connect_rate: None,
             tls: TlsSpec::default(),

@@ -1,6 +1,6 @@
 //! The TLS client settings an https:// run uses: trusted roots (the Mozilla set from
 //! webpki-roots plus `--cacert`), session resumption (on, as browsers and curl do, unless
-//! `--tls-full-handshake`), ALPN (http/1.1, or h2 with `--http2`), client certificates
+//! `--tls-full-handshake`), ALPN (http/1.1, h2 with `--http2`, h3 with `--http3`), client certificates
 //! (`--cert/--key`), and `--insecure`'s verifier that accepts any
 //! certificate (still checking the handshake signatures, so the session is real TLS).
 
@@ -26,12 +26,15 @@ pub struct TlsOptions<'a> {
     pub client_cert: Option<(&'a Path, &'a Path)>,
     /// Offer HTTP/2 (ALPN h2) instead of HTTP/1.1.
     pub http2: bool,
+    /// QUIC's TLS: TLS 1.3 only, ALPN h3 only.
+    pub http3: bool,
 }
 
 /// The engine's TLS client for `host` (the URL's host: SNI and the name verified).
 pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = match opts.version {
+        _ if opts.http3 => &[&rustls::version::TLS13],
         None => rustls::DEFAULT_VERSIONS,
         Some(crate::spec::TlsVersion::V1_2) => &[&rustls::version::TLS12],
         Some(crate::spec::TlsVersion::V1_3) => &[&rustls::version::TLS13],
@@ -76,7 +79,9 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
         }
     };
     // With --http2 both are offered, so a server without h2 is told apart (pelt then says so).
-    config.alpn_protocols = if opts.http2 {
+    config.alpn_protocols = if opts.http3 {
+        vec![b"h3".to_vec()]
+    } else if opts.http2 {
         vec![b"h2".to_vec(), b"http/1.1".to_vec()]
     } else {
         vec![b"http/1.1".to_vec()]

@@ -43,6 +43,7 @@ named_enum! {
     Http {
         Http1 = "1.1",
         Http2 = "2",
+        Http3 = "3",
     }
 }
 
@@ -99,6 +100,7 @@ mod tests {
             Io::Epoll,
             Http::Http1,
             Http::Http2,
+            Http::Http3,
             LoadModel::Closed,
             LoadModel::Open,
             Arrival::Constant,
@@ -111,7 +113,7 @@ mod tests {
         ]);
         assert_eq!(
             all.to_string(),
-            r#"["io_uring","epoll","1.1","2","closed","open","constant","poisson","requests","duration","signal","send","due"]"#
+            r#"["io_uring","epoll","1.1","2","3","closed","open","constant","poisson","requests","duration","signal","send","due"]"#
         );
         let back: StopReason = serde_json::from_str("\"signal\"").unwrap();
         assert_eq!(back, StopReason::Signal);

@@ -221,7 +221,7 @@ pub fn config(b: &mut String, r: &Report) {
     kv(b, "connections", &i.connections.to_string());
     kv(b, "threads", &i.threads.to_string());
     let http = match i.streams {
-        Some(n) => format!("HTTP/2, {n} streams per connection"),
+        Some(n) => format!("HTTP/{}, {n} streams per connection", i.http),
         None if i.pipeline > 1 => format!("HTTP/1.1, pipelining {}", i.pipeline),
         None if i.keep_alive => "HTTP/1.1, keep-alive".into(),
         None => "HTTP/1.1, new connection per request".into(),

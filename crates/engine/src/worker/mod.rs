@@ -24,12 +24,15 @@
 //!   results (`read_response`), and what an EOF means;
 //! - `http2.rs`: the HTTP/2 session, streams, frames flushed once per batch, GOAWAY, resets
 //!   (reading frames in `http2/frames.rs`, templated requests in `http2/lanes.rs`);
+//! - `http3.rs`: HTTP/3: a QUIC connection (`crate::quic`) per UDP socket, its datagrams
+//!   sent once per turn, its timers as the connection's deadline;
 //! - `ws.rs`: WebSocket: the upgrade, messages as frames, replies in order, pings, closes;
 //! - `plain.rs`: bytes straight to and from the socket;
 //! - `tls.rs`: the handshake, decrypting each read, and the handshake's end.
 
 mod http1;
 mod http2;
+mod http3;
 mod plain;
 mod protocol;
 mod scripted;
@@ -45,6 +48,7 @@ pub(crate) use setup::run;
 
 use http1::Http1;
 use http2::Http2;
+use http3::Http3;
 use plain::Plain;
 use protocol::{AfterRead, Protocol, Transport};
 use scripted::Scripted;
@@ -74,6 +78,9 @@ use std::time::{Duration, Instant};
 /// the batch window if longer: below a thousand requests a second per worker, every
 /// completion wakes the loop, so a connect or a handshake is never held up by more than this.
 const LAZY_LIMIT_NS: u64 = 1_000_000;
+
+/// Datagrams (HTTP/3) read from one connection's socket at one readiness event, at most.
+const DATAGRAMS_A_WAKE: usize = 64;
 
 /// How often the loop wakes to look at the stop flag and the ramp, and the finest grain of
 /// deadlines (timeouts, backoff): no timer per request.
@@ -443,13 +450,23 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
                     // A server may answer (413, say) before it has read the whole request.
                     let phase = self.conns[conn].phase;
                     if readable && matches!(phase, Phase::Open | Phase::Handshaking { .. }) {
-                        self.on_readable(conn, 0, now);
+                        // Datagrams: the ones queued since, up to a bound (other
+                        // connections' turn comes).
+                        let mut more = if P::DATAGRAMS { DATAGRAMS_A_WAKE } else { 1 };
+                        while self.on_readable(conn, 0, now) && more > 1 {
+                            more -= 1;
+                            if !matches!(self.conns[conn].phase, Phase::Open) {
+                                break;
+                            }
+                        }
                     }
                 }
                 Phase::Closed | Phase::Backoff { .. } => {}
             },
             EventKind::Connected(result) => self.on_connected(conn, result, *now),
-            EventKind::Received(token) => self.on_readable(conn, token, now),
+            EventKind::Received(token) => {
+                self.on_readable(conn, token, now);
+            }
             EventKind::SendFailed(errno) => self.fail(conn, errno_kind(errno, false), *now, || {
                 format!("write: {errno}")
             }),
@@ -591,28 +608,33 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
         }
     }
 
-    fn on_readable(&mut self, i: usize, token: u64, now: &mut Instant) {
+    /// Reads connection `i` once (`token`: see `Io::read`); returns whether bytes came.
+    fn on_readable(&mut self, i: usize, token: u64, now: &mut Instant) -> bool {
         // The read's time: its responses complete at it when the kernel gave no stamp.
         *now = self.io.now();
+        let mut data = false;
         let after = match self.io.read(i, token) {
-            Read::Again => return,
+            Read::Again => return false,
             Read::Failed(e) => AfterRead::Fail(errno_kind(e, false), format!("read: {e}")),
             Read::Eof => {
                 self.io.release(token);
-                return P::on_eof(self, i, *now);
+                P::on_eof(self, i, *now);
+                return false;
             }
-            Read::Data(data, stamp) => {
-                self.ledger.current().bytes_received += data.len() as u64;
+            Read::Data(bytes, stamp) => {
+                data = true;
+                self.ledger.current().bytes_received += bytes.len() as u64;
                 let arrived = self.stamps.instant(stamp, *now);
                 self.unstamped = arrived.is_none();
                 let conn = &mut self.conns[i];
                 let ledger = &mut self.ledger;
                 self.transport
-                    .receive(i, conn, ledger, self.config, data, arrived, *now)
+                    .receive(i, conn, ledger, self.config, bytes, arrived, *now)
             }
         };
         self.io.release(token);
         self.after_read(i, after, *now);
+        data
     }
 
     /// What a read left connection `i` to do. Kept: a handshake the read ended opens it, and

@@ -37,6 +37,9 @@ pub(super) trait Protocol: Sized {
     /// Responses reach the sink as the bytes that came, head and body (HTTP/1.1), not as
     /// fields and body.
     const RAW: bool = false;
+    /// Each read is one datagram (HTTP/3's UDP socket): after readiness the worker reads
+    /// until none is left, not one per wake-up.
+    const DATAGRAMS: bool = false;
 
     /// Makes `conn` ready for a fresh socket: forgets what belonged to the last one.
     fn reset(conn: &mut Self::Conn, config: &Config);

@@ -29,11 +29,13 @@ fn horizon(config: &Config) -> Duration {
         .max(DEADLINE_SCAN)
 }
 
-/// Requests one connection may carry at once: `--streams` over HTTP/2, else `--pipeline`.
+/// Requests one connection may carry at once: `--streams` over HTTP/2 and HTTP/3, else
+/// `--pipeline`.
 fn depth(config: &Config) -> usize {
-    match config.http2() {
-        Some(h2) => h2.streams.max(1),
-        None => config.pipeline(),
+    match (config.http2(), config.http3()) {
+        (Some(h2), _) => h2.streams.max(1),
+        (_, Some(h3)) => h3.streams.max(1),
+        _ => config.pipeline(),
     }
 }
 
@@ -81,6 +83,8 @@ pub(crate) fn run<I: Io>(
         (Wire::Http2(h2), Some(tls)) => setup.drive(Http2::new(h2), Tls::new(tls)),
         (Wire::WebSocket(ws), None) => setup.drive(Ws::new(ws, worker), Plain),
         (Wire::WebSocket(ws), Some(tls)) => setup.drive(Ws::new(ws, worker), Tls::new(tls)),
+        // QUIC carries its own TLS (`Http3::tls`).
+        (Wire::Http3(h3), _) => setup.drive(Http3::new(h3), Plain),
     }
 }
 

@@ -1075,12 +1075,33 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "http3",
+        long: "http3",
+        alias: "h3",
+        form: Form::Switch,
+        help: "HTTP/3 over QUIC (UDP) to an https:// URL: TLS 1.3 with ALPN h3, QPACK's static \
+               table.",
+        example: "true",
+        rules: &[
+            Rule::Conflicts("keepAlive"),
+            Rule::Conflicts("pipeline"),
+            Rule::Conflicts("http2"),
+            Rule::Conflicts("unixSocket"),
+        ],
+        read: |s, g| {
+            s.http3 = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.http3),
+        ..BASE
+    },
+    Row {
         name: "streams",
         long: "streams",
         value: "N",
         hyphen: true,
-        help: "HTTP/2 (--http2, grpc://): concurrent streams per connection (the server's \
-               limit lowers it) [default: 1; with --rate, 100].",
+        help: "HTTP/2 (--http2, grpc://) and HTTP/3 (--http3): concurrent streams per connection \
+               (the server's limit lowers it) [default: 1; with --rate, 100].",
         ts: "Count",
         example: "20",
         read: |s, g| {

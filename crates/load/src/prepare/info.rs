@@ -10,6 +10,7 @@ pub(super) struct Sources {
     pub(super) feed: Option<(std::sync::Arc<engine::Feed>, Vec<String>)>,
     pub(super) websocket: Option<engine::WebSocket>,
     pub(super) scenario: Option<engine::scenario::ScenarioRun>,
+    pub(super) http3: Option<engine::Http3>,
 }
 
 /// The engine's config, whole: nothing is set on it after.
@@ -57,10 +58,11 @@ pub(super) fn config(
     };
     // The checks (`prepare/protocol.rs`) let one protocol through: --http2 is refused on a
     // ws:// URL.
-    config.wire = match (sources.websocket, encoded.http2) {
-        (Some(ws), _) => engine::Wire::WebSocket(ws),
-        (None, Some(h2)) => engine::Wire::Http2(h2),
-        (None, None) => engine::Wire::Http1 {
+    config.wire = match (sources.websocket, encoded.http2, sources.http3) {
+        (Some(ws), _, _) => engine::Wire::WebSocket(ws),
+        (None, Some(h2), _) => engine::Wire::Http2(h2),
+        (None, None, Some(h3)) => engine::Wire::Http3(h3),
+        (None, None, None) => engine::Wire::Http1 {
             pipeline: spec.pipeline,
         },
     };
@@ -102,12 +104,12 @@ pub(super) fn run_info(
             engine::IoBackend::Epoll => Io::Epoll,
         },
         pipeline: spec.pipeline,
-        http: if config.http2().is_some() {
-            Http::Http2
-        } else {
-            Http::Http1
+        http: match (config.http2(), config.http3()) {
+            (Some(_), _) => Http::Http2,
+            (_, Some(_)) => Http::Http3,
+            _ => Http::Http1,
         },
-        streams: config.http2().map(|h| h.streams),
+        streams: (config.http2().map(|h| h.streams)).or(config.http3().map(|h| h.streams)),
         connect_rate: config.connect_rate,
         tls: target.tls_host.is_some().then(|| pelt_stats::TlsInfo {
             insecure: t.insecure,

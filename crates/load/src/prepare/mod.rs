@@ -97,9 +97,10 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
     let threads = spec.threads.unwrap_or_else(engine::default_threads);
     let (scripted_spec, script) = script::run(spec, threads, here)?.unzip();
     let spec = scripted_spec.as_ref().unwrap_or(spec);
-    if spec.streams.is_some() && !spec.http2 {
+    if spec.streams.is_some() && !spec.http2 && !spec.http3 {
         return Err(bad(
-            "--streams is HTTP/2's: add --http2 (a grpc:// URL is HTTP/2 already)",
+            "--streams is HTTP/2's and HTTP/3's: add --http2 or --http3 (a grpc:// URL is \
+             HTTP/2 already)",
         ));
     }
     let (headers, body) = request_parts(spec)?;
@@ -174,7 +175,8 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         recorded = scan.recorded;
         feed = Some((std::sync::Arc::new(f), scan.names));
     }
-    let tls = tls_client(spec, &target)?;
+    let mut tls = tls_client(spec, &target)?;
+    let http3 = http3(spec, &target, &encoded, &mut tls, feed.is_some())?;
     let io = io_backend(spec.io)?;
     let scenario = match (program, &entries) {
         (Some(program), Some(e)) => Some(scenario_run(program, &e.list)?),
@@ -185,6 +187,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         feed,
         websocket,
         scenario,
+        http3,
     };
     let mut config = config(spec, &target, shape, threads, io, tls, encoded, sources);
     // A script's per-request hooks: each worker's request() says what it sends.

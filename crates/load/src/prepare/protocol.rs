@@ -1,5 +1,5 @@
 //! The protocol's parts of the config: WebSocket, the TLS client, the I/O backend, an HTTP/2
-//! request's header block.
+//! request's header block, HTTP/3's requests.
 
 use super::*;
 
@@ -121,8 +121,73 @@ pub(super) fn tls_client(
         sni: t.sni.as_deref(),
         client_cert: t.cert.as_deref().zip(t.key.as_deref()),
         http2: spec.http2,
+        http3: spec.http3,
     };
     tls::client(host, &options).map(Some).map_err(bad)
+}
+
+/// An --http3 run's requests (each the HTTP/1.1 request the run would send, as its HTTP/3
+/// stream carries it), streams and QUIC's TLS client, after the checks of what does not go
+/// with it (`tls`: the https:// URL's client, taken); `None` without --http3.
+pub(super) fn http3(
+    spec: &LoadSpec,
+    target: &target::Target,
+    encoded: &Encoded,
+    tls: &mut Option<engine::TlsClient>,
+    streamed: bool,
+) -> Result<Option<engine::Http3>, SpecError> {
+    if !spec.http3 {
+        return Ok(None);
+    }
+    let not_with = |what: &str| bad(format!("--http3 does not take {what}"));
+    if target.websocket || target.grpc || target.tls_host.is_none() {
+        return Err(bad(
+            "--http3 needs an https:// URL: QUIC is always encrypted (TLS 1.3)",
+        ));
+    }
+    if spec.tls.version == Some(crate::spec::TlsVersion::V1_2) {
+        return Err(not_with("--tls-version 1.2: QUIC's TLS is 1.3"));
+    }
+    if matches!(spec.requests_from, Requests::Scenario(_)) {
+        return Err(not_with("--scenario yet"));
+    }
+    if spec.script.is_some() {
+        return Err(not_with("-s/--script yet"));
+    }
+    if streamed {
+        return Err(not_with(
+            "a targets file read as the run goes yet: add --targets-read whole",
+        ));
+    }
+    let set = encoded.set.as_ref();
+    if set.is_some_and(|s| s.has_templates()) {
+        return Err(not_with(
+            "templates ({{...}}) yet: their requests are rendered per request",
+        ));
+    }
+    let mut requests = Vec::new();
+    let mut frames = |rendered: &[u8]| {
+        let mut out = Vec::new();
+        pelt_codec::h3::request_frames(rendered, "https", &mut out)
+            .map_err(|e| bad(format!("invalid request: {e}")))?;
+        requests.push(out);
+        Ok::<(), SpecError>(())
+    };
+    match set {
+        Some(set) => {
+            for k in 0..set.len() {
+                frames(&set.bytes()[set.range(k)])?;
+            }
+        }
+        None => frames(&encoded.request)?,
+    }
+    Ok(Some(engine::Http3 {
+        requests,
+        streams: spec
+            .streams
+            .unwrap_or(if spec.rate.is_some() { 100 } else { 1 }),
+        tls: tls.take().expect("an https:// URL has a TLS client"),
+    }))
 }
 
 pub(super) fn io_backend(io: IoChoice) -> Result<engine::IoBackend, SpecError> {

@@ -1,0 +1,249 @@
+//! HTTP/3 over QUIC against servers pelt did not write: Debian's caddy (its access log counts
+//! the requests) and aioquic's server (which can reset streams, send GOAWAY, close
+//! connections or stop answering on purpose). pelt's counts equal each server's own, on both
+//! backends, in closed and open loop, with one and many streams per connection.
+
+mod util;
+
+use std::time::Duration;
+use util::h3::*;
+use util::*;
+
+/// The backends here: epoll, and io_uring where this kernel allows it.
+fn backends() -> Vec<&'static str> {
+    let mut b = vec!["epoll"];
+    if pelt_engine::IoBackend::Uring.check().is_ok() {
+        b.push("uring");
+    }
+    b
+}
+
+/// Runs pelt over HTTP/3 (certificates not verified: the servers' are their own) and returns
+/// the JSON result.
+fn run_h3(args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.extend(["--http3", "--insecure", "--json", "-", "-q"]);
+    let (out, _) = wait_bounded(spawn_any_backend(&all), Duration::from_secs(40));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pelt {all:?}: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    v
+}
+
+#[test]
+fn counts_equal_caddys_access_log_on_every_backend_with_one_and_many_streams() {
+    let Some(server) = caddy("") else {
+        return;
+    };
+    let url = server.url("https", 0);
+    let mut logged = 0;
+    for io in backends() {
+        for streams in ["1", "16"] {
+            let v = run_h3(&[
+                &url,
+                "-n",
+                "1500",
+                "-c",
+                "3",
+                "-t",
+                "1",
+                "--streams",
+                streams,
+                "--io",
+                io,
+            ]);
+            let at = format!("{io}, {streams} streams: {v}");
+            assert_eq!(count(&v, &["requests", "completed"]), 1500, "{at}");
+            assert_eq!(count(&v, &["status", "200"]), 1500, "{at}");
+            assert_eq!(v["http"], "3", "{at}");
+            assert_eq!(count(&v, &["connections_opened"]), 3, "{at}");
+            // QUIC's handshake is TLS 1.3's: one per connection, timed.
+            assert_eq!(count(&v, &["tls_handshakes", "full"]), 3, "{at}");
+            assert!(count(&v, &["tls_handshakes", "time_us", "max"]) > 0, "{at}");
+            // "ok" in each response's DATA, inside QUIC packets: more read than that.
+            assert!(count(&v, &["bytes", "received"]) > 1500 * 2, "{at}");
+            logged += 1500;
+            assert_eq!(caddy_h3_requests(&server, logged).len(), logged, "{at}");
+        }
+    }
+}
+
+#[test]
+fn open_loop_counts_equal_caddys_and_targets_go_as_listed() {
+    let Some(server) = caddy("") else {
+        return;
+    };
+    let url = server.url("https", 0);
+    let v = run_h3(&[&url, "--rate", "400", "-d", "2", "-c", "2", "-t", "1"]);
+    let completed = count(&v, &["requests", "completed"]);
+    assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
+    assert!(completed >= 700, "{v}");
+    assert_eq!(v["load_model"], "open", "{v}");
+    assert_eq!(
+        caddy_h3_requests(&server, completed as usize).len() as u64,
+        completed
+    );
+
+    // A targets list: each entry's method, path and body, as caddy logged them.
+    let dir = std::env::temp_dir().join(format!("pelt-h3-targets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let targets = dir.join("targets.txt");
+    std::fs::write(
+        &targets,
+        format!("GET {url}a\n\nPOST {url}b\n@{}\n\nDELETE {url}c?x=1\n", {
+            let body = dir.join("body.json");
+            std::fs::write(&body, "{\"k\": 1}").unwrap();
+            body.display().to_string()
+        }),
+    )
+    .unwrap();
+    let t = targets.display().to_string();
+    let v = run_h3(&["--targets", &t, "-n", "300", "-c", "2", "--streams", "4"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 300, "{v}");
+    let seen = caddy_h3_requests(&server, completed as usize + 300);
+    let of = |m: &str, u: &str| seen.iter().filter(|(sm, su)| sm == m && su == u).count();
+    assert_eq!(of("GET", "/a"), 100, "{seen:?}");
+    assert_eq!(of("POST", "/b"), 100);
+    assert_eq!(of("DELETE", "/c?x=1"), 100);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn streams_the_server_rejects_fail_with_their_code_and_the_rest_complete() {
+    let Some(server) = Aioquic::start(&["reject", "10"]) else {
+        return;
+    };
+    let v = run_h3(&[&server.url(), "-n", "400", "-c", "2", "--streams", "4"]);
+    // Each connection's every 10th request stream is reset with H3_REQUEST_REJECTED.
+    assert_eq!(count(&v, &["errors", "stream_reset"]), 40, "{v}");
+    assert!(
+        v["error_examples"]["stream_reset"]
+            .as_str()
+            .unwrap()
+            .contains("H3_REQUEST_REJECTED"),
+        "{v}"
+    );
+    assert_eq!(count(&v, &["requests", "completed"]), 360, "{v}");
+    assert_eq!(server.served(360), 360);
+}
+
+#[test]
+fn goaway_and_closed_connections_lose_no_request_uncounted() {
+    // GOAWAY after each connection's 50th request: the rest go on new connections.
+    let Some(server) = Aioquic::start(&["goaway", "50"]) else {
+        return;
+    };
+    let v = run_h3(&[&server.url(), "-n", "300", "-c", "2", "--streams", "4"]);
+    assert_eq!(count(&v, &["requests", "completed"]), 300, "{v}");
+    assert_eq!(count(&v, &["requests", "errors"]), 0, "{v}");
+    assert!(count(&v, &["connections_opened"]) > 2, "{v}");
+    assert_eq!(server.served(300), 300);
+    drop(server);
+
+    // Each connection closed with H3_EXCESSIVE_LOAD after its 30th answer: what was under way
+    // fails, counted (closed, with the server's reason); the rest go on new connections.
+    let Some(server) = Aioquic::start(&["close", "30"]) else {
+        return;
+    };
+    let v = run_h3(&[&server.url(), "-n", "300", "-c", "2", "--streams", "4"]);
+    let completed = count(&v, &["requests", "completed"]);
+    let closed = count(&v, &["errors", "closed"]);
+    assert_eq!(completed + closed, 300, "{v}");
+    let opened = count(&v, &["connections_opened"]);
+    assert!(opened > 2 && closed > 0, "{v}");
+    assert!(
+        v["error_examples"]["closed"]
+            .as_str()
+            .unwrap()
+            .contains("enough"),
+        "{v}"
+    );
+    // aioquic counts its 30th answer served, but its close drops that answer's data, unsent:
+    // at most one answer per closed connection is counted there and not here.
+    let served = server.served(completed);
+    assert!(
+        served >= completed && served - completed < opened,
+        "{served}: {v}"
+    );
+}
+
+#[test]
+fn a_server_that_stops_answering_mid_run_times_out_and_the_run_ends_on_time() {
+    let Some(server) = Aioquic::start(&[]) else {
+        return;
+    };
+    let url = server.url();
+    let args = [
+        url.as_str(),
+        "-d",
+        "4",
+        "-c",
+        "2",
+        "--timeout",
+        "1s",
+        "--http3",
+        "--insecure",
+        "--json",
+        "-",
+        "-q",
+    ];
+    let child = spawn_any_backend(&args);
+    std::thread::sleep(Duration::from_millis(1500));
+    server.freeze();
+    let (out, _) = wait_bounded(child, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    // Answered until it froze; then each connection's request under way ends as a timeout
+    // (and the next one sent on it too), and the run at -d.
+    assert!(count(&v, &["requests", "completed"]) > 0, "{v}");
+    let errors = count(&v, &["requests", "errors"]);
+    assert!(errors >= 2, "{v}");
+    assert_eq!(errors, count(&v, &["errors", "timeout"]), "{v}");
+}
+
+#[test]
+fn http3_refuses_what_it_cannot_do_in_one_line() {
+    assert_bad_input(
+        &["http://127.0.0.1:1/", "--http3", "-n", "1"],
+        "--http3 needs an https:// URL",
+    );
+    assert_bad_input(
+        &[
+            "https://127.0.0.1:1/",
+            "--http3",
+            "--pipeline",
+            "4",
+            "-n",
+            "1",
+        ],
+        "'--http3' cannot be used with '--pipeline",
+    );
+    assert_bad_input(
+        &[
+            "https://127.0.0.1:1/",
+            "--h3",
+            "--unix-socket",
+            "/tmp/x.sock",
+            "-n",
+            "1",
+        ],
+        "'--http3' cannot be used with '--unix-socket",
+    );
+    assert_bad_input(
+        &[
+            "https://127.0.0.1:1/",
+            "--http3",
+            "--tls-version",
+            "1.2",
+            "-n",
+            "1",
+        ],
+        "QUIC's TLS is 1.3",
+    );
+}
