@@ -28,6 +28,7 @@ fn run_h3(args: &[&str]) -> serde_json::Value {
     assert!(out.status.success(), "pelt {all:?}: {stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_invariant(&v);
+    assert_schema(&v);
     v
 }
 
@@ -63,6 +64,14 @@ fn counts_equal_caddys_access_log_on_every_backend_with_one_and_many_streams() {
             assert!(count(&v, &["tls_handshakes", "time_us", "max"]) > 0, "{at}");
             // "ok" in each response's DATA, inside QUIC packets: more read than that.
             assert!(count(&v, &["bytes", "received"]) > 1500 * 2, "{at}");
+            // QUIC's own counts: each datagram carries one packet or more.
+            let q = |k: &str| count(&v, &["quic", k]);
+            assert!(
+                q("datagrams_sent") > 0 && q("datagrams_received") > 0,
+                "{at}"
+            );
+            assert!(q("packets_sent") >= q("datagrams_sent"), "{at}");
+            assert!(q("packets_lost") <= q("packets_sent"), "{at}");
             logged += 1500;
             assert_eq!(caddy_h3_requests(&server, logged).len(), logged, "{at}");
         }

@@ -448,6 +448,23 @@ export interface EventStreams {
  * are the run's requests and their replies its responses (status 101). */
 /** A gRPC run's calls: each ended with one gRPC status, the server's (grpc-status) or pelt's
  * own where the call broke gRPC's rules (its message then starts 'pelt: '). */
+export interface Quic {
+  /** UDP datagrams sent and received (a datagram may carry several QUIC packets). */
+  datagrams_sent: number
+  datagrams_received: number
+  /** QUIC packets sent, and those QUIC declared lost (their frames sent again as needed). */
+  packets_sent: number
+  packets_lost: number
+  /** The bytes of the packets lost. */
+  bytes_lost: number
+  /** Losses that made pelt's sender cut its congestion window. */
+  congestion_events: number
+  /** Flow-control and stream-limit blocks (DATA_BLOCKED, STREAM_DATA_BLOCKED, STREAMS_BLOCKED):
+   * pelt held back by the server's limits, and the server by pelt's. */
+  blocked_by_server: number
+  blocked_by_pelt: number
+}
+
 export interface Grpc {
   /** Calls that ended with a status (the run's responses). */
   calls: number
@@ -727,6 +744,8 @@ export interface Result {
   /** A grpc:// or grpcs:// run: calls by gRPC status, the first grpc-message of each, the
    * response messages read; absent otherwise. */
   grpc?: Grpc
+  /** An HTTP/3 run (`http3`): what QUIC counted underneath the requests; absent otherwise. */
+  quic?: Quic
   /** A run with a script (`script`): what its `pelt.counter(name)` and
    * `pelt.histogram(name)` kept, every thread's together; absent without a script. */
   script?: Script

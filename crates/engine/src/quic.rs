@@ -433,12 +433,22 @@ impl H3Conn {
         self.closed || self.conn.is_closed()
     }
 
-    /// QUIC's counts: (datagrams sent, datagrams received, packets lost). The run's result
-    /// does not carry them yet (issue 51's next part).
-    #[cfg(test)]
-    pub fn counts(&self) -> (u64, u64, u64) {
+    /// What QUIC has counted on this connection so far.
+    pub fn stats(&self) -> pelt_stats::QuicStats {
         let s = self.conn.stats();
-        (s.udp_tx.datagrams, s.udp_rx.datagrams, s.path.lost_packets)
+        let blocked = |f: &quinn_proto::FrameStats| {
+            f.data_blocked + f.stream_data_blocked + f.streams_blocked_bidi + f.streams_blocked_uni
+        };
+        pelt_stats::QuicStats {
+            datagrams_sent: s.udp_tx.datagrams,
+            datagrams_received: s.udp_rx.datagrams,
+            packets_sent: s.path.sent_packets,
+            packets_lost: s.path.lost_packets,
+            bytes_lost: s.path.lost_bytes,
+            congestion_events: s.path.congestion_events,
+            blocked_by_server: blocked(&s.frame_tx),
+            blocked_by_pelt: blocked(&s.frame_rx),
+        }
     }
 }
 
@@ -876,7 +886,8 @@ mod tests {
             .filter(|s| s.starts_with("Body"))
             .all(|s| s.ends_with("bytes: [111, 107] }")));
         assert_eq!(server.served(200), 200);
-        let (out, inn, _) = conn.counts();
+        let stats = conn.stats();
+        let (out, inn) = (stats.datagrams_sent, stats.datagrams_received);
         assert!(out > 0 && inn > 0);
         assert!(!conn.closed());
     }

@@ -28,6 +28,7 @@ mod grpc;
 mod histogram;
 mod kinds;
 mod merge;
+mod quic;
 mod report;
 mod resources;
 mod script;
@@ -42,6 +43,7 @@ pub use grpc::{GrpcPoint, GrpcReport, GrpcStats};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
 pub use kinds::{Arrival, Http, Io, LatencyFrom, LoadModel, StopReason};
 pub use merge::{check_mergeable, merge, merge_figures, merge_points};
+pub use quic::QuicStats;
 pub use report::{
     BytesReport, CaptureReport, CheckReport, HandshakesReport, Histograms, IterationsReport,
     OpenLoopReport, ReplayInfo, Report, RequestSetInfo, RequestsReport, RunInfo, ScenarioReport,
@@ -163,6 +165,8 @@ pub struct WorkerStats {
     pub websocket: Option<Box<WsStats>>,
     /// gRPC runs: calls by gRPC status, messages (`None`: not a grpc:// run).
     pub grpc: Option<Box<GrpcStats>>,
+    /// HTTP/3 runs: QUIC's packets, losses and flow control (`None`: not an HTTP/3 run).
+    pub quic: Option<Box<QuicStats>>,
 }
 
 impl Default for WorkerStats {
@@ -194,6 +198,7 @@ impl WorkerStats {
             streams: None,
             websocket: None,
             grpc: None,
+            quic: None,
         }
     }
 
@@ -237,6 +242,12 @@ impl WorkerStats {
         self.grpc.get_or_insert_with(Default::default)
     }
 
+    /// The QUIC figures, made on first use.
+    #[inline]
+    pub fn quic(&mut self) -> &mut QuicStats {
+        self.quic.get_or_insert_with(Default::default)
+    }
+
     /// Complete responses (all status codes).
     pub fn completed(&self) -> u64 {
         self.status.total()
@@ -275,6 +286,9 @@ impl WorkerStats {
         }
         if let Some(g) = &other.grpc {
             self.grpc().merge(g);
+        }
+        if let Some(q) = &other.quic {
+            self.quic().merge(q);
         }
     }
 }

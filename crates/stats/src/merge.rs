@@ -217,9 +217,20 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         event_streams: merged_streams(reports, duration_s),
         websocket: merged_websocket(reports, duration_s),
         grpc: merged_grpc(reports),
+        quic: merged_quic(reports),
         script: merged_script(reports),
         changes: merged_changes(reports),
     })
+}
+
+/// QUIC: counts add.
+fn merged_quic(reports: &[Report]) -> Option<crate::QuicStats> {
+    let mut all = reports.iter().filter_map(|r| r.quic.as_ref());
+    let mut merged = *all.next()?;
+    for q in all {
+        merged.merge(q);
+    }
+    Some(merged)
 }
 
 /// The changes made during the runs, each once (a fleet's agents all carry the

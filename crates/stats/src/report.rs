@@ -386,6 +386,10 @@ pub struct Report {
     /// requests, booked with their HTTP status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<crate::GrpcReport>,
+    /// An HTTP/3 run: what QUIC counted underneath the requests (datagrams, packets sent and
+    /// lost, congestion events, flow-control blocks each way); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<crate::QuicStats>,
     /// A run with a script (`-s`): the counters and histograms its `pelt.counter(name)` and
     /// `pelt.histogram(name)` kept, every thread's together; absent without a script.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -540,6 +544,7 @@ impl Report {
             event_streams: stats.streams.as_ref().map(|s| s.report(duration_s)),
             websocket: stats.websocket.as_ref().map(|w| w.report(duration_s)),
             grpc: stats.grpc.as_ref().map(|g| g.report()),
+            quic: stats.quic.as_deref().copied(),
             script: None,
             changes: Vec::new(),
         }

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod grpc;
 pub mod head;
 pub mod latency;
+pub mod quic;
 pub mod requests;
 pub mod resources;
 pub mod scenario;
@@ -25,7 +26,7 @@ pub mod websocket;
 pub type Writer = fn(&mut String, &Report);
 
 /// The summary, in order.
-pub const TEXT: [Writer; 18] = [
+pub const TEXT: [Writer; 19] = [
     head::text,
     requests::text,
     latency::text,
@@ -33,6 +34,7 @@ pub const TEXT: [Writer; 18] = [
     websocket::text,
     requests::status,
     grpc::text,
+    quic::text,
     targets::text,
     scenario::text,
     script::text,
@@ -47,12 +49,13 @@ pub const TEXT: [Writer; 18] = [
 ];
 
 /// The report's box of figures, in order.
-pub const FIGURES: [Writer; 6] = [
+pub const FIGURES: [Writer; 7] = [
     latency::html,
     requests::html,
     streams::html,
     websocket::html,
     grpc::html,
+    quic::html,
     errors::html,
 ];
 

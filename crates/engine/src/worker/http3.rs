@@ -41,6 +41,8 @@ pub(super) struct H3 {
     ended: Option<String>,
     /// In the list of connections to flush before the worker waits.
     deferred: bool,
+    /// QUIC's counts as last added to the ledger.
+    counted: pelt_stats::QuicStats,
 }
 
 /// One request's stream.
@@ -243,6 +245,7 @@ fn begin<I: Io, T: Transport, S: Source>(
         started: now,
         ended: None,
         deferred: false,
+        counted: Default::default(),
     }));
     Ok(())
 }
@@ -281,6 +284,7 @@ fn transmit<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize
         }
     });
     let timer = h3.quic.deadline();
+    count(h3, ledger);
     match failed {
         Some(e) => w.fail(i, errno_kind(e, true), now, || format!("send: {e}")),
         // QUIC's timer set by this turn may come before the next scan.
@@ -290,6 +294,13 @@ fn transmit<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize
             }
         }
     }
+}
+
+/// Adds what QUIC counted on the connection since the last call to the ledger's second.
+fn count(h3: &mut H3, ledger: &mut Ledger) {
+    let now = h3.quic.stats();
+    ledger.current().quic().merge(&now.since(&h3.counted));
+    h3.counted = now;
 }
 
 /// Hands what QUIC reported since the last call to connection `i`'s requests and sink: the
@@ -422,6 +433,13 @@ fn ended<I: Io, T: Transport, S: Source>(
     i: usize,
     now: Instant,
 ) -> bool {
+    let Some(h3) = w.conns[i].proto.as_mut() else {
+        return false;
+    };
+    if h3.ended.is_some() || h3.quic.closed() {
+        // Its last counts, before it goes.
+        count(h3, &mut w.ledger);
+    }
     let conn = &w.conns[i];
     let Some(h3) = conn.proto.as_ref() else {
         return false;
