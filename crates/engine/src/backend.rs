@@ -135,8 +135,9 @@ pub(crate) trait Io {
     }
     /// Sends `datagram` as one UDP datagram on connection `conn`'s socket (a connected UDP
     /// socket, [`Endpoint::Udp`]); `datagram` may change as soon as this returns. `Ok(false)`:
-    /// the socket had no room and the datagram was dropped, as a network drops one (QUIC
-    /// sends it again). Each read of such a socket gives one datagram.
+    /// the datagram was dropped, as a network drops one (QUIC sends it again): the socket had
+    /// no room, a firewall refused it (EPERM), it was too big; an error only for a refused
+    /// port (an ICMP unreachable), where the backend can tell at once. Each read of such a socket gives one datagram.
     /// A backend without UDP sockets (the tests' scripted one) refuses.
     fn send_datagram(&mut self, _conn: usize, _datagram: &[u8]) -> Result<bool, Errno> {
         Err(Errno::OPNOTSUPP)

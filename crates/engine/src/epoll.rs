@@ -220,8 +220,12 @@ impl Io for EpollIo {
         let fd = self.fd(conn).ok_or(Errno::NOTCONN)?;
         match net::send(fd, datagram, SendFlags::NOSIGNAL) {
             Ok(_) => Ok(true),
-            Err(Errno::AGAIN | Errno::NOBUFS) => Ok(false),
-            Err(e) => Err(e),
+            // A refused port (an ICMP unreachable came back) fails the connection.
+            Err(e @ Errno::CONNREFUSED) => Err(e),
+            // Lost, as on a network (QUIC sends it again): no room (AGAIN, NOBUFS), a
+            // firewall's drop (PERM), a datagram over the path's MTU (MSGSIZE), as io_uring's
+            // completions are taken and as quinn-udp takes its own send errors.
+            Err(_) => Ok(false),
         }
     }
 
