@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""HTTP/3: pelt over HTTP/1.1 (TLS), HTTP/2 and HTTP/3 against Debian's caddy, beside oha's
+HTTP/3 (built with its `http3` feature), per generator core.
+
+caddy (`tls internal`, `respond "ok" 200`, no access log) pinned to one CPU, the generator to
+the other, one thread, `--conns` connections, `--streams` streams per connection over HTTP/2
+and HTTP/3 (oha: `-p`), `--duration` seconds, `--runs` runs each in turn (medians, with the
+range). Figures: requests/s and CPU microseconds per request (the tool's own rusage, user +
+system). The issue's goals: pelt's HTTP/3 at least 3x less CPU per request than oha's, and
+within 2x of pelt's own HTTP/2.
+
+oha's HTTP/3 is an optional feature of its crate; build it once, outside CI (minutes):
+    cargo install oha --version 1.16.0 --features http3 --root /tmp/oha
+and give `--oha /tmp/oha/bin/oha` (without it, oha's rows are left out).
+
+Usage: bench/h3.py [--pelt target/release/pelt] [--oha PATH] [--conns 4] [--streams 16]
+                   [--duration 5] [--runs 3]
+Needs: caddy (Debian), taskset and GNU time; python3 stdlib only. Traffic stays on 127.0.0.1.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402  (measured, free_port, wait_listening, fmt)
+
+
+def caddyfile(d, port):
+    return (
+        "{\n\tadmin off\n\tskip_install_trust\n\tdefault_sni 127.0.0.1\n"
+        f"\tstorage file_system {d}/data\n}}\n"
+        f"https://127.0.0.1:{port} {{\n\ttls internal\n\trespond \"ok\" 200\n}}\n"
+    )
+
+
+def pelt_cmd(a, url, proto):
+    cmd = [a.pelt, url, "-t", "1", "-c", str(a.conns), "-d", f"{a.duration}s", "--insecure",
+           "--json", "-", "-q"]
+    if proto == "2":
+        cmd += ["--http2", "--streams", str(a.streams)]
+    if proto == "3":
+        cmd += ["--http3", "--streams", str(a.streams)]
+    return cmd
+
+
+def pelt_parse(out):
+    r = json.loads(out)
+    if r["requests"]["errors"]:
+        print(f"  pelt: {r['requests']['errors']} errors", file=sys.stderr)
+    return r["requests"]["completed"], r["duration_s"]
+
+
+def oha_cmd(a, url, _proto):
+    return [a.oha, "--http-version", "3", "-z", f"{a.duration}s", "-c", str(a.conns), "-p",
+            str(a.streams), "--no-tui", "--insecure", "--output-format", "json", url]
+
+
+def oha_parse(out):
+    r = json.loads(out)
+    return sum(r.get("statusCodeDistribution", {}).values()), r["summary"]["total"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pelt", default="target/release/pelt")
+    ap.add_argument("--oha", default=None, help="oha built with --features http3")
+    ap.add_argument("--conns", type=int, default=4)
+    ap.add_argument("--streams", type=int, default=16)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--server-cpu", type=int, default=0)
+    ap.add_argument("--client-cpu", type=int, default=1)
+    a = ap.parse_args()
+    for t in ("caddy", "taskset", "/usr/bin/time"):
+        if not shutil.which(t):
+            sys.exit(f"{t} not found: apt-get install caddy util-linux time")
+    if not os.path.exists(a.pelt):
+        sys.exit(f"{a.pelt} not found: cargo build --release")
+    rows = [("pelt", "1.1"), ("pelt", "2"), ("pelt", "3")]
+    if a.oha:
+        rows.append(("oha", "3"))
+    tools = {"pelt": (pelt_cmd, pelt_parse), "oha": (oha_cmd, oha_parse)}
+    with tempfile.TemporaryDirectory(prefix="pelt-bench-h3-") as d:
+        port = peers.free_port()
+        conf = os.path.join(d, "Caddyfile")
+        with open(conf, "w") as f:
+            f.write(caddyfile(d, port))
+        env = dict(os.environ, HOME=d, XDG_DATA_HOME=os.path.join(d, "data"),
+                   XDG_CONFIG_HOME=os.path.join(d, "config"), GOMAXPROCS="1")
+        caddy = subprocess.Popen(["taskset", "-c", str(a.server_cpu), "caddy", "run",
+                                  "--adapter", "caddyfile", "--config", conf], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            peers.wait_listening(port, timeout=15)
+            time.sleep(1)  # its HTTP/3 listener comes up after its TCP one
+            url = f"https://127.0.0.1:{port}/"
+            results = {}
+            for _ in range(a.runs):
+                for tool, proto in rows:
+                    make, parse = tools[tool]
+                    cmd = ["taskset", "-c", str(a.client_cpu)] + make(a, url, proto)
+                    out, cpu, _ = peers.measured(cmd)
+                    done, secs = parse(out)
+                    results.setdefault((tool, proto), []).append(
+                        {"rps": done / secs, "us": cpu * 1e6 / max(done, 1)})
+        finally:
+            caddy.terminate()
+            caddy.wait()
+    print(f"# caddy on CPU {a.server_cpu} (GOMAXPROCS=1), the generator on CPU {a.client_cpu}, "
+          f"1 thread, {a.conns} connections, {a.streams} streams (HTTP/2, HTTP/3), "
+          f"{a.duration} s, median (min-max) of {a.runs} runs")
+    print(f"{'tool':<6} {'HTTP':<5} {'requests/s':>26} {'CPU us/request':>24}")
+    med = {}
+    for tool, proto in rows:
+        rs = results[(tool, proto)]
+        med[(tool, proto)] = statistics.median(r["us"] for r in rs)
+        print(f"{tool:<6} {proto:<5} {peers.fmt([r['rps'] for r in rs], lambda v: f'{v:,.0f}'):>26} "
+              f"{peers.fmt([r['us'] for r in rs], lambda v: f'{v:.2f}'):>24}")
+    h3 = med[("pelt", "3")]
+    print(f"pelt HTTP/3 over pelt HTTP/2, CPU per request: {h3 / med[('pelt', '2')]:.2f}x")
+    if ("oha", "3") in med:
+        print(f"oha HTTP/3 over pelt HTTP/3, CPU per request: {med[('oha', '3')] / h3:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
