@@ -330,7 +330,8 @@ pub fn target(spec: &str) -> Result<(String, String), SpecError> {
 }
 
 /// Sets `key` to `value` in a cell's options: a run option by its long flag, its short one
-/// or its name; switches take on/off; `keepalive` and `http` as their words say.
+/// or its name; switches take on/off; `keepalive`, `http` (1.1, 2, 3) and `tls` (resume,
+/// full) as their words say.
 pub fn apply_setting(
     options: &mut Map<String, Value>,
     key: &str,
@@ -345,12 +346,27 @@ pub fn apply_setting(
     };
     let (name, v) = match key {
         "keepalive" => ("keepAlive", Value::Bool(on_off(value)?)),
-        "http" => match value {
-            "1.1" | "1" => ("http2", Value::Bool(false)),
-            "2" => ("http2", Value::Bool(true)),
+        "http" => {
+            let (h2, h3) = match value {
+                "1.1" | "1" => (false, false),
+                "2" => (true, false),
+                "3" => (false, true),
+                _ => {
+                    return Err(bad(format!(
+                        "invalid --vary http={value}: http takes 1.1, 2 or 3"
+                    )))
+                }
+            };
+            options.insert("http3".to_string(), Value::Bool(h3));
+            ("http2", Value::Bool(h2))
+        }
+        // The founding benchmark matrix's handshake modes: resumed sessions or full handshakes.
+        "tls" => match value {
+            "resume" | "resumed" => ("tlsFullHandshake", Value::Bool(false)),
+            "full" => ("tlsFullHandshake", Value::Bool(true)),
             _ => {
                 return Err(bad(format!(
-                    "invalid --vary http={value}: http takes 1.1 or 2"
+                    "invalid --vary tls={value}: tls takes resume or full"
                 )))
             }
         },
@@ -365,7 +381,7 @@ pub fn apply_setting(
             let Some(row) = row else {
                 return Err(bad(format!(
                     "cannot --vary {key}: not a load flag (try connections, threads, rate, \
-                     pipeline, streams, method, keepalive, http)"
+                     pipeline, streams, method, keepalive, http, tls)"
                 )));
             };
             let v = match row.form {
@@ -659,8 +675,26 @@ mod tests {
         );
         assert_eq!(
             set("http", "2").unwrap(),
-            serde_json::json!({"http2": true})
+            serde_json::json!({"http2": true, "http3": false})
         );
+        assert_eq!(
+            set("http", "3").unwrap(),
+            serde_json::json!({"http2": false, "http3": true})
+        );
+        assert_eq!(
+            set("http", "1.1").unwrap(),
+            serde_json::json!({"http2": false, "http3": false})
+        );
+        assert!(set("http", "4").is_err());
+        assert_eq!(
+            set("tls", "full").unwrap(),
+            serde_json::json!({"tlsFullHandshake": true})
+        );
+        assert_eq!(
+            set("tls", "resume").unwrap(),
+            serde_json::json!({"tlsFullHandshake": false})
+        );
+        assert!(set("tls", "0rtt").is_err());
         assert_eq!(
             set("c", "16").unwrap(),
             serde_json::json!({"connections": "16"})
