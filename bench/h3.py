@@ -9,6 +9,12 @@ range). Figures: requests/s and CPU microseconds per request (the tool's own rus
 system). The issue's goals: pelt's HTTP/3 at least 3x less CPU per request than oha's, and
 within 2x of pelt's own HTTP/2.
 
+Then the handshake cells: a new connection per request (`--no-keepalive`), so requests/s is
+handshakes/s: pelt over HTTP/1.1 (TCP + TLS 1.3) and HTTP/3 with full handshakes
+(`--tls-full-handshake`), resumed ones, and HTTP/3 with 0-RTT (`--tls-early-data`). oha's HTTP/3
+with `--disable-keepalive` sends nothing (measured with 1.16.0: `-n 10 -c 1` still waits at 20
+s), so it has no row there.
+
 oha's HTTP/3 is an optional feature of its crate; build it once, outside CI (minutes):
     cargo install oha --version 1.16.0 --features http3 --root /tmp/oha
 and give `--oha /tmp/oha/bin/oha` (without it, oha's rows are left out).
@@ -40,9 +46,18 @@ def caddyfile(d, port):
     )
 
 
-def pelt_cmd(a, url, proto):
+# A handshake cell's flags: a new connection per request, and how it is made.
+HANDSHAKES = {"full": ["--tls-full-handshake"], "resume": [], "0rtt": ["--tls-early-data"]}
+
+
+def pelt_cmd(a, url, proto, mode):
     cmd = [a.pelt, url, "-t", "1", "-c", str(a.conns), "-d", f"{a.duration}s", "--insecure",
            "--json", "-", "-q"]
+    if mode in HANDSHAKES:
+        cmd += ["--no-keepalive"] + HANDSHAKES[mode]
+        if proto == "3":
+            cmd += ["--http3"]
+        return cmd
     if proto == "2":
         cmd += ["--http2", "--streams", str(a.streams)]
     if proto == "3":
@@ -57,7 +72,7 @@ def pelt_parse(out):
     return r["requests"]["completed"], r["duration_s"]
 
 
-def oha_cmd(a, url, _proto):
+def oha_cmd(a, url, _proto, _mode):
     return [a.oha, "--http-version", "3", "-z", f"{a.duration}s", "-c", str(a.conns), "-p",
             str(a.streams), "--no-tui", "--insecure", "--output-format", "json", url]
 
@@ -84,9 +99,11 @@ def main():
             sys.exit(f"{t} not found: apt-get install caddy util-linux time")
     if not os.path.exists(a.pelt):
         sys.exit(f"{a.pelt} not found: cargo build --release")
-    rows = [("pelt", "1.1"), ("pelt", "2"), ("pelt", "3")]
+    rows = [("pelt", "1.1", "keep"), ("pelt", "2", "keep"), ("pelt", "3", "keep")]
     if a.oha:
-        rows.append(("oha", "3"))
+        rows.append(("oha", "3", "keep"))
+    rows += [("pelt", "1.1", "full"), ("pelt", "3", "full"), ("pelt", "1.1", "resume"),
+             ("pelt", "3", "resume"), ("pelt", "3", "0rtt")]
     tools = {"pelt": (pelt_cmd, pelt_parse), "oha": (oha_cmd, oha_parse)}
     with tempfile.TemporaryDirectory(prefix="pelt-bench-h3-") as d:
         port = peers.free_port()
@@ -104,12 +121,12 @@ def main():
             url = f"https://127.0.0.1:{port}/"
             results = {}
             for _ in range(a.runs):
-                for tool, proto in rows:
+                for tool, proto, mode in rows:
                     make, parse = tools[tool]
-                    cmd = ["taskset", "-c", str(a.client_cpu)] + make(a, url, proto)
+                    cmd = ["taskset", "-c", str(a.client_cpu)] + make(a, url, proto, mode)
                     out, cpu, _ = peers.measured(cmd)
                     done, secs = parse(out)
-                    results.setdefault((tool, proto), []).append(
+                    results.setdefault((tool, proto, mode), []).append(
                         {"rps": done / secs, "us": cpu * 1e6 / max(done, 1)})
         finally:
             caddy.terminate()
@@ -117,17 +134,22 @@ def main():
     print(f"# caddy on CPU {a.server_cpu} (GOMAXPROCS=1), the generator on CPU {a.client_cpu}, "
           f"1 thread, {a.conns} connections, {a.streams} streams (HTTP/2, HTTP/3), "
           f"{a.duration} s, median (min-max) of {a.runs} runs")
-    print(f"{'tool':<6} {'HTTP':<5} {'requests/s':>26} {'CPU us/request':>24}")
+    print("# connection: keep = kept alive; full, resume, 0rtt = one per request (--no-keepalive), "
+          "so requests/s is handshakes/s")
+    print(f"{'tool':<6} {'HTTP':<5} {'connection':<10} {'requests/s':>26} {'CPU us/request':>24}")
     med = {}
-    for tool, proto in rows:
-        rs = results[(tool, proto)]
-        med[(tool, proto)] = statistics.median(r["us"] for r in rs)
-        print(f"{tool:<6} {proto:<5} {peers.fmt([r['rps'] for r in rs], lambda v: f'{v:,.0f}'):>26} "
+    for key in rows:
+        tool, proto, mode = key
+        rs = results[key]
+        med[key] = statistics.median(r["us"] for r in rs)
+        print(f"{tool:<6} {proto:<5} {mode:<10} "
+              f"{peers.fmt([r['rps'] for r in rs], lambda v: f'{v:,.0f}'):>26} "
               f"{peers.fmt([r['us'] for r in rs], lambda v: f'{v:.2f}'):>24}")
-    h3 = med[("pelt", "3")]
-    print(f"pelt HTTP/3 over pelt HTTP/2, CPU per request: {h3 / med[('pelt', '2')]:.2f}x")
-    if ("oha", "3") in med:
-        print(f"oha HTTP/3 over pelt HTTP/3, CPU per request: {med[('oha', '3')] / h3:.2f}x")
+    h3 = med[("pelt", "3", "keep")]
+    print(f"pelt HTTP/3 over pelt HTTP/2, CPU per request: {h3 / med[('pelt', '2', 'keep')]:.2f}x")
+    if ("oha", "3", "keep") in med:
+        print(f"oha HTTP/3 over pelt HTTP/3, CPU per request: "
+              f"{med[('oha', '3', 'keep')] / h3:.2f}x")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 mod util;
 
 use std::time::Duration;
+use util::aioquic::Aioquic;
 use util::h3::*;
 use util::*;
 
@@ -216,6 +217,95 @@ fn a_server_that_stops_answering_mid_run_times_out_and_the_run_ends_on_time() {
     assert_eq!(errors, count(&v, &["errors", "timeout"]), "{v}");
 }
 
+/// The founding matrix's handshake cells over QUIC, one request a connection
+/// (--no-keepalive): with resumption (caddy's tickets) every connection after the first may
+/// resume; with --tls-full-handshake none does. Each connection is counted, each handshake
+/// once, and caddy's log holds every request.
+#[test]
+fn a_connection_per_request_resumes_or_pays_full_handshakes() {
+    let Some(server) = caddy("") else {
+        return;
+    };
+    let url = server.url("https", 0);
+    let mut logged = 0;
+    for io in backends() {
+        for full in [false, true] {
+            let mut args = vec![
+                &url[..],
+                "-n",
+                "40",
+                "-c",
+                "2",
+                "--no-keepalive",
+                "--io",
+                io,
+            ];
+            if full {
+                args.push("--tls-full-handshake");
+            }
+            let v = run_h3(&args);
+            let at = format!("{io}, full handshakes {full}: {v}");
+            assert_eq!(count(&v, &["requests", "completed"]), 40, "{at}");
+            assert_eq!(count(&v, &["errors", "total"]), 0, "{at}");
+            assert_eq!(count(&v, &["connections_opened"]), 40, "{at}");
+            let (f, r) = (
+                count(&v, &["tls_handshakes", "full"]),
+                count(&v, &["tls_handshakes", "resumed"]),
+            );
+            assert_eq!(f + r, 40, "{at}");
+            if full {
+                assert_eq!(r, 0, "{at}");
+            } else {
+                // Each connection's ticket serves the next on its slot.
+                assert!(r >= 30, "{at}");
+            }
+            assert_eq!(count(&v, &["quic", "early_accepted"]), 0, "{at}");
+            logged += 40;
+            assert_eq!(caddy_h3_requests(&server, logged).len(), logged, "{at}");
+        }
+    }
+}
+
+/// 0-RTT (--tls-early-data) against aioquic, which forgets every third ticket presented: the
+/// requests of that connection's 0-RTT are refused, go again after the handshake, and are
+/// counted once; the server's own count of the requests it answered equals pelt's.
+#[test]
+fn early_data_the_server_refuses_goes_again_and_is_counted_once() {
+    for (mode, every) in [("tickets", "0"), ("forget", "3")] {
+        let Some(server) = Aioquic::start(&[mode, every]) else {
+            return;
+        };
+        let url = server.url();
+        let args = [
+            &url[..],
+            "-n",
+            "60",
+            "-c",
+            "1",
+            "--no-keepalive",
+            "--tls-early-data",
+        ];
+        let v = run_h3(&args);
+        let at = format!("{mode} {every}: {v}");
+        assert_eq!(count(&v, &["requests", "completed"]), 60, "{at}");
+        assert_eq!(count(&v, &["requests", "sent"]), 60, "{at}");
+        assert_eq!(count(&v, &["errors", "total"]), 0, "{at}");
+        let q = |k: &str| count(&v, &["quic", k]);
+        assert!(q("early_accepted") >= 10, "{at}");
+        // One request a connection: each refusal sends one again.
+        assert_eq!(q("early_resent"), q("early_refused"), "{at}");
+        if mode == "forget" {
+            assert!(q("early_refused") >= 5, "{at}");
+        } else {
+            assert_eq!(q("early_refused"), 0, "{at}");
+        }
+        // A refused 0-RTT handshake was a full one; an accepted one resumed.
+        let resumed = count(&v, &["tls_handshakes", "resumed"]);
+        assert!(resumed >= q("early_accepted"), "{at}");
+        assert_eq!(server.served(60), 60, "{at}");
+    }
+}
+
 #[test]
 fn http3_refuses_what_it_cannot_do_in_one_line() {
     assert_bad_input(
@@ -254,6 +344,21 @@ fn http3_refuses_what_it_cannot_do_in_one_line() {
             "1",
         ],
         "QUIC's TLS is 1.3",
+    );
+    assert_bad_input(
+        &["https://127.0.0.1:1/", "--tls-early-data", "-n", "1"],
+        "required arguments were not provided: --http3",
+    );
+    assert_bad_input(
+        &[
+            "https://127.0.0.1:1/",
+            "--http3",
+            "--tls-early-data",
+            "--tls-full-handshake",
+            "-n",
+            "1",
+        ],
+        "'--tls-early-data' cannot be used with '--tls-full-handshake'",
     );
 }
 

@@ -310,6 +310,12 @@ export interface RunOptions {
    */
   tlsFullHandshake?: boolean
   /**
+   * --tls-early-data: https over HTTP/3: requests go in 0-RTT on resumed connections where the
+   * server allows it (a refused one goes again after the handshake, counted once). Only for
+   * requests safe to repeat: a 0-RTT request can be replayed.
+   */
+  tlsEarlyData?: boolean
+  /**
    * --tls-version: https: only this TLS version [default: 1.2 or 1.3, as negotiated].
    */
   tlsVersion?: '1.2' | '1.3'
@@ -463,6 +469,11 @@ export interface Quic {
    * pelt held back by the server's limits, and the server by pelt's. */
   blocked_by_server: number
   blocked_by_pelt: number
+  /** `tlsEarlyData`: resumed connections whose 0-RTT requests the server took, or refused;
+   * and the requests sent again after a refusal (each counted once in the run's requests). */
+  early_accepted: number
+  early_refused: number
+  early_resent: number
 }
 
 export interface Grpc {
@@ -874,8 +885,8 @@ export interface CompareSettings {
   /**
    * --vary: A setting to compare, KEY=V1,V2,...: every combination runs against every target.
    * Repeatable. KEY is any load flag by its long name (connections, threads, rate, pipeline,
-   * streams, method, timeout, ...), plus keepalive=on,off and http=1.1,2. Node.js also takes an
-   * object of keys and lists of values.
+   * streams, method, timeout, ...), plus keepalive=on,off, http=1.1,2,3 and tls=resume,full,0rtt
+   * (0rtt: HTTP/3 only). Node.js also takes an object of keys and lists of values.
    */
   vary?: Record<string, (string | number)[] | string | number> | string[] | string
   /**

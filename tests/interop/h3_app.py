@@ -6,7 +6,10 @@ made at start, for 127.0.0.1 and localhost.
 `h3_app.py MODE N` misbehaves on purpose, on each connection:
   reject N    resets every Nth request stream with H3_REQUEST_REJECTED (not counted served)
   goaway N    sends GOAWAY after its Nth request (naming the next stream), answers the rest
-  close N     closes the connection with H3_EXCESSIVE_LOAD after its Nth answer"""
+  close N     closes the connection with H3_EXCESSIVE_LOAD after its Nth answer
+  tickets 0   issues session tickets and takes them back (resumption and 0-RTT)
+  forget N    issues tickets but forgets every Nth one presented: that handshake is a full
+              one, and the requests sent in its 0-RTT are refused (never answered)"""
 
 import asyncio
 import datetime
@@ -115,13 +118,36 @@ def free_udp_port():
     return port
 
 
+class Tickets:
+    """The server's session tickets, each taken back once (tickets 0, forget N)."""
+
+    def __init__(self, forget):
+        self.tickets = {}
+        self.forget = forget
+        self.presented = 0
+
+    def add(self, ticket):
+        self.tickets[ticket.ticket] = ticket
+
+    def pop(self, label):
+        self.presented += 1
+        ticket = self.tickets.pop(label, None)
+        if self.forget and self.presented % self.forget == 0:
+            return None
+        return ticket
+
+
 async def main():
     folder = tempfile.mkdtemp(prefix="pelt-h3-")
     cert, key = certificate(folder)
     config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
     config.load_cert_chain(cert, key)
     port = free_udp_port()
-    await serve("127.0.0.1", port, configuration=config, create_protocol=App)
+    tickets = {}
+    if MODE in ("tickets", "forget"):
+        store = Tickets(EVERY if MODE == "forget" else 0)
+        tickets = dict(session_ticket_fetcher=store.pop, session_ticket_handler=store.add)
+    await serve("127.0.0.1", port, configuration=config, create_protocol=App, **tickets)
     print("listening", port, flush=True)
     while True:
         await asyncio.sleep(0.5)

@@ -1,11 +1,11 @@
 //! HTTP/3 servers pelt did not write, for the tests: Debian's caddy (HTTP/3 on by default on
 //! an HTTPS site, its access log one JSON line per request) and aioquic's server from PyPI
-//! (`tests/interop/h3_app.py`, which can misbehave on purpose). Each ended by its PID.
+//! (`tests/interop/h3_app.py`, which can misbehave on purpose: `aioquic.rs`, shared with the
+//! engine's tests). Each ended by its PID.
 
-use super::real::{find_server, stop_child, RealServer};
-use std::io::{BufRead, BufReader};
+use super::real::{find_server, RealServer};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// caddy serving `https://127.0.0.1:PORT` with its own CA (`tls internal`), answering "ok"
@@ -81,92 +81,5 @@ pub fn caddy_h3_requests(server: &RealServer, at_least: usize) -> Vec<(String, S
             return seen;
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// aioquic's HTTP/3 server (`tests/interop/h3_app.py MODE...`) on a fresh port; `None`
-/// (skipped, outside CI) without aioquic in tests/interop/.venv.
-pub struct Aioquic {
-    child: Child,
-    pub port: u16,
-    lines: std::sync::mpsc::Receiver<String>,
-}
-
-impl Aioquic {
-    pub fn start(mode: &[&str]) -> Option<Aioquic> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let python = root.join("tests/interop/.venv/bin/python");
-        let has = python.exists()
-            && Command::new(&python)
-                .args(["-c", "import aioquic"])
-                .status()
-                .is_ok_and(|s| s.success());
-        if !has {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "aioquic is missing from tests/interop/.venv; .ci/run installs it"
-            );
-            eprintln!("SKIPPED: aioquic is not in tests/interop/.venv");
-            return None;
-        }
-        let mut child = Command::new(&python)
-            .arg(root.join("tests/interop/h3_app.py"))
-            .args(mode)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start aioquic");
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in out.lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let first = lines
-            .recv_timeout(Duration::from_secs(20))
-            .expect("aioquic says its port");
-        let port = first
-            .strip_prefix("listening ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{first}"));
-        Some(Aioquic { child, port, lines })
-    }
-
-    pub fn url(&self) -> String {
-        format!("https://127.0.0.1:{}/", self.port)
-    }
-
-    /// The requests it answered, as it last said, once at least `at_least` (or after 5 s).
-    pub fn served(&self, at_least: u64) -> u64 {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut last = 0;
-        while Instant::now() < deadline {
-            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(600)) {
-                if let Some(n) = l.strip_prefix("served ").and_then(|n| n.parse().ok()) {
-                    last = n;
-                    if last >= at_least {
-                        return last;
-                    }
-                }
-            }
-        }
-        last
-    }
-
-    /// Stops it answering (SIGSTOP), as a server that hangs.
-    pub fn freeze(&self) {
-        let pid = rustix::process::Pid::from_child(&self.child);
-        rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
-    }
-}
-
-impl Drop for Aioquic {
-    fn drop(&mut self) {
-        let pid = rustix::process::Pid::from_child(&self.child);
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::CONT);
-        stop_child(&mut self.child);
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod aioquic;
 pub mod h2;
 pub mod h3;
 pub mod live;

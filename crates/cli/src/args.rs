@@ -200,7 +200,7 @@ pub enum Command {
     /// print a comparison table (krps, p50, p99, errors); --json, --html and --csv write it.
     #[command(
         args_override_self = true,
-        after_help = "Examples:\n  pelt compare --target nginx=http://127.0.0.1:8080/ --target node=http://127.0.0.1:3000/ \\\n      --vary connections=16,256 --vary keepalive=on,off -d 10s --repeat 3\n  pelt compare --config study.toml --html study.html\n\n--vary takes any load flag by its long name (connections, threads, rate, pipeline, streams, method, timeout, ...), plus keepalive=on,off and http=1.1,2. A --config TOML file holds the same flags by long name (targets and vary as tables; see docs/GUIDE.md); flags on the command line override it."
+        after_help = "Examples:\n  pelt compare --target nginx=http://127.0.0.1:8080/ --target node=http://127.0.0.1:3000/ \\\n      --vary connections=16,256 --vary keepalive=on,off -d 10s --repeat 3\n  pelt compare --config study.toml --html study.html\n\n--vary takes any load flag by its long name (connections, threads, rate, pipeline, streams, method, timeout, ...), plus keepalive=on,off, http=1.1,2,3 and tls=resume,full,0rtt (0rtt: HTTP/3 only). A --config TOML file holds the same flags by long name (targets and vary as tables; see docs/GUIDE.md); flags on the command line override it."
     )]
     Compare(Box<CompareArgs>),
     /// Find the highest open-loop rate at which every --slo holds: step up, then bisect;

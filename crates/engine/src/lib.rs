@@ -63,6 +63,7 @@ pub use control::{Control, LEAD as CONTROL_LEAD};
 pub use feed::{Block, Feed, Source as FeedSource, BLOCK as FEED_BLOCK, BLOCKS as FEED_BLOCKS};
 pub use load::{Load, OpenLoop, Pace};
 pub use pelt_stats::{Arrival, StopReason};
+pub use quic::Verifier as QuicVerifier;
 pub use replay::{Replay, SPEED_RANGE as REPLAY_SPEEDS};
 pub use requests::{Order, RequestSet};
 pub use schedule::Rate;

@@ -10,6 +10,13 @@
 //! connection.
 //!
 //! The worker's protocol module over it is `worker/http3.rs`.
+//!
+//! Handshakes: rustls's session store in the shared TLS config resumes each new connection
+//! from a ticket an earlier one got (unless `--tls-full-handshake` disabled it), and with the
+//! config's early data on, requests go in 0-RTT; the server's refusal of them is reported and
+//! they go again. QUIC's TLS does not say whether a handshake resumed: [`Verifier`], the
+//! certificate check wrapped, counts on its thread the certificates it checked, and a
+//! handshake that checked none was resumed.
 
 use bytes::BytesMut;
 use pelt_codec::h3;
@@ -17,15 +24,85 @@ use quinn_proto::{
     ClientConfig, ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event, StreamEvent,
     StreamId, VarInt,
 };
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
+thread_local! {
+    /// Server certificates [`Verifier`] checked on this thread.
+    static CHECKED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// An HTTP/3 run's certificate check: the run's own (webpki's roots and `--cacert`, or
+/// `--insecure`'s), counting what it checks, so a connection knows whether its handshake was
+/// full (a certificate came and was checked) or resumed (none came).
+#[derive(Debug)]
+pub struct Verifier(pub Arc<dyn ServerCertVerifier>);
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        CHECKED.set(CHECKED.get() + 1);
+        self.0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+
+    fn requires_raw_public_keys(&self) -> bool {
+        self.0.requires_raw_public_keys()
+    }
+
+    fn root_hint_subjects(&self) -> Option<&[rustls::DistinguishedName]> {
+        self.0.root_hint_subjects()
+    }
+}
+
+/// How a connection's handshake went ([`Happened::Ready`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Handshake {
+    /// No certificate came: the session was resumed from a ticket.
+    pub resumed: bool,
+    /// Requests went in 0-RTT: `Some(true)` the server took them, `Some(false)` it refused
+    /// them (they went again, on new streams, after the handshake); `None`: none went early.
+    pub early: Option<bool>,
+}
+
 /// What happened on the connection, one thing at a time ([`H3Conn::poll`]).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Happened<'a> {
-    /// The handshake ended: requests may go.
-    Ready,
+    /// The handshake ended: requests may go (those sent in 0-RTT that the server refused
+    /// are to be written again).
+    Ready(Handshake),
     /// A field of request `stream`'s response (only after [`H3Conn::read_fields`]), before
     /// the [`Happened::Response`] (or trailers) it belongs to.
     Field {
@@ -85,11 +162,16 @@ pub(crate) struct H3Conn {
     closed: bool,
     /// Responses report their fields.
     fields: bool,
+    /// Requests may be written: the handshake ended, or 0-RTT lets them go before.
+    writable: bool,
+    /// A certificate was checked in this connection's handshake.
+    checked: bool,
 }
 
 impl H3Conn {
     /// Starts a connection to `remote` (its handshake's first flight waits in
-    /// [`H3Conn::transmit`]). `tls`: a TLS 1.3 client config whose ALPN offers `h3`.
+    /// [`H3Conn::transmit`]). `tls`: a TLS 1.3 client config whose ALPN offers `h3`; with
+    /// its `enable_early_data` and a ticket that allows it, requests may go at once (0-RTT).
     pub fn new(
         tls: Arc<rustls::ClientConfig>,
         server_name: &str,
@@ -104,7 +186,7 @@ impl H3Conn {
         let (handle, conn) = endpoint
             .connect(now, config, remote, server_name)
             .map_err(|e| format!("QUIC connect to {remote}: {e}"))?;
-        Ok(H3Conn {
+        let mut h3 = H3Conn {
             endpoint,
             handle,
             conn,
@@ -118,11 +200,34 @@ impl H3Conn {
             out: Vec::new(),
             closed: false,
             fields: false,
-        })
+            writable: false,
+            checked: false,
+        };
+        if h3.conn.has_0rtt() {
+            h3.open_control();
+            h3.writable = true;
+        }
+        Ok(h3)
+    }
+
+    /// Opens pelt's control stream with its SETTINGS (no dynamic table).
+    fn open_control(&mut self) {
+        if let Some(id) = self.conn.streams().open(Dir::Uni) {
+            let mut control = Vec::new();
+            h3::control_stream(&mut control);
+            let _ = self.conn.send_stream(id).write(&control);
+        }
+    }
+
+    /// Requests may be written ([`H3Conn::request`]): the handshake ended, or they go in
+    /// 0-RTT.
+    pub fn writable(&self) -> bool {
+        self.writable
     }
 
     /// A datagram the socket read.
     pub fn receive(&mut self, datagram: &[u8], now: Instant) {
+        let checked = CHECKED.get();
         let mut answer = Vec::new();
         let event = self.endpoint.handle(
             now,
@@ -135,6 +240,7 @@ impl H3Conn {
         if let Some(DatagramEvent::ConnectionEvent(_, event)) = event {
             self.conn.handle_event(event);
         }
+        self.checked |= CHECKED.get() != checked;
     }
 
     /// Hands each datagram the connection has to send now to `send`.
@@ -206,6 +312,11 @@ impl H3Conn {
         let _ = self.conn.recv_stream(id).stop(cancelled);
     }
 
+    /// Request streams opened so far.
+    pub fn opened(&self) -> u64 {
+        self.opened
+    }
+
     /// The server sent GOAWAY: no new request goes on this connection.
     pub fn going_away(&self) -> bool {
         self.goaway.is_some()
@@ -247,13 +358,23 @@ impl H3Conn {
         while let Some(event) = self.conn.poll() {
             match event {
                 Event::Connected => {
-                    // pelt's control stream: its SETTINGS (no dynamic table).
-                    if let Some(id) = self.conn.streams().open(Dir::Uni) {
-                        let mut control = Vec::new();
-                        h3::control_stream(&mut control);
-                        let _ = self.conn.send_stream(id).write(&control);
+                    let early = self.conn.has_0rtt().then(|| self.conn.accepted_0rtt());
+                    if early == Some(false) {
+                        // QUIC dropped every stream opened in 0-RTT: they begin again.
+                        for (_, response) in self.open.drain(..) {
+                            self.spare.push(response);
+                        }
+                        self.pending.clear();
+                        self.opened = 0;
                     }
-                    on(Happened::Ready);
+                    if early != Some(true) {
+                        self.open_control();
+                    }
+                    self.writable = true;
+                    on(Happened::Ready(Handshake {
+                        resumed: !self.checked,
+                        early,
+                    }));
                 }
                 Event::ConnectionLost { reason } => {
                     // What came before the end is read first: a response whose last bytes
@@ -448,6 +569,8 @@ impl H3Conn {
             congestion_events: s.path.congestion_events,
             blocked_by_server: blocked(&s.frame_tx),
             blocked_by_pelt: blocked(&s.frame_rx),
+            // Counted by the worker, which re-sends what 0-RTT lost.
+            ..Default::default()
         }
     }
 }
@@ -481,10 +604,15 @@ fn uni_bytes(state: &mut Uni, bytes: &[u8], goaways: &mut Vec<u64>) -> Result<()
     }
 }
 
+/// aioquic's server for the tests: the launcher tests/http3.rs uses too.
+#[cfg(test)]
+#[path = "../../../tests/util/aioquic.rs"]
+mod aioquic;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{BufRead, BufReader};
+
     use std::net::UdpSocket;
     use std::path::PathBuf;
     use std::process::{Command, Stdio};
@@ -534,92 +662,13 @@ mod tests {
             .with_protocol_versions(&[&rustls::version::TLS13])
             .unwrap()
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCert))
+            .with_custom_certificate_verifier(Arc::new(Verifier(Arc::new(AnyCert))))
             .with_no_client_auth();
         c.alpn_protocols = vec![b"h3".to_vec()];
         Arc::new(c)
     }
 
-    /// aioquic's HTTP/3 server (tests/interop/h3_app.py, from tests/interop/.venv), on a
-    /// fresh port; `None` (skipped, outside CI) without the venv.
-    struct Aioquic {
-        child: std::process::Child,
-        addr: SocketAddr,
-        lines: std::sync::mpsc::Receiver<String>,
-    }
-
-    impl Aioquic {
-        /// `mode`: the server's arguments (see tests/interop/h3_app.py).
-        fn start(mode: &[&str]) -> Option<Aioquic> {
-            let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-            let python = root.join("tests/interop/.venv/bin/python");
-            let has = python.exists()
-                && Command::new(&python)
-                    .args(["-c", "import aioquic"])
-                    .status()
-                    .is_ok_and(|s| s.success());
-            if !has {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "aioquic is missing from tests/interop/.venv; .ci/run installs it"
-                );
-                eprintln!("SKIPPED: aioquic is not in tests/interop/.venv");
-                return None;
-            }
-            let mut child = Command::new(&python)
-                .arg(root.join("tests/interop/h3_app.py"))
-                .args(mode)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .expect("start aioquic");
-            let out = BufReader::new(child.stdout.take().unwrap());
-            let (tx, lines) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                for l in out.lines().map_while(Result::ok) {
-                    if tx.send(l).is_err() {
-                        break;
-                    }
-                }
-            });
-            let first = lines
-                .recv_timeout(Duration::from_secs(20))
-                .expect("aioquic says its port");
-            let port: u16 = first
-                .strip_prefix("listening ")
-                .and_then(|p| p.trim().parse().ok())
-                .unwrap_or_else(|| panic!("{first}"));
-            Some(Aioquic {
-                child,
-                addr: SocketAddr::from(([127, 0, 0, 1], port)),
-                lines,
-            })
-        }
-
-        /// The requests it answered, as it last said (waiting up to 5 s for `at_least`).
-        fn served(&self, at_least: u64) -> u64 {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            let mut last = 0;
-            while Instant::now() < deadline {
-                if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
-                    if let Some(n) = l.strip_prefix("served ") {
-                        last = n.trim().parse().unwrap_or(last);
-                        if last >= at_least {
-                            break;
-                        }
-                    }
-                }
-            }
-            last
-        }
-    }
-
-    impl Drop for Aioquic {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+    use super::aioquic::Aioquic;
 
     /// Debian's caddy (HTTP/3 on for HTTPS sites), answering "ok" on 127.0.0.1 at a port free
     /// a moment before, with its internal CA, logging each request; `None` (skipped, outside
@@ -772,7 +821,7 @@ mod tests {
         let mut sent = 0;
         let mut refused = false;
         let seen = drive(&mut conn, &sock, |conn, seen| {
-            let ready = seen.iter().any(|s| s == "Ready");
+            let ready = seen.iter().any(|s| s.starts_with("Ready"));
             while ready && !refused && sent < n && conn.in_flight() < streams {
                 match conn.request(&request) {
                     Some(_) => sent += 1,
@@ -817,7 +866,7 @@ mod tests {
         let Some(server) = Aioquic::start(&["reject", "10"]) else {
             return;
         };
-        let (seen, conn) = run(server.addr, "localhost", 100, 4);
+        let (seen, conn) = run(server.addr(), "localhost", 100, 4);
         assert_eq!(count(&seen, "Done"), 90, "{seen:?}");
         let failed: Vec<&String> = seen.iter().filter(|s| s.starts_with("Failed")).collect();
         assert_eq!(failed.len(), 10, "{seen:?}");
@@ -835,7 +884,7 @@ mod tests {
         let Some(server) = Aioquic::start(&["goaway", "20"]) else {
             return;
         };
-        let (seen, mut conn) = run(server.addr, "localhost", 100, 4);
+        let (seen, mut conn) = run(server.addr(), "localhost", 100, 4);
         assert!(
             seen.iter().any(|s| s == "GoAway { stream: 80 }"),
             "{seen:?}"
@@ -855,7 +904,7 @@ mod tests {
         let Some(server) = Aioquic::start(&["close", "30"]) else {
             return;
         };
-        let (seen, conn) = run(server.addr, "localhost", 100, 4);
+        let (seen, conn) = run(server.addr(), "localhost", 100, 4);
         let closed: Vec<&String> = seen.iter().filter(|s| s.starts_with("Closed")).collect();
         assert_eq!(closed.len(), 1, "{seen:?}");
         assert!(conn.closed());
@@ -876,7 +925,7 @@ mod tests {
         let Some(server) = Aioquic::start(&[]) else {
             return;
         };
-        let (seen, conn) = run(server.addr, "localhost", 200, 8);
+        let (seen, conn) = run(server.addr(), "localhost", 200, 8);
         let count = |what: &str| seen.iter().filter(|s| s.starts_with(what)).count();
         assert_eq!(count("Done"), 200, "{:?}", &seen[..seen.len().min(20)]);
         assert_eq!(count("Response"), 200);

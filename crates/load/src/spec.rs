@@ -347,6 +347,8 @@ pub struct TlsSpec {
     pub insecure: bool,
     /// No session resumption: every connection pays a full handshake.
     pub full_handshake: bool,
+    /// HTTP/3: requests go in 0-RTT on resumed connections where the server allows it.
+    pub early_data: bool,
     /// Only this TLS version (`None`: either).
     pub version: Option<TlsVersion>,
     /// Send and verify this name instead of the URL's host.
@@ -362,6 +364,7 @@ impl TlsSpec {
         self.cacert.is_some()
             || self.insecure
             || self.full_handshake
+            || self.early_data
             || self.version.is_some()
             || self.sni.is_some()
             || self.cert.is_some()

@@ -18,6 +18,8 @@ pub struct TlsOptions<'a> {
     pub cacert: Option<&'a Path>,
     pub insecure: bool,
     pub full_handshake: bool,
+    /// HTTP/3: requests in 0-RTT where a resumed session allows it.
+    pub early_data: bool,
     /// Pin TLS 1.2 or 1.3 (`None`: either).
     pub version: Option<crate::spec::TlsVersion>,
     /// Send and verify this name instead of the URL's host.
@@ -42,10 +44,8 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(versions)
         .map_err(|e| anyhow!("TLS: {e}"))?;
-    let builder = if opts.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+    let verifier: Arc<dyn ServerCertVerifier> = if opts.insecure {
+        Arc::new(AcceptAnyCertificate(provider.clone()))
     } else {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -67,8 +67,20 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
                 ));
             }
         }
-        builder.with_root_certificates(roots)
+        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| anyhow!("TLS: {e}"))?
     };
+    // QUIC's TLS tells no handshake kind: the check counts what it checks (a resumed
+    // handshake checks no certificate).
+    let verifier = if opts.http3 {
+        Arc::new(pelt_engine::QuicVerifier(verifier))
+    } else {
+        verifier
+    };
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
     let mut config = match opts.client_cert {
         None => builder.with_no_client_auth(),
         Some((cert, key)) => {
@@ -89,6 +101,7 @@ pub fn client(host: &str, opts: &TlsOptions) -> Result<pelt_engine::TlsClient> {
     if opts.full_handshake {
         config.resumption = rustls::client::Resumption::disabled();
     }
+    config.enable_early_data = opts.http3 && opts.early_data;
     // IP literals in URLs come bracketed for IPv6; the name to verify is the bare address.
     let host = opts.sni.unwrap_or(host);
     let name = host

@@ -21,6 +21,15 @@ pub struct QuicStats {
     /// (held back by the server's limits) and the server sent (held back by pelt's).
     pub blocked_by_server: u64,
     pub blocked_by_pelt: u64,
+    /// `--tls-early-data`: connections whose requests went in 0-RTT and the server took
+    /// them, or refused them; and the requests that went again after a refusal (each
+    /// counted once, as sent and as answered).
+    #[serde(default)]
+    pub early_accepted: u64,
+    #[serde(default)]
+    pub early_refused: u64,
+    #[serde(default)]
+    pub early_resent: u64,
 }
 
 impl QuicStats {
@@ -34,6 +43,9 @@ impl QuicStats {
         self.congestion_events += other.congestion_events;
         self.blocked_by_server += other.blocked_by_server;
         self.blocked_by_pelt += other.blocked_by_pelt;
+        self.early_accepted += other.early_accepted;
+        self.early_refused += other.early_refused;
+        self.early_resent += other.early_resent;
     }
 
     /// What was counted since `before` (an earlier look at the same connection's counts).
@@ -47,6 +59,9 @@ impl QuicStats {
             congestion_events: self.congestion_events - before.congestion_events,
             blocked_by_server: self.blocked_by_server - before.blocked_by_server,
             blocked_by_pelt: self.blocked_by_pelt - before.blocked_by_pelt,
+            early_accepted: self.early_accepted - before.early_accepted,
+            early_refused: self.early_refused - before.early_refused,
+            early_resent: self.early_resent - before.early_resent,
         }
     }
 
@@ -74,16 +89,27 @@ mod tests {
             congestion_events: 1,
             blocked_by_server: 2,
             blocked_by_pelt: 5,
+            early_accepted: 4,
+            early_refused: 1,
+            early_resent: 16,
         };
         let mut b = a;
         b.merge(&a);
         assert_eq!(b.packets_sent, 24);
         assert_eq!(b.blocked_by_pelt, 10);
+        assert_eq!(b.early_resent, 32);
         assert_eq!(b.since(&a), a);
         assert_eq!(a.loss_percent(), 25.0);
         assert_eq!(QuicStats::default().loss_percent(), 0.0);
         let json = serde_json::to_value(a).unwrap();
         assert_eq!(json["packets_lost"], 3);
         assert_eq!(serde_json::from_value::<QuicStats>(json).unwrap(), a);
+        // A result written before 0-RTT was counted reads as none.
+        let mut old = serde_json::to_value(a).unwrap();
+        for k in ["early_accepted", "early_refused", "early_resent"] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let old: QuicStats = serde_json::from_value(old).unwrap();
+        assert_eq!((old.early_accepted, old.packets_lost), (0, 3));
     }
 }

@@ -1,5 +1,5 @@
 //! An HTTP/3 run: what QUIC counted underneath the requests (datagrams, packets sent and lost,
-//! congestion events, flow-control blocks each way).
+//! congestion events, flow-control blocks each way, 0-RTT taken and refused).
 
 use crate::html::row;
 use crate::output::thousands;
@@ -30,6 +30,16 @@ pub fn text(s: &mut String, r: &Report) {
         thousands(q.blocked_by_server),
         thousands(q.blocked_by_pelt),
     );
+    if q.early_accepted + q.early_refused > 0 {
+        let _ = writeln!(
+            s,
+            "{:<15}{:>12} connections' 0-RTT requests taken, {} refused ({} requests sent again)",
+            "",
+            thousands(q.early_accepted),
+            thousands(q.early_refused),
+            thousands(q.early_resent),
+        );
+    }
 }
 
 /// QUIC's counts.
@@ -55,5 +65,12 @@ pub fn html(b: &mut String, r: &Report) {
     row(b, &[by_server, &thousands(q.blocked_by_server), ""]);
     let by_pelt = "the server held back by pelt's flow control";
     row(b, &[by_pelt, &thousands(q.blocked_by_pelt), ""]);
+    if q.early_accepted + q.early_refused > 0 {
+        let taken = "connections whose 0-RTT requests the server took";
+        row(b, &[taken, &thousands(q.early_accepted), ""]);
+        let refused = "connections whose 0-RTT requests it refused";
+        let resent = format!("{} requests sent again", thousands(q.early_resent));
+        row(b, &[refused, &thousands(q.early_refused), &resent]);
+    }
     b.push_str("</table>\n");
 }

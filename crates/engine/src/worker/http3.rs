@@ -11,7 +11,7 @@
 //! requests it had not written go on a new one.
 
 use super::*;
-use crate::quic::{H3Conn, Happened};
+use crate::quic::{H3Conn, Handshake, Happened};
 use crate::Http3 as Request;
 
 /// The HTTP/3 protocol: the requests, and the connections with datagrams to send.
@@ -81,14 +81,17 @@ impl<'a> Protocol for Http3<'a> {
     }
 
     /// Up to the slots (the server's stream limit holds the rest back, unwritten); none after
-    /// its GOAWAY or QUIC's end. Before the handshake ends, closed loop takes one (to
-    /// connect) and open loop queues up to --streams.
+    /// its GOAWAY or QUIC's end; with --no-keepalive one a connection. Before requests may
+    /// go (the handshake's end, or 0-RTT), closed loop takes one (to connect) and open loop
+    /// queues up to --streams.
     #[inline]
     fn room<I: Io, T: Transport, S: Source>(w: &W<'_, 'a, I, T, S>, i: usize) -> usize {
         let c = &w.conns[i];
         let limit = match c.proto.as_ref() {
             Some(h) if h.quic.going_away() || h.ended.is_some() => 0,
-            Some(h) if h.ready => c.slots.ring.len(),
+            Some(h) if !w.config.keep_alive && h.quic.opened() > 0 => 0,
+            _ if !w.config.keep_alive => 1,
+            Some(h) if h.quic.writable() => c.slots.ring.len(),
             _ if w.model.is_open() => c.slots.ring.len(),
             _ => 1,
         };
@@ -204,21 +207,9 @@ impl<'a> Protocol for Http3<'a> {
     /// once, not at its idle timeout.
     fn at_end<I: Io, T: Transport, S: Source>(w: &mut W<'_, 'a, I, T, S>, now: Instant) {
         for i in 0..w.conns.len() {
-            if let Some(h3) = w.conns[i].proto.as_mut() {
-                h3.quic.close(now);
-                h3.deferred = true;
-                transmit(w, i, now);
-            }
+            goodbye(w, i, now);
         }
-        // Submitted (io_uring queues sends until its next wait); what came meanwhile is
-        // dropped unread.
-        let mut events = Vec::new();
-        w.io.wait(Wait::eager(Duration::ZERO), &mut events);
-        for ev in events {
-            if let EventKind::Received(token) = ev.kind {
-                w.io.release(token);
-            }
-        }
+        w.submit_and_drop();
     }
 }
 
@@ -248,6 +239,15 @@ fn begin<I: Io, T: Transport, S: Source>(
         counted: Default::default(),
     }));
     Ok(())
+}
+
+/// Closes connection `i`'s QUIC connection as done (H3_NO_ERROR) and sends the close now.
+fn goodbye<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize, now: Instant) {
+    if let Some(h3) = w.conns[i].proto.as_mut() {
+        h3.quic.close(now);
+        h3.deferred = true;
+        transmit(w, i, now);
+    }
 }
 
 /// Queues connection `i`'s datagrams for the turn's flush.
@@ -316,7 +316,11 @@ fn happenings(
 ) {
     let streams = &config.streams;
     let Conn {
-        proto, slots, sink, ..
+        proto,
+        slots,
+        sink,
+        unwritten,
+        ..
     } = conn;
     let Some(h3) = proto.as_mut() else {
         return;
@@ -329,12 +333,32 @@ fn happenings(
         ..
     } = &mut **h3;
     quic.poll(&mut |happened| match happened {
-        Happened::Ready => {
+        Happened::Ready(Handshake { resumed, early }) => {
             *ready = true;
             let stats = ledger.current();
             let took = at.saturating_duration_since(*started).as_micros() as u64;
             stats.handshake.record(took);
-            stats.handshakes_full += 1;
+            if resumed {
+                stats.handshakes_resumed += 1;
+            } else {
+                stats.handshakes_full += 1;
+            }
+            match early {
+                Some(true) => stats.quic().early_accepted += 1,
+                Some(false) => {
+                    // QUIC dropped the streams they went on: each is written again, as
+                    // the same request (counted once).
+                    let written = slots.len - *unwritten;
+                    let quic = stats.quic();
+                    quic.early_refused += 1;
+                    quic.early_resent += written as u64;
+                    for k in 0..written {
+                        slots.get_mut(k).stream = Stream::default();
+                    }
+                    *unwritten = slots.len;
+                }
+                None => {}
+            }
         }
         Happened::Field {
             stream,
@@ -448,7 +472,9 @@ fn ended<I: Io, T: Transport, S: Source>(
         .ended
         .clone()
         .or_else(|| h3.quic.closed().then(String::new));
-    let drained = h3.quic.going_away() && conn.written() == 0;
+    // --no-keepalive: its one request answered, the connection is done.
+    let done = !w.config.keep_alive && h3.ready && h3.quic.opened() > 0;
+    let drained = (h3.quic.going_away() || done) && conn.written() == 0;
     match gone {
         Some(reason) if !h3.ready => {
             let message = format!("the QUIC handshake failed: {reason}");
@@ -457,6 +483,13 @@ fn ended<I: Io, T: Transport, S: Source>(
         }
         None if !drained => return false,
         _ => {}
+    }
+    if gone.is_none() {
+        goodbye(w, i, now);
+        if w.conns[i].proto.is_none() {
+            // The close's send failed: the connection failed (and went again) there.
+            return true;
+        }
     }
     // QUIC failed its streams as it ended; any it did not report end here.
     for _ in 0..w.conns[i].written() {
@@ -483,7 +516,7 @@ fn open_streams<I: Io, T: Transport, S: Source>(
 ) {
     let requests = &w.proto.request.requests;
     let conn = &mut w.conns[i];
-    let Some(h3) = conn.proto.as_mut().filter(|h| h.ready) else {
+    let Some(h3) = conn.proto.as_mut().filter(|h| h.quic.writable()) else {
         return;
     };
     while conn.unwritten > 0 {

@@ -665,6 +665,18 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
         }
     }
 
+    /// The run is over: what the protocol's goodbyes queued is submitted (io_uring queues
+    /// sends until its next wait), and what came meanwhile is dropped unread.
+    fn submit_and_drop(&mut self) {
+        let mut events = Vec::new();
+        self.io.wait(Wait::eager(Duration::ZERO), &mut events);
+        for ev in events {
+            if let EventKind::Received(token) = ev.kind {
+                self.io.release(token);
+            }
+        }
+    }
+
     /// The responses (and failures) connection `i`'s sink kept for the source go to it.
     #[inline]
     fn answer(&mut self, i: usize, now: Instant) {

@@ -395,15 +395,7 @@ impl<'a> Protocol for Ws<'a> {
             ws::encode_close(out, 1000, b"", mask(&mut w.proto.rng));
             send(w, i, now);
         }
-        // Submitted (io_uring queues sends until its next wait); what came meanwhile is
-        // dropped unread.
-        let mut events = Vec::new();
-        w.io.wait(Wait::eager(Duration::ZERO), &mut events);
-        for ev in events {
-            if let EventKind::Received(token) = ev.kind {
-                w.io.release(token);
-            }
-        }
+        w.submit_and_drop();
     }
 }
 

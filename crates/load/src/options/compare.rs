@@ -63,8 +63,8 @@ pub static COMPARE: &[Row] = &[
         form: Form::Many,
         help: "A setting to compare, KEY=V1,V2,...: every combination runs against every \
                target. Repeatable. KEY is any load flag by its long name (connections, threads, \
-               rate, pipeline, streams, method, timeout, ...), plus keepalive=on,off and \
-               http=1.1,2. Node.js also takes an object of keys and lists of values.",
+               rate, pipeline, streams, method, timeout, ...), plus keepalive=on,off, \
+               http=1.1,2,3 and tls=resume,full,0rtt (0rtt: HTTP/3 only). Node.js also takes an object of keys and lists of values.",
         ts: "Record<string, (string | number)[] | string | number> | string[] | string",
         example: r#"["connections=16,256"]"#,
         read: |s, g| {

@@ -1083,7 +1083,6 @@ pub static RUN: &[Row] = &[
                table.",
         example: "true",
         rules: &[
-            Rule::Conflicts("keepAlive"),
             Rule::Conflicts("pipeline"),
             Rule::Conflicts("http2"),
             Rule::Conflicts("unixSocket"),
@@ -1166,6 +1165,22 @@ pub static RUN: &[Row] = &[
             Ok(())
         },
         write: |s| on(s.tls.full_handshake),
+        ..BASE
+    },
+    Row {
+        name: "tlsEarlyData",
+        long: "tls-early-data",
+        form: Form::Switch,
+        help: "https over HTTP/3: requests go in 0-RTT on resumed connections where the server \
+               allows it (a refused one goes again after the handshake, counted once). Only for \
+               requests safe to repeat: a 0-RTT request can be replayed.",
+        example: "true",
+        rules: &[Rule::Requires("http3"), Rule::Conflicts("tlsFullHandshake")],
+        read: |s, g| {
+            s.tls.early_data = g.boolean()?;
+            Ok(())
+        },
+        write: |s| on(s.tls.early_data),
         ..BASE
     },
     Row {

@@ -97,7 +97,7 @@ pub(super) fn websocket(
 pub(super) fn tls_flags_fit(spec: &LoadSpec, target: &target::Target) -> Result<(), SpecError> {
     if target.tls_host.is_none() && spec.tls.is_set() {
         return Err(bad(
-            "--cacert, --insecure, --tls-full-handshake, --tls-version, --sni and --cert/--key \
+            "--cacert, --insecure, --tls-full-handshake, --tls-early-data, --tls-version, --sni and --cert/--key \
              are for https:// URLs",
         ));
     }
@@ -117,6 +117,7 @@ pub(super) fn tls_client(
         cacert: t.cacert.as_deref(),
         insecure: t.insecure,
         full_handshake: t.full_handshake,
+        early_data: t.early_data,
         version: t.version,
         sni: t.sni.as_deref(),
         client_cert: t.cert.as_deref().zip(t.key.as_deref()),

@@ -331,7 +331,7 @@ pub fn target(spec: &str) -> Result<(String, String), SpecError> {
 
 /// Sets `key` to `value` in a cell's options: a run option by its long flag, its short one
 /// or its name; switches take on/off; `keepalive`, `http` (1.1, 2, 3) and `tls` (resume,
-/// full) as their words say.
+/// full, 0rtt: HTTP/3's requests in 0-RTT) as their words say.
 pub fn apply_setting(
     options: &mut Map<String, Value>,
     key: &str,
@@ -360,16 +360,22 @@ pub fn apply_setting(
             options.insert("http3".to_string(), Value::Bool(h3));
             ("http2", Value::Bool(h2))
         }
-        // The founding benchmark matrix's handshake modes: resumed sessions or full handshakes.
-        "tls" => match value {
-            "resume" | "resumed" => ("tlsFullHandshake", Value::Bool(false)),
-            "full" => ("tlsFullHandshake", Value::Bool(true)),
-            _ => {
-                return Err(bad(format!(
-                    "invalid --vary tls={value}: tls takes resume or full"
-                )))
-            }
-        },
+        // The founding benchmark matrix's handshake modes: resumed sessions or full handshakes,
+        // and (HTTP/3) requests in 0-RTT.
+        "tls" => {
+            let (full, early) = match value {
+                "resume" | "resumed" => (false, false),
+                "full" => (true, false),
+                "0rtt" | "early" => (false, true),
+                _ => {
+                    return Err(bad(format!(
+                        "invalid --vary tls={value}: tls takes resume, full or 0rtt"
+                    )))
+                }
+            };
+            options.insert("tlsEarlyData".to_string(), Value::Bool(early));
+            ("tlsFullHandshake", Value::Bool(full))
+        }
         _ => {
             let row = options::RUN.iter().find(|f| {
                 !matches!(f.form, Form::Library | Form::Positional)
@@ -688,13 +694,17 @@ mod tests {
         assert!(set("http", "4").is_err());
         assert_eq!(
             set("tls", "full").unwrap(),
-            serde_json::json!({"tlsFullHandshake": true})
+            serde_json::json!({"tlsFullHandshake": true, "tlsEarlyData": false})
         );
         assert_eq!(
             set("tls", "resume").unwrap(),
-            serde_json::json!({"tlsFullHandshake": false})
+            serde_json::json!({"tlsFullHandshake": false, "tlsEarlyData": false})
         );
-        assert!(set("tls", "0rtt").is_err());
+        assert_eq!(
+            set("tls", "0rtt").unwrap(),
+            serde_json::json!({"tlsFullHandshake": false, "tlsEarlyData": true})
+        );
+        assert!(set("tls", "none").is_err());
         assert_eq!(
             set("c", "16").unwrap(),
             serde_json::json!({"connections": "16"})
