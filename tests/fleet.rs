@@ -324,6 +324,71 @@ fn json_file(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+/// HTTP/3 in a fleet (2 agents against caddy): exactly -n, each agent's QUIC counts and
+/// handshakes added up in the merged result, which is `pelt merge` of theirs, and caddy's log
+/// holds every request.
+#[test]
+fn a_fleet_over_http3_sends_exactly_n_and_adds_up_quic() {
+    let Some(server) = util::h3::caddy("") else {
+        return;
+    };
+    let url = server.url("https", 0);
+    let token = token_file("h3", TOKEN);
+    let dir = std::path::Path::new(&token).parent().unwrap().to_path_buf();
+    let merged = dir.join("merged.json").display().to_string();
+    let coord = Coord::start(
+        &url,
+        2,
+        &token,
+        &[
+            "--http3",
+            "--insecure",
+            "-n",
+            "2000",
+            "-c",
+            "4",
+            "--streams",
+            "8",
+            "--json",
+            &merged,
+            "-q",
+        ],
+    );
+    let outs: Vec<String> = (0..2)
+        .map(|r| dir.join(format!("agent{r}.json")).display().to_string())
+        .collect();
+    let agents: Vec<Child> = (0..2)
+        .map(|r| {
+            agent(
+                &coord.addr,
+                r,
+                2,
+                &token,
+                &["--json", &outs[r as usize], "-q"],
+            )
+        })
+        .collect();
+    let (code, _, stderr) = coord.finish(CHILD_LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    agents_succeed(agents);
+    let v = json_file(std::path::Path::new(&merged));
+    assert_invariant(&v);
+    assert_schema(&v);
+    assert_eq!(count(&v, &["requests", "completed"]), 2000, "{v}");
+    assert_eq!(v["http"], "3");
+    let parts: Vec<serde_json::Value> = outs.iter().map(|o| json_file(o.as_ref())).collect();
+    for k in ["datagrams_sent", "packets_sent", "datagrams_received"] {
+        let sum: u64 = parts.iter().map(|p| count(p, &["quic", k])).sum();
+        assert!(sum > 0, "{k}");
+        assert_eq!(count(&v, &["quic", k]), sum, "{k}");
+    }
+    let handshakes =
+        count(&v, &["tls_handshakes", "full"]) + count(&v, &["tls_handshakes", "resumed"]);
+    assert_eq!(handshakes, count(&v, &["connections_opened"]), "{v}");
+    assert_is_merge_of(&v, &outs);
+    assert_eq!(util::h3::caddy_h3_requests(&server, 2000).len(), 2000);
+}
+
 #[test]
 fn three_agents_send_exactly_n_and_the_result_is_the_merge_of_theirs() {
     let (server, url) = serve(ServerConfig::default());

@@ -306,6 +306,97 @@ fn early_data_the_server_refuses_goes_again_and_is_counted_once() {
     }
 }
 
+/// Protocol-generic features over HTTP/3: stages ramping the arrival rate (every request
+/// started is accounted for and caddy logs each that completed), and `--expect` thresholds
+/// (those met, exit 0; one that cannot be met, exit 3, the run still whole).
+#[test]
+fn stages_and_expectations_work_over_http3() {
+    let Some(server) = caddy("") else {
+        return;
+    };
+    let url = server.url("https", 0);
+    let v = run_h3(&[
+        &url,
+        "--rate",
+        "200",
+        "--stages",
+        "1s:400,1s:100",
+        "-c",
+        "2",
+    ]);
+    let completed = count(&v, &["requests", "completed"]);
+    assert!(completed >= 400, "{v}");
+    assert_eq!(count(&v, &["errors", "total"]), 0, "{v}");
+    assert_eq!(
+        caddy_h3_requests(&server, completed as usize).len() as u64,
+        completed
+    );
+    let logged = completed;
+    let met = run_h3(&[
+        &url,
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "--expect",
+        "p99<5s",
+        "--expect",
+        "errors<1%",
+    ]);
+    assert_eq!(thresholds_held(&met), vec![true, true], "{met}");
+    let mut all = vec![&url[..], "-n", "300", "-c", "2", "--expect", "p50<1us"];
+    all.extend(["--http3", "--insecure", "--json", "-", "-q"]);
+    let (out, _) = wait_bounded(spawn_any_backend(&all), Duration::from_secs(40));
+    // A threshold missed: exit 3, as on any run.
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let unmet: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(thresholds_held(&unmet), vec![false], "{unmet}");
+    assert_eq!(count(&unmet, &["requests", "completed"]), 300);
+    assert_eq!(
+        caddy_h3_requests(&server, logged as usize + 600).len() as u64,
+        logged + 600
+    );
+}
+
+/// Server-sent events over HTTP/3 (aioquic sends 20 events a stream, one every 5 ms): every
+/// stream and event counted exactly; with --stream-limit 5 each stream is cut (cancelled with
+/// H3_REQUEST_CANCELLED) after its fifth event and booked as a response.
+#[test]
+fn event_streams_over_http3_are_counted_event_by_event() {
+    let Some(server) = Aioquic::start(&["sse", "20"]) else {
+        return;
+    };
+    let url = server.url();
+    let v = run_h3(&[&url, "-n", "40", "-c", "2", "--streams", "4"]);
+    let s = &v["event_streams"];
+    assert_eq!(count(&v, &["requests", "completed"]), 40, "{v}");
+    assert_eq!(count(s, &["streams"]), 40, "{s}");
+    assert_eq!(count(s, &["events"]), 800, "{s}");
+    assert_eq!(count(s, &["cut"]), 0, "{s}");
+    let v = run_h3(&[
+        &url,
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "--stream-limit",
+        "5",
+    ]);
+    let s = &v["event_streams"];
+    assert_eq!(count(&v, &["requests", "completed"]), 40, "{v}");
+    assert_eq!(count(&v, &["errors", "total"]), 0, "{v}");
+    assert_eq!(count(s, &["events"]), 200, "{s}");
+    assert_eq!(count(s, &["cut"]), 40, "{s}");
+    assert_eq!(server.served(80), 80);
+}
+
 #[test]
 fn http3_refuses_what_it_cannot_do_in_one_line() {
     assert_bad_input(

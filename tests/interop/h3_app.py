@@ -7,6 +7,8 @@ made at start, for 127.0.0.1 and localhost.
   reject N    resets every Nth request stream with H3_REQUEST_REJECTED (not counted served)
   goaway N    sends GOAWAY after its Nth request (naming the next stream), answers the rest
   close N     closes the connection with H3_EXCESSIVE_LOAD after its Nth answer
+  sse N       answers each request with a server-sent event stream of N events, one every
+              5 ms (counted served when it starts)
   tickets 0   issues session tickets and takes them back (resumption and 0-RTT)
   forget N    issues tickets but forgets every Nth one presented: that handshake is a full
               one, and the requests sent in its 0-RTT are refused (never answered)"""
@@ -61,6 +63,9 @@ class App(QuicConnectionProtocol):
                 self._quic.reset_stream(e.stream_id, H3_REQUEST_REJECTED)
                 continue
             served += 1
+            if MODE == "sse":
+                self.sse(e.stream_id, 0)
+                continue
             self.h3.send_headers(
                 e.stream_id,
                 [(b":status", b"200"), (b"content-type", b"text/plain"), (b"server", b"aioquic")],
@@ -74,6 +79,21 @@ class App(QuicConnectionProtocol):
             if MODE == "close" and self.requests == EVERY:
                 self._quic.close(error_code=H3_EXCESSIVE_LOAD, reason_phrase="enough")
         self.transmit()
+
+    def sse(self, stream_id, k):
+        """Event k of the stream (its head first), the next one 5 ms later, the end after N."""
+        if k == 0:
+            self.h3.send_headers(
+                stream_id, [(b":status", b"200"), (b"content-type", b"text/event-stream")]
+            )
+        last = k + 1 == EVERY
+        try:
+            self.h3.send_data(stream_id, b"data: %d\n\n" % k, end_stream=last)
+        except Exception:
+            return  # the client stopped the stream (or the connection ended)
+        self.transmit()
+        if not last:
+            asyncio.get_event_loop().call_later(0.005, self.sse, stream_id, k + 1)
 
 
 def certificate(folder):
