@@ -73,6 +73,12 @@ fn counts_equal_caddys_access_log_on_every_backend_with_one_and_many_streams() {
             );
             assert!(q("packets_sent") >= q("datagrams_sent"), "{at}");
             assert!(q("packets_lost") <= q("packets_sent"), "{at}");
+            // Each second's QUIC counts (the timeline, Prometheus's counters) add up to them.
+            let points = v["timeline"].as_array().unwrap();
+            for k in ["datagrams_sent", "datagrams_received", "packets_sent"] {
+                let sum: u64 = points.iter().map(|p| count(p, &["quic", k])).sum();
+                assert_eq!(sum, q(k), "{k}: {at}");
+            }
             logged += 1500;
             assert_eq!(caddy_h3_requests(&server, logged).len(), logged, "{at}");
         }

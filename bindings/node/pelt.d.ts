@@ -541,6 +541,8 @@ export interface TimelinePoint {
     upgrades: number; messages_received: number; received_bytes: number; pushed: number
     pings_received: number; pings_sent: number; pongs: number; drops: number
   }
+  /** An HTTP/3 run: what the second added to the `quic` section's counts. */
+  quic?: Quic
   /** A gRPC run: the calls that ended with a status in this second, and those OK. */
   grpc?: { calls: number; ok: number }
   connections: number

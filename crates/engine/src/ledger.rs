@@ -67,6 +67,7 @@ struct Totals {
     targets: Vec<TargetCounts>,
     websocket: Option<pelt_stats::WsPoint>,
     grpc: Option<pelt_stats::GrpcStats>,
+    quic: Option<pelt_stats::QuicStats>,
 }
 
 impl Totals {
@@ -104,6 +105,9 @@ impl Totals {
                 [ws(&main.websocket), ws(&warm.websocket)]
                     .iter()
                     .map(Option::as_ref),
+            ),
+            quic: pelt_stats::QuicStats::join(
+                [main.quic.as_deref(), warm.quic.as_deref()].into_iter(),
             ),
             grpc: [&main.grpc, &warm.grpc]
                 .into_iter()
@@ -514,6 +518,9 @@ impl Ledger {
         interval.websocket = now
             .websocket
             .map(|w| self.handed.websocket.unwrap_or_default().since(&w));
+        interval.quic = now
+            .quic
+            .map(|q| q.since(&self.handed.quic.unwrap_or_default()));
         self.handed = now;
         // The receiver outlives the workers; if it is gone, nobody is listening.
         let _ = self.tx.send(Published {

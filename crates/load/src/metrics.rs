@@ -2,7 +2,8 @@
 //! `on_second`, never on the per-request path): counters of requests sent and completed,
 //! errors by kind, responses by status code and class, bytes, late starts; gauges of
 //! connections, the rate asked for and the rate reached, and the last second's latency (and
-//! open-loop lag) percentiles; and latency and lag as Prometheus histograms.
+//! open-loop lag) percentiles; and latency and lag as Prometheus histograms (and, by kind of
+//! run, event streams, WebSocket and QUIC counts).
 //!
 //! The text exposition is written here rather than through the prometheus-client crate: its
 //! histograms take observations one at a time, while pelt already has each second's latency
@@ -45,6 +46,8 @@ pub struct Metrics {
     streams: Option<StreamMetrics>,
     /// WebSocket runs: the socket counts so far.
     websocket: Option<pelt_stats::WsPoint>,
+    /// HTTP/3 runs: QUIC's counts so far.
+    quic: Option<pelt_stats::QuicStats>,
     /// Open loop: the lag's histogram.
     lag: Option<Buckets>,
     connections: u64,
@@ -134,6 +137,7 @@ impl Metrics {
             ttfb: Buckets::default(),
             streams: None,
             websocket: None,
+            quic: None,
             lag: (info.load_model == pelt_stats::LoadModel::Open).then(Buckets::default),
             connections: 0,
             seconds: 0,
@@ -191,6 +195,9 @@ impl Metrics {
         }
         if let Some(w) = &p.websocket {
             self.websocket.get_or_insert_with(Default::default).merge(w);
+        }
+        if let Some(q) = &p.quic {
+            self.quic.get_or_insert_with(Default::default).merge(q);
         }
         if let (Some(b), Some(lag)) = (self.lag.as_mut(), &d.lag) {
             b.add(lag);
@@ -521,6 +528,7 @@ impl Metrics {
         );
         self.stream_families(f);
         self.websocket_families(f);
+        self.quic_families(f);
         let Some(lag) = &self.lag else { return };
         f.counter(
             "pelt_requests_late_total",
@@ -615,6 +623,73 @@ impl Metrics {
             for (name, help, v) in counters {
                 f.counter(name, help, v);
             }
+        }
+    }
+
+    /// An HTTP/3 run's QUIC counts.
+    fn quic_families(&self, f: &mut Families) {
+        let Some(q) = &self.quic else {
+            return;
+        };
+        let counters = [
+            (
+                "pelt_quic_packets_sent_total",
+                "QUIC packets sent.",
+                q.packets_sent,
+            ),
+            (
+                "pelt_quic_packets_lost_total",
+                "QUIC packets declared lost (their frames sent again as needed).",
+                q.packets_lost,
+            ),
+            (
+                "pelt_quic_lost_bytes_total",
+                "The bytes of the QUIC packets lost.",
+                q.bytes_lost,
+            ),
+            (
+                "pelt_quic_congestion_events_total",
+                "Losses that made pelt's QUIC sender cut its congestion window.",
+                q.congestion_events,
+            ),
+            (
+                "pelt_quic_datagrams_sent_total",
+                "UDP datagrams sent.",
+                q.datagrams_sent,
+            ),
+            (
+                "pelt_quic_datagrams_received_total",
+                "UDP datagrams received.",
+                q.datagrams_received,
+            ),
+            (
+                "pelt_quic_blocked_by_server_total",
+                "Flow-control and stream-limit blocks pelt sent (held back by the server).",
+                q.blocked_by_server,
+            ),
+            (
+                "pelt_quic_blocked_by_pelt_total",
+                "Flow-control and stream-limit blocks the server sent (held back by pelt).",
+                q.blocked_by_pelt,
+            ),
+            (
+                "pelt_quic_early_accepted_total",
+                "Connections whose 0-RTT requests the server took.",
+                q.early_accepted,
+            ),
+            (
+                "pelt_quic_early_refused_total",
+                "Connections whose 0-RTT requests the server refused.",
+                q.early_refused,
+            ),
+            (
+                "pelt_quic_early_resent_total",
+                "Requests sent again after the server refused their 0-RTT.",
+                q.early_resent,
+            ),
+        ];
+        for (name, help, v) in counters {
+            f.counter(name, help, v);
         }
     }
 
@@ -920,6 +995,32 @@ mod tests {
             "pelt_websocket_pushed_total{run=\"r1\"} 3",
             "pelt_websocket_drops_total{run=\"r1\"} 3",
             "pelt_websocket_pongs_total{run=\"r1\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+    }
+
+    #[test]
+    fn quic_counts_are_counters() {
+        let mut m = Metrics::new(&info(), "r1", &[]);
+        assert!(!m.text().contains("pelt_quic"));
+        for second in 0..3 {
+            let mut iv = pelt_stats::Interval::new(second);
+            iv.quic = Some(pelt_stats::QuicStats {
+                packets_sent: 100,
+                packets_lost: second,
+                early_refused: 1,
+                ..Default::default()
+            });
+            m.add(&iv.point(1.0, false)).unwrap();
+        }
+        let text = m.text();
+        for line in [
+            "pelt_quic_packets_sent_total{run=\"r1\"} 300",
+            "pelt_quic_packets_lost_total{run=\"r1\"} 3",
+            "pelt_quic_early_refused_total{run=\"r1\"} 3",
+            "pelt_quic_datagrams_sent_total{run=\"r1\"} 0",
+            "# TYPE pelt_quic_congestion_events_total counter",
         ] {
             assert!(text.contains(line), "{line} missing:\n{text}");
         }

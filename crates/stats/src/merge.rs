@@ -121,6 +121,7 @@ struct Second {
     ttfb: Option<LatencyHistogram>,
     streams: Option<crate::StreamPoint>,
     websocket: Option<crate::WsPoint>,
+    quic: Option<crate::QuicStats>,
     grpc: Option<crate::GrpcPoint>,
     detail: crate::Detail,
 }
@@ -599,6 +600,7 @@ impl Second {
             crate::StreamPoint::join([self.streams.as_ref(), p.event_streams.as_ref()].into_iter());
         self.websocket =
             crate::WsPoint::join([self.websocket.as_ref(), p.websocket.as_ref()].into_iter());
+        self.quic = crate::QuicStats::join([self.quic.as_ref(), p.quic.as_ref()].into_iter());
         self.grpc = crate::GrpcPoint::join([self.grpc.as_ref(), p.grpc.as_ref()].into_iter());
         self.detail.merge(&p.detail);
         Ok(())
@@ -620,6 +622,7 @@ impl Second {
             ttfb: Some(LatencyHistogram::new()),
             streams: None,
             websocket: None,
+            quic: None,
             grpc: None,
             detail: crate::Detail::default(),
         }
@@ -646,6 +649,7 @@ impl Second {
             ttfb_histogram: self.ttfb.as_ref().map(LatencyHistogram::encode),
             event_streams: self.streams,
             websocket: self.websocket,
+            quic: self.quic,
             grpc: self.grpc,
             connections: self.connections,
             late: self.late,

@@ -65,6 +65,15 @@ impl QuicStats {
         }
     }
 
+    /// The sum of `points` (`None` when none is there: not an HTTP/3 run).
+    pub fn join<'a>(points: impl Iterator<Item = Option<&'a QuicStats>>) -> Option<QuicStats> {
+        points.flatten().fold(None, |sum, p| {
+            let mut sum = sum.unwrap_or_default();
+            sum.merge(p);
+            Some(sum)
+        })
+    }
+
     /// The share of packets sent that were lost, in percent.
     pub fn loss_percent(&self) -> f64 {
         if self.packets_sent == 0 {

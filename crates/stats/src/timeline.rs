@@ -35,6 +35,8 @@ pub struct Interval {
     pub streams: Option<Box<crate::StreamSecond>>,
     /// WebSocket runs: what the second added to the socket counts (set at the hand-over).
     pub websocket: Option<crate::WsPoint>,
+    /// HTTP/3 runs: what the second added to QUIC's counts (set at the hand-over).
+    pub quic: Option<crate::QuicStats>,
 }
 
 /// What one second added to the counts the per-request path keeps only as totals: responses
@@ -162,6 +164,7 @@ impl Interval {
             detail: Detail::default(),
             streams: None,
             websocket: None,
+            quic: None,
         }
     }
 
@@ -210,6 +213,7 @@ impl Interval {
         }
         self.websocket =
             crate::WsPoint::join([self.websocket.as_ref(), other.websocket.as_ref()].into_iter());
+        self.quic = crate::QuicStats::join([self.quic.as_ref(), other.quic.as_ref()].into_iter());
     }
 
     /// The timeline point of this (merged) interval, `length_s` long (shorter than a second
@@ -248,6 +252,7 @@ impl Interval {
             detail: self.detail.clone(),
             event_streams: self.streams.as_ref().map(|s| s.point()),
             websocket: self.websocket,
+            quic: self.quic,
             grpc: crate::GrpcPoint::of(&self.detail.grpc),
         }
     }
@@ -359,6 +364,10 @@ pub struct TimelinePoint {
     /// pings, pongs and sockets the server dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<crate::WsPoint>,
+    /// HTTP/3 runs: what QUIC counted in the second (packets sent and lost, datagrams,
+    /// congestion events, flow-control blocks, 0-RTT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<crate::QuicStats>,
     /// gRPC runs: the calls that ended in the second, and those OK.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<crate::GrpcPoint>,
@@ -666,6 +675,7 @@ pub fn fold(points: &[TimelinePoint]) -> TimelinePoint {
         ttfb_histogram: ttfb.as_ref().map(LatencyHistogram::encode),
         event_streams: crate::StreamPoint::join(points.iter().map(|p| p.event_streams.as_ref())),
         websocket: crate::WsPoint::join(points.iter().map(|p| p.websocket.as_ref())),
+        quic: crate::QuicStats::join(points.iter().map(|p| p.quic.as_ref())),
         grpc: crate::GrpcPoint::join(points.iter().map(|p| p.grpc.as_ref())),
         connections: last.connections,
         late: sum(|p| p.late),
