@@ -403,6 +403,35 @@ fn event_streams_over_http3_are_counted_event_by_event() {
     assert_eq!(server.served(80), 80);
 }
 
+/// caddy advertises HTTP/3 on its HTTPS responses (`Alt-Svc: h3=":PORT"`): a run over
+/// HTTP/1.1 or HTTP/2 says so in a note (suggesting --http3); the HTTP/3 run does not, and
+/// neither does a run against a server that advertises nothing.
+#[test]
+fn a_server_advertising_http3_gets_a_note_suggesting_it() {
+    let Some(server) = caddy("") else {
+        return;
+    };
+    let url = server.url("https", 0);
+    let says = |v: &serde_json::Value| {
+        v["notes"].as_array().unwrap().iter().any(|n| {
+            n.as_str()
+                .unwrap()
+                .contains("advertises HTTP/3 (Alt-Svc: h3)")
+        })
+    };
+    for h2 in [false, true] {
+        let mut args = vec![&url[..], "-n", "50", "--insecure"];
+        if h2 {
+            args.push("--http2");
+        }
+        let v = run_json(&args);
+        assert!(says(&v), "http2 {h2}: {v}");
+    }
+    assert!(!says(&run_h3(&[&url, "-n", "50"])));
+    let (_server, plain) = serve(pelt_server::ServerConfig::default());
+    assert!(!says(&run_json(&[&plain, "-n", "50"])));
+}
+
 #[test]
 fn http3_refuses_what_it_cannot_do_in_one_line() {
     assert_bad_input(

@@ -486,6 +486,8 @@ pub struct Session {
     goaway: Option<u32>,
     /// Header fields are reported ([`Session::read_responses`]).
     responses: bool,
+    /// A response so far advertised HTTP/3 (`alt-svc` with `h3`): sticky, for the run's note.
+    advertised_h3: bool,
 }
 
 impl Default for Session {
@@ -512,7 +514,13 @@ impl Session {
             next_stream: 1,
             goaway: None,
             responses: false,
+            advertised_h3: false,
         }
+    }
+
+    /// A response's header block on this session advertised HTTP/3 (`alt-svc` with `h3`).
+    pub fn advertised_h3(&self) -> bool {
+        self.advertised_h3
     }
 
     /// From now on, reports each response header field ([`Event::Field`]), for a caller that
@@ -955,10 +963,13 @@ impl Session {
         let mut bad_status = false;
         let mut event_stream = false;
         let responses = self.responses;
+        let advertised_h3 = &mut self.advertised_h3;
         self.decoder
             .decode(block, |name, v| {
                 if name == b"content-type" {
                     event_stream = crate::response::is_event_stream(v);
+                } else if name == b"alt-svc" {
+                    *advertised_h3 |= crate::response::advertises_h3(v);
                 }
                 if responses {
                     on(Event::Field {

@@ -155,6 +155,8 @@ pub struct ResponseParser {
     interim: u16,
     /// The final head said `Content-Type: text/event-stream`.
     event_stream: bool,
+    /// A head so far advertised HTTP/3 (`Alt-Svc: h3=...`): sticky, for the run's note.
+    advertised_h3: bool,
 }
 
 impl ResponseParser {
@@ -172,6 +174,7 @@ impl ResponseParser {
             body_bytes: 0,
             interim: 0,
             event_stream: false,
+            advertised_h3: false,
         }
     }
 
@@ -206,6 +209,11 @@ impl ResponseParser {
     /// The final status of the response being read (0 before its head).
     pub fn status(&self) -> u16 {
         self.status
+    }
+
+    /// A response's head on this parser advertised HTTP/3 (`Alt-Svc` with `h3`).
+    pub fn advertised_h3(&self) -> bool {
+        self.advertised_h3
     }
 
     /// The response being read is a `text/event-stream` (known once its final head is parsed,
@@ -411,6 +419,7 @@ impl ResponseParser {
         self.status = head.status;
         self.keep_alive = head.keep_alive;
         self.event_stream = head.event_stream;
+        self.advertised_h3 |= head.alt_svc_h3;
         if self.head_request || head.status == 204 || head.status == 304 {
             return Ok(HeadOutcome::NoBody);
         }
@@ -626,6 +635,8 @@ struct Head {
     content_length: Option<u64>,
     /// `Content-Type: text/event-stream`.
     event_stream: bool,
+    /// `Alt-Svc` offers `h3`.
+    alt_svc_h3: bool,
 }
 
 /// Parses a complete head at the start of `buf`; `None` if the head is not complete yet.
@@ -653,10 +664,13 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, Head)>, ParseError> {
     let mut framing = Framing::Length;
     let mut content_length: Option<u64> = None;
     let mut event_stream = false;
+    let mut alt_svc_h3 = false;
     for h in headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-type") {
             event_stream = is_event_stream(h.value);
+        } else if name.eq_ignore_ascii_case("alt-svc") {
+            alt_svc_h3 |= advertises_h3(h.value);
         }
         if name.eq_ignore_ascii_case("content-length") {
             for part in h.value.split(|&b| b == b',') {
@@ -697,6 +711,7 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, Head)>, ParseError> {
             framing,
             content_length,
             event_stream,
+            alt_svc_h3,
         },
     )))
 }
@@ -848,6 +863,15 @@ pub fn read_complete(raw: &[u8], fields: &mut Fields, body: &mut Vec<u8>) -> Opt
         }
         return Some(status);
     }
+}
+
+/// Whether an `Alt-Svc` value (RFC 7838: `h3=":443"; ma=86400, h3-29=":443"`) offers HTTP/3
+/// (the `h3` protocol id; drafts' `h3-NN` are not what pelt speaks).
+pub fn advertises_h3(alt_svc: &[u8]) -> bool {
+    alt_svc.split(|&b| b == b',').any(|alt| {
+        let id = alt.split(|&b| b == b'=').next().unwrap_or(b"");
+        trim_ows(id) == b"h3"
+    })
 }
 
 /// Whether a `Content-Type` value names `text/event-stream` (its media type, before any

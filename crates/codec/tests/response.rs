@@ -535,3 +535,27 @@ fn body_bytes_pass_out_unframed_however_the_wire_is_cut() {
         }
     }
 }
+
+/// `Alt-Svc` offering `h3` (RFC 7838's forms, among other alternatives) is remembered by the
+/// parser from that response on; drafts' `h3-29` and `clear` are not HTTP/3 as pelt speaks it.
+#[test]
+fn alt_svc_offering_h3_is_remembered() {
+    use pelt_codec::response::advertises_h3;
+    assert!(advertises_h3(b"h3=\":443\"; ma=86400"));
+    assert!(advertises_h3(b"h3-29=\":443\"; ma=86400, h3=\":8443\""));
+    assert!(advertises_h3(b" h3 = \":443\""));
+    assert!(!advertises_h3(b"h3-29=\":443\""));
+    assert!(!advertises_h3(b"h2=\"alt.example:443\""));
+    assert!(!advertises_h3(b"clear"));
+    let mut p = ResponseParser::new(ParserOptions::default());
+    let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    assert!(matches!(p.parse(plain), Ok((_, Parsed::Complete(_)))));
+    assert!(!p.advertised_h3());
+    let offered =
+        b"HTTP/1.1 200 OK\r\nalt-svc: h3=\":443\"; ma=2592000\r\nContent-Length: 2\r\n\r\nok";
+    assert!(matches!(p.parse(offered), Ok((_, Parsed::Complete(_)))));
+    assert!(p.advertised_h3());
+    // Sticky: the next response without it leaves it set.
+    assert!(matches!(p.parse(plain), Ok((_, Parsed::Complete(_)))));
+    assert!(p.advertised_h3());
+}

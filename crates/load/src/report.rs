@@ -196,9 +196,17 @@ impl Prepared {
         }
     }
 
-    /// HTTPS: handshakes, and a note when the certificate was not verified.
+    /// HTTPS: handshakes, a note when the certificate was not verified, and one when the
+    /// server offered HTTP/3 that the run did not use.
     fn tls(&self, report: &mut Report, result: &RunResult) {
         let p = self;
+        if result.stats.alt_svc_h3 {
+            report.notes.push(
+                "the server advertises HTTP/3 (Alt-Svc: h3): --http3 measures it over QUIC, \
+                 beside this run's HTTP/1.1 or HTTP/2"
+                    .into(),
+            );
+        }
         if let Some(tls) = &p.info.tls {
             report.tls_handshakes = Some(pelt_stats::HandshakesReport {
                 full: result.stats.handshakes_full,

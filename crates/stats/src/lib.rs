@@ -167,6 +167,8 @@ pub struct WorkerStats {
     pub grpc: Option<Box<GrpcStats>>,
     /// HTTP/3 runs: QUIC's packets, losses and flow control (`None`: not an HTTP/3 run).
     pub quic: Option<Box<QuicStats>>,
+    /// A response over HTTP/1.1 or HTTP/2 advertised HTTP/3 (`Alt-Svc: h3=...`).
+    pub alt_svc_h3: bool,
 }
 
 impl Default for WorkerStats {
@@ -188,6 +190,7 @@ impl WorkerStats {
             connections_opened: 0,
             handshakes_full: 0,
             handshakes_resumed: 0,
+            alt_svc_h3: false,
             latency: LatencyHistogram::new(),
             ttfb: LatencyHistogram::new(),
             service: LatencyHistogram::new(),
@@ -265,6 +268,7 @@ impl WorkerStats {
         self.connections_opened += other.connections_opened;
         self.handshakes_full += other.handshakes_full;
         self.handshakes_resumed += other.handshakes_resumed;
+        self.alt_svc_h3 |= other.alt_svc_h3;
         self.latency.merge(&other.latency);
         self.ttfb.merge(&other.ttfb);
         if self.targets.len() < other.targets.len() {

@@ -270,6 +270,9 @@ fn read_response(
             }
             // A stream ends with its response (or where its marker or limit came).
             sink.end(&slot, response.status, at, ledger);
+            if proto.parser.advertised_h3() {
+                ledger.current().alt_svc_h3 = true;
+            }
             if !(response.keep_alive && config.keep_alive) {
                 return Err(AfterRead::Close);
             }

@@ -50,6 +50,9 @@ pub(super) fn receive(
     for id in resets.drain(..) {
         h2::rst_stream(out, id, h2::code::CANCEL);
     }
+    if session.advertised_h3() {
+        ledger.current().alt_svc_h3 = true;
+    }
     if sink.take_cut() {
         end_streams(slots, out, lanes, sink, ledger, streams, now);
     }
