@@ -246,6 +246,26 @@ impl Coord {
             .collect()
     }
 
+    /// Starts agents 0 .. n, each writing its own result to `dir/agent{rank}.json`; returns
+    /// those files and the agents.
+    fn agents_with_json(
+        &self,
+        n: u32,
+        token: &str,
+        dir: &std::path::Path,
+    ) -> (Vec<String>, Vec<Child>) {
+        let outs: Vec<String> = (0..n)
+            .map(|r| dir.join(format!("agent{r}.json")).display().to_string())
+            .collect();
+        let agents = (0..n)
+            .map(|r| {
+                let json = ["--json", &outs[r as usize], "-q"];
+                agent(&self.addr, r, n, token, &json)
+            })
+            .collect();
+        (outs, agents)
+    }
+
     /// Waits for the exit (bounded); returns the exit code, stdout and all of stderr.
     fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
         let (out, _) = wait_bounded(self.child, limit);
@@ -354,20 +374,7 @@ fn a_fleet_over_http3_sends_exactly_n_and_adds_up_quic() {
             "-q",
         ],
     );
-    let outs: Vec<String> = (0..2)
-        .map(|r| dir.join(format!("agent{r}.json")).display().to_string())
-        .collect();
-    let agents: Vec<Child> = (0..2)
-        .map(|r| {
-            agent(
-                &coord.addr,
-                r,
-                2,
-                &token,
-                &["--json", &outs[r as usize], "-q"],
-            )
-        })
-        .collect();
+    let (outs, agents) = coord.agents_with_json(2, &token, &dir);
     let (code, _, stderr) = coord.finish(CHILD_LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     agents_succeed(agents);
@@ -404,20 +411,7 @@ fn three_agents_send_exactly_n_and_the_result_is_the_merge_of_theirs() {
         &token,
         &["-n", "30000", "-c", "6", "--json", &m, "--html", &h, "-q"],
     );
-    let outs: Vec<String> = (0..3)
-        .map(|r| dir.join(format!("agent{r}.json")).display().to_string())
-        .collect();
-    let agents: Vec<Child> = (0..3)
-        .map(|r| {
-            agent(
-                &coord.addr,
-                r,
-                3,
-                &token,
-                &["--json", &outs[r as usize], "-q"],
-            )
-        })
-        .collect();
+    let (outs, agents) = coord.agents_with_json(3, &token, &dir);
     let (code, _, stderr) = coord.finish(CHILD_LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     agents_succeed(agents);

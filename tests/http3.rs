@@ -310,6 +310,133 @@ fn early_data_the_server_refuses_goes_again_and_is_counted_once() {
         assert!(resumed >= q("early_accepted"), "{at}");
         assert_eq!(server.served(60), 60, "{at}");
     }
+    // A script's requests (wrk's counter.lua: /0, /1, ...) sent again after a refused 0-RTT
+    // are the same requests: each path once.
+    let Some(server) = Aioquic::start(&["forget", "3"]) else {
+        return;
+    };
+    let url = server.url();
+    let counter = script("wrk/counter.lua");
+    let v = run_h3(&[
+        &url,
+        "-s",
+        &counter,
+        "-n",
+        "60",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--no-keepalive",
+        "--tls-early-data",
+    ]);
+    assert!(count(&v, &["quic", "early_resent"]) >= 5, "{v}");
+    assert_eq!(count(&v, &["requests", "completed"]), 60, "{v}");
+    assert_eq!(server.served_paths(60), (60, 60), "{v}");
+}
+
+/// A file of the project's test scripts.
+fn script(name: &str) -> String {
+    format!("{}/tests/scripts/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Each stream sends a request of its own: templates rendered per request, wrk's counter.lua
+/// (`request()` per request, in each thread's own state) and auth.lua (`response()` reads a
+/// header, later requests carry it), as caddy logged them.
+#[test]
+fn templates_and_scripts_render_each_streams_own_request() {
+    let routes =
+        "handle /authenticate {\n\t\theader X-Token t0k3n\n\t\trespond \"ok\" 200\n\t}\n\t\
+                  handle {\n\t\trespond \"ok\" 200\n\t}";
+    let Some(server) = caddy(routes) else {
+        return;
+    };
+    let url = server.url("https", 0);
+    let templated = format!("{url}item/{{{{seq}}}}?r={{{{rand:1:9}}}}");
+    let v = run_h3(&[
+        &templated,
+        "-H",
+        "X-Id: {{seq}}",
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 300, "{v}");
+    let seen = caddy_h3_log(&server, 300);
+    let mut seqs: Vec<u64> = seen
+        .iter()
+        .map(|r| {
+            let uri = r["uri"].as_str().unwrap();
+            let (path, query) = uri.split_once('?').unwrap();
+            let seq = path.strip_prefix("/item/").unwrap();
+            assert_eq!(r["headers"]["X-Id"][0], seq, "{r}");
+            let rand: u64 = query.strip_prefix("r=").unwrap().parse().unwrap();
+            assert!((1..=9).contains(&rand), "{uri}");
+            seq.parse().unwrap()
+        })
+        .collect();
+    seqs.sort();
+    assert_eq!(seqs, (0..300).collect::<Vec<u64>>());
+
+    // counter.lua, 2 threads of 2 connections of 4 streams: each thread counts from 0.
+    let v = run_h3(&[
+        &url,
+        "-s",
+        &script("wrk/counter.lua"),
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "-t",
+        "2",
+        "--streams",
+        "4",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 200, "{v}");
+    let seen = caddy_h3_log(&server, 500);
+    let mut paths: Vec<String> = seen[300..]
+        .iter()
+        .map(|r| {
+            let uri = r["uri"].as_str().unwrap().to_string();
+            assert_eq!(
+                format!("/{}", r["headers"]["X-Counter"][0].as_str().unwrap()),
+                uri
+            );
+            uri
+        })
+        .collect();
+    paths.sort();
+    let mut want: Vec<String> = (0..2)
+        .flat_map(|_| (0..100).map(|k| format!("/{k}")))
+        .collect();
+    want.sort();
+    assert_eq!(paths, want);
+
+    // auth.lua on one stream: the token from /authenticate's response on every later request.
+    let v = run_h3(&[
+        &url,
+        "-s",
+        &script("wrk/auth.lua"),
+        "-n",
+        "30",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--streams",
+        "1",
+    ]);
+    assert_eq!(count(&v, &["requests", "completed"]), 30, "{v}");
+    let seen = caddy_h3_log(&server, 530);
+    assert_eq!(seen.len(), 530);
+    assert_eq!(seen[500]["uri"], "/authenticate");
+    for r in &seen[501..] {
+        assert_eq!(r["uri"], "/resource", "{r}");
+        assert_eq!(r["headers"]["X-Token"][0], "t0k3n", "{r}");
+    }
 }
 
 /// Protocol-generic features over HTTP/3: stages ramping the arrival rate (every request
@@ -485,6 +612,19 @@ fn http3_refuses_what_it_cannot_do_in_one_line() {
             "1",
         ],
         "'--tls-early-data' cannot be used with '--tls-full-handshake'",
+    );
+    assert_bad_input(
+        &[
+            "https://127.0.0.1:1/",
+            "--http3",
+            "--targets",
+            "/dev/null",
+            "--targets-read",
+            "stream",
+            "-n",
+            "1",
+        ],
+        "--targets-read stream: a targets file is read as the run goes over HTTP/1.1",
     );
 }
 

@@ -372,24 +372,62 @@ fn over_http2_each_stream_is_a_user_with_its_own_session() {
         args.extend(tls);
         let v = run_json(&args);
         assert_eq!(v["http"], "2", "{io}");
-        assert_eq!(v["requests"]["completed"], 600, "{io}: {v}");
-        assert_eq!(v["requests"]["errors"], 0, "{io}: {v}");
-        assert_eq!(count(&v, &["connections_opened"]), 3, "{io}: {v}");
-        let stats = shop.stats();
-        assert_eq!(shop_count(&stats, "refused"), 0, "{io}: {stats}");
-        for k in 0..12 {
-            assert_eq!(stats[format!("login u{k}")], 1, "{io}: {stats}");
-        }
-        assert_steps_are_the_shops(&v, &stats, io);
-        let it = &v["scenario"]["iterations"];
-        assert_eq!(it["failed"], 0, "{io}: {it}");
-        assert_eq!(
-            it["completed"].as_u64(),
-            target(&v, "cart")["completed"].as_u64(),
-            "{io}: {it}"
-        );
-        assert_carts_took_the_captured_id(&stats);
+        assert_each_stream_was_a_user(&v, &shop, io);
     }
+}
+
+/// 600 requests of 12 users on 3 connections of 4 streams: each user logged in once, carried
+/// its own token and cookie, and the shop's counts are pelt's per step.
+fn assert_each_stream_was_a_user(v: &serde_json::Value, shop: &Shop, at: &str) {
+    assert_eq!(v["requests"]["completed"], 600, "{at}: {v}");
+    assert_eq!(v["requests"]["errors"], 0, "{at}: {v}");
+    assert_eq!(count(v, &["connections_opened"]), 3, "{at}: {v}");
+    let stats = shop.stats();
+    assert_eq!(shop_count(&stats, "refused"), 0, "{at}: {stats}");
+    for k in 0..12 {
+        assert_eq!(stats[format!("login u{k}")], 1, "{at}: {stats}");
+    }
+    assert_steps_are_the_shops(v, &stats, at);
+    let it = &v["scenario"]["iterations"];
+    assert_eq!(it["failed"], 0, "{at}: {it}");
+    assert_eq!(
+        it["completed"].as_u64(),
+        target(v, "cart")["completed"].as_u64(),
+        "{at}: {it}"
+    );
+    assert_carts_took_the_captured_id(&stats);
+}
+
+/// Over HTTP/3 too each stream is a user: caddy from Debian in front of the shop (HTTP/3 to
+/// pelt, HTTP/1.1 to the shop), the steps' templates rendered per stream, captures and
+/// cookies read from the QUIC streams' responses.
+#[test]
+fn over_http3_each_stream_is_a_user_with_its_own_session() {
+    let shop = Shop::start();
+    let upstream = shop.url.trim_start_matches("http://").trim_end_matches('/');
+    let Some(front) = util::h3::caddy(&format!("reverse_proxy {upstream}")) else {
+        return;
+    };
+    let url = front.url("https", 0);
+    let files = Files::new("h3", &[("shop.yaml", SHOP), ("users.csv", &users(12))]);
+    let shop_yaml = files.path("shop.yaml");
+    let v = run_json(&[
+        &url,
+        "--scenario",
+        &shop_yaml,
+        "--http3",
+        "--insecure",
+        "-c",
+        "3",
+        "--streams",
+        "4",
+        "-t",
+        "1",
+        "-n",
+        "600",
+    ]);
+    assert_eq!(v["http"], "3");
+    assert_each_stream_was_a_user(&v, &shop, "http3");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 """aioquic's HTTP/3 server, for pelt's HTTP/3 tests: answers every request with 200 and "ok"
 (text/plain). Prints "listening PORT" once it listens on 127.0.0.1 (a free port), then
-"served N" (the requests it answered) twice a second. Its certificate is a self-signed one
+"served N paths P" (the requests it answered, the distinct paths they asked for) twice a second. Its certificate is a self-signed one
 made at start, for 127.0.0.1 and localhost.
 
 `h3_app.py MODE N` misbehaves on purpose, on each connection:
@@ -34,6 +34,7 @@ from cryptography.x509.oid import NameOID
 import ipaddress
 
 served = 0
+paths = set()
 
 
 MODE = sys.argv[1] if len(sys.argv) > 2 else None
@@ -55,6 +56,8 @@ class App(QuicConnectionProtocol):
         if self.h3 is None:
             return
         for e in self.h3.handle_event(event):
+            if isinstance(e, HeadersReceived):
+                paths.add(dict(e.headers).get(b":path"))
             ended = isinstance(e, (HeadersReceived, DataReceived)) and e.stream_ended
             if not ended:
                 continue
@@ -171,7 +174,7 @@ async def main():
     print("listening", port, flush=True)
     while True:
         await asyncio.sleep(0.5)
-        print("served", served, flush=True)
+        print("served", served, "paths", len(paths), flush=True)
 
 
 asyncio.run(main())

@@ -82,16 +82,20 @@ impl Aioquic {
 
     /// The requests it answered, as it last said, once at least `at_least` (or after 5 s).
     pub fn served(&self, at_least: u64) -> u64 {
+        self.served_paths(at_least).0
+    }
+
+    /// The requests it answered and the distinct paths they asked for, as it last said, once
+    /// at least `at_least` were answered (or after 5 s).
+    pub fn served_paths(&self, at_least: u64) -> (u64, u64) {
         let deadline = Instant::now() + Duration::from_secs(5);
-        let mut last = 0;
+        let mut last = (0, 0);
         while Instant::now() < deadline {
             if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
-                if let Some(n) = l
-                    .strip_prefix("served ")
-                    .and_then(|n| n.trim().parse().ok())
-                {
-                    last = n;
-                    if last >= at_least {
+                let n: Vec<u64> = l.split(' ').filter_map(|w| w.trim().parse().ok()).collect();
+                if let (true, [served, paths]) = (l.starts_with("served "), &n[..]) {
+                    last = (*served, *paths);
+                    if last.0 >= at_least {
                         return last;
                     }
                 }

@@ -64,18 +64,26 @@ pub fn udp_listening(port: u16) {
 /// The HTTP/3 requests caddy's access log holds, each as (method, uri), once at least
 /// `at_least` are there (or 5 s have passed: the log is written as requests end).
 pub fn caddy_h3_requests(server: &RealServer, at_least: usize) -> Vec<(String, String)> {
+    caddy_h3_log(server, at_least)
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (s("method"), s("uri"))
+        })
+        .collect()
+}
+
+/// The HTTP/3 requests caddy's access log holds, as its `request` objects (`method`, `uri`,
+/// `headers`: each name's values), once at least `at_least` are there (or 5 s have passed).
+pub fn caddy_h3_log(server: &RealServer, at_least: usize) -> Vec<serde_json::Value> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let text = std::fs::read_to_string(&server.access_log).unwrap_or_default();
-        let seen: Vec<(String, String)> = text
+        let seen: Vec<serde_json::Value> = text
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|v| v["request"]["proto"] == "HTTP/3.0")
-            .map(|v| {
-                let r = &v["request"];
-                let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
-                (s("method"), s("uri"))
-            })
+            .map(|v| v["request"].clone())
             .collect();
         if seen.len() >= at_least || Instant::now() > deadline {
             return seen;

@@ -426,16 +426,39 @@ pub fn encode_request(
 }
 
 /// A request rendered as HTTP/1.1 as its HTTP/3 stream carries it, appended to `out`: a
-/// HEADERS frame and, with a body, one DATA frame.
-pub fn request_frames(rendered: &[u8], scheme: &str, out: &mut Vec<u8>) -> Result<(), String> {
-    let (mut section, mut body) = (Vec::new(), Vec::new());
-    encode_request(rendered, scheme, &mut section, &mut body)?;
-    headers_frame(out, &section);
+/// HEADERS frame and, with a body, one DATA frame. `scratch` holds the field section and body
+/// on the way (kept by the caller, so a request rendered per stream allocates nothing).
+pub fn request_frames(
+    rendered: &[u8],
+    scheme: &str,
+    out: &mut Vec<u8>,
+    scratch: &mut (Vec<u8>, Vec<u8>),
+) -> Result<(), String> {
+    let (section, body) = scratch;
+    section.clear();
+    body.clear();
+    encode_request(rendered, scheme, section, body)?;
+    headers_frame(out, section);
     if !body.is_empty() {
         data_frame_head(out, body.len());
-        out.extend_from_slice(&body);
+        out.extend_from_slice(body);
     }
     Ok(())
+}
+
+/// [`request_frames`] for the first of the HTTP/1.1 requests in `bytes` (a script's
+/// `request()` may return several); returns its length in `bytes`.
+pub fn first_request_frames(
+    bytes: &[u8],
+    scheme: &str,
+    out: &mut Vec<u8>,
+    scratch: &mut (Vec<u8>, Vec<u8>),
+) -> Result<usize, String> {
+    let n = crate::request::request_len(bytes)
+        .filter(|n| *n <= bytes.len())
+        .ok_or("not an HTTP/1.1 request")?;
+    request_frames(&bytes[..n], scheme, out, scratch)?;
+    Ok(n)
 }
 
 /// Decodes one field section (a HEADERS frame's payload), calling `on(name, value)` for each

@@ -159,8 +159,7 @@ impl<'a> Protocol for Http2<'a> {
             session.read_responses();
         }
         // Templates and a script's requests are each stream's own.
-        let own = config.targets().is_some_and(|s| s.has_templates()) || config.script().is_some();
-        let lanes = if own { conn.slots.ring.len() } else { 0 };
+        let lanes = crate::worker::lanes::lanes_for(config, conn.slots.ring.len());
         conn.proto = Some(Box::new(H2 {
             session,
             out,
@@ -332,8 +331,8 @@ fn open_streams<I: Io, T: Transport, S: Source>(
         // A request retried after a GOAWAY keeps its lane (and what was rendered in it).
         let mut lane = slot.stream.lane;
         if lane == 0 && !lanes.all.is_empty() {
-            let l = lanes.free.pop().expect("a lane for every slot");
-            lane = l + 1;
+            lane = lanes.take();
+            let l = lane - 1;
             let (vars, cookie) = source.render(slot.user);
             let render = Render {
                 seq: slot.seq,
@@ -475,7 +474,7 @@ fn cancel(conn: &mut Conn<Http2<'_>>, slot: &Slot<Stream>) {
     } else {
         h2::rst_stream(&mut h2.out, slot.stream.id, h2::code::CANCEL);
     }
-    h2.lanes.give_back(slot);
+    h2.lanes.give_back(slot.stream.lane);
 }
 
 /// A connection carrying event streams, at a deadline scan: the streams past their time limit

@@ -7,18 +7,27 @@
 //! acknowledged together. QUIC's own timers (loss detection, delayed acknowledgements, the
 //! idle timeout) are the connection's deadline. Requests wait for the handshake's end and the
 //! server's stream limit; each then opens a stream with its frames, built once before the
-//! run. A connection whose QUIC ended, or that the server's GOAWAY drained, closes and the
-//! requests it had not written go on a new one.
+//! run, or, with templates, a scenario or a script's `request()`, rendered for it in its lane
+//! (`lanes.rs`). A connection whose QUIC ended, or that the server's GOAWAY drained, closes
+//! and the requests it had not written go on a new one.
 
+use super::lanes::{lanes_for, render_text};
 use super::*;
 use crate::quic::{H3Conn, Handshake, Happened};
+use crate::template::Render;
 use crate::Http3 as Request;
+use pelt_codec::h3;
 
 /// The HTTP/3 protocol: the requests, and the connections with datagrams to send.
 pub(super) struct Http3<'a> {
     request: &'a Request,
     /// The connections with datagrams waiting for the turn's `flush`.
     deferred: Vec<usize>,
+    /// Templates: a request rendered as HTTP/1.1 text, its body while its length is found,
+    /// and its field section and body on the way to frames.
+    text: Vec<u8>,
+    scratch: Vec<u8>,
+    parts: (Vec<u8>, Vec<u8>),
 }
 
 impl<'a> Http3<'a> {
@@ -26,9 +35,22 @@ impl<'a> Http3<'a> {
         Http3 {
             request,
             deferred: Vec::new(),
+            text: Vec::new(),
+            scratch: Vec::new(),
+            parts: Default::default(),
         }
     }
 }
+
+/// One stream's own request: its frames, rendered from its template or taken from a
+/// script's `request()` (`rendered`), else the entry's own are sent.
+#[derive(Default)]
+pub(super) struct Lane {
+    frames: Vec<u8>,
+    rendered: bool,
+}
+
+type Lanes = super::lanes::Lanes<Lane>;
 
 /// One HTTP/3 connection's protocol state (made at its first write: `None` before).
 pub(super) struct H3 {
@@ -43,6 +65,9 @@ pub(super) struct H3 {
     deferred: bool,
     /// QUIC's counts as last added to the ledger.
     counted: pelt_stats::QuicStats,
+    /// A lane per stream it may carry when streams send requests of their own (none
+    /// otherwise).
+    lanes: Lanes,
 }
 
 /// One request's stream.
@@ -52,6 +77,8 @@ pub(super) struct Stream {
     id: u64,
     /// The final status its response has so far (0: none yet).
     status: u16,
+    /// Its lane, plus one (0: none).
+    lane: u32,
 }
 
 impl Slots<Stream> {
@@ -227,16 +254,19 @@ fn begin<I: Io, T: Transport, S: Source>(
     let tls = &w.proto.request.tls;
     let name = tls.server_name.to_str();
     let mut quic = H3Conn::new(tls.config.clone(), &name, remote, now)?;
-    if w.conns[i].sink.wants_fields() {
+    let conn = &mut w.conns[i];
+    if conn.sink.wants_fields() {
         quic.read_fields();
     }
-    w.conns[i].proto = Some(Box::new(H3 {
+    let lanes = Lanes::new(lanes_for(w.config, conn.slots.ring.len()));
+    conn.proto = Some(Box::new(H3 {
         quic,
         ready: false,
         started: now,
         ended: None,
         deferred: false,
         counted: Default::default(),
+        lanes,
     }));
     Ok(())
 }
@@ -330,6 +360,7 @@ fn happenings(
         ready,
         started,
         ended,
+        lanes,
         ..
     } = &mut **h3;
     quic.poll(&mut |happened| match happened {
@@ -347,13 +378,17 @@ fn happenings(
                 Some(true) => stats.quic().early_accepted += 1,
                 Some(false) => {
                     // QUIC dropped the streams they went on: each is written again, as
-                    // the same request (counted once).
+                    // the same request (counted once; its lane kept).
                     let written = slots.len - *unwritten;
                     let quic = stats.quic();
                     quic.early_refused += 1;
                     quic.early_resent += written as u64;
                     for k in 0..written {
-                        slots.get_mut(k).stream = Stream::default();
+                        let s = &mut slots.get_mut(k).stream;
+                        *s = Stream {
+                            lane: s.lane,
+                            ..Stream::default()
+                        };
                     }
                     *unwritten = slots.len;
                 }
@@ -391,6 +426,7 @@ fn happenings(
         Happened::Done { stream } => {
             if let Some(k) = slots.position(stream) {
                 let slot = slots.remove(k);
+                lanes.give_back(slot.stream.lane);
                 if slot.stream.status == 0 {
                     sink.fail(&slot, ErrorKind::Protocol, ledger, || {
                         format!("stream {stream} ended without a final :status")
@@ -407,6 +443,7 @@ fn happenings(
         } => {
             if let Some(k) = slots.position(stream) {
                 let slot = slots.remove(k);
+                lanes.give_back(slot.stream.lane);
                 // Code 0: QUIC ended under the stream (the message says why).
                 let kind = if code == 0 {
                     ErrorKind::Closed
@@ -421,7 +458,7 @@ fn happenings(
         Happened::Closed { reason } => *ended = Some(reason),
     });
     if sink.take_cut() {
-        end_streams(quic, slots, sink, ledger, streams, now);
+        end_streams(quic, lanes, slots, sink, ledger, streams, now);
     }
 }
 
@@ -430,6 +467,7 @@ fn happenings(
 /// end.
 fn end_streams(
     quic: &mut H3Conn,
+    lanes: &mut Lanes,
     slots: &mut Slots<Stream>,
     sink: &mut Sink,
     ledger: &mut Ledger,
@@ -444,6 +482,7 @@ fn end_streams(
         }
         let slot = slots.remove(k);
         quic.cancel(slot.stream.id - 1);
+        lanes.give_back(slot.stream.lane);
         sink.end(&slot, slot.stream.status, now, ledger);
     }
 }
@@ -508,32 +547,83 @@ fn ended<I: Io, T: Transport, S: Source>(
 }
 
 /// Opens a stream for each request on connection `i` not written yet, as far as the
-/// server's stream limit allows.
+/// server's stream limit allows. A stream with a lane sends the request rendered in it (a
+/// request sent again keeps what was rendered).
 fn open_streams<I: Io, T: Transport, S: Source>(
     w: &mut W<'_, '_, I, T, S>,
     i: usize,
     now: Instant,
 ) {
-    let requests = &w.proto.request.requests;
-    let conn = &mut w.conns[i];
+    let Worker {
+        config,
+        conns,
+        proto,
+        values,
+        source,
+        ..
+    } = w;
+    let conn = &mut conns[i];
     let Some(h3) = conn.proto.as_mut().filter(|h| h.quic.writable()) else {
         return;
     };
+    let H3 { quic, lanes, .. } = &mut **h3;
+    let requests = &proto.request.requests;
     while conn.unwritten > 0 {
         let k = conn.slots.len - conn.unwritten;
         let slot = conn.slots.get_mut(k);
-        let request = &requests[(slot.target as usize).min(requests.len() - 1)];
-        let Some(id) = h3.quic.request(request) else {
+        if slot.stream.lane == 0 && !lanes.all.is_empty() {
+            slot.stream.lane = lanes.take();
+            let lane = &mut lanes.all[slot.stream.lane as usize - 1];
+            let (vars, cookie) = source.render(slot.user);
+            let render = Render {
+                seq: slot.seq,
+                rng: values,
+                lines: &[],
+                vars,
+                cookie,
+            };
+            lane.rendered = false;
+            lane.frames.clear();
+            if render_text(
+                config,
+                slot.target,
+                &mut proto.text,
+                &mut proto.scratch,
+                render,
+            ) {
+                // A value that put a line break in a header leaves the entry's own request.
+                lane.rendered =
+                    h3::request_frames(&proto.text, "https", &mut lane.frames, &mut proto.parts)
+                        .is_ok();
+            }
+            if !conn.fed.is_empty() {
+                take_fed(lane, &mut conn.fed, &mut proto.parts);
+            }
+        }
+        let request = match slot.stream.lane.checked_sub(1) {
+            Some(l) if lanes.all[l as usize].rendered => &lanes.all[l as usize].frames,
+            _ => &requests[(slot.target as usize).min(requests.len() - 1)],
+        };
+        // Past the stream limit the request waits, its lane kept.
+        let Some(id) = quic.request(request) else {
             break;
         };
         slot.sent = now;
         slot.reply = 0;
-        slot.stream = Stream {
-            id: id + 1,
-            status: 0,
-        };
+        slot.stream.id = id + 1;
+        slot.stream.status = 0;
         conn.unwritten -= 1;
     }
+}
+
+/// Makes `lane` send the first of the requests a script's `request()` left in `fed`
+/// (`lanes::take_fed`).
+fn take_fed(lane: &mut Lane, fed: &mut Vec<u8>, parts: &mut (Vec<u8>, Vec<u8>)) {
+    lane.frames.clear();
+    let frames = &mut lane.frames;
+    lane.rendered = super::lanes::take_fed(fed, |bytes| {
+        h3::first_request_frames(bytes, "https", frames, parts)
+    });
 }
 
 /// The streams on connection `i` past --timeout (after their send, or an event stream's last
@@ -563,6 +653,7 @@ fn expire_streams<I: Io, T: Transport, S: Source>(
         conn.slots.remove(k);
         if let Some(h3) = conn.proto.as_mut() {
             h3.quic.cancel(slot.stream.id - 1);
+            h3.lanes.give_back(slot.stream.lane);
         }
         w.lost(i, &slot, ErrorKind::Timeout, now, || {
             if streaming {
@@ -579,6 +670,7 @@ fn expire_streams<I: Io, T: Transport, S: Source>(
             let streams = &w.config.streams;
             end_streams(
                 &mut h3.quic,
+                &mut h3.lanes,
                 &mut conn.slots,
                 &mut conn.sink,
                 &mut w.ledger,

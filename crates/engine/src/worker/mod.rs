@@ -26,6 +26,8 @@
 //!   (reading frames in `http2/frames.rs`, templated requests in `http2/lanes.rs`);
 //! - `http3.rs`: HTTP/3: a QUIC connection (`crate::quic`) per UDP socket, its datagrams
 //!   sent once per turn, its timers as the connection's deadline;
+//! - `lanes.rs`: HTTP/2's and HTTP/3's streams' own requests (templates, a script's), kept
+//!   per stream;
 //! - `ws.rs`: WebSocket: the upgrade, messages as frames, replies in order, pings, closes;
 //! - `plain.rs`: bytes straight to and from the socket;
 //! - `tls.rs`: the handshake, decrypting each read, and the handshake's end.
@@ -33,6 +35,7 @@
 mod http1;
 mod http2;
 mod http3;
+mod lanes;
 mod plain;
 mod protocol;
 mod scripted;

@@ -176,7 +176,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         feed = Some((std::sync::Arc::new(f), scan.names));
     }
     let mut tls = tls_client(spec, &target)?;
-    let http3 = http3(spec, &target, &encoded, &mut tls, feed.is_some())?;
+    let http3 = http3(spec, &target, &encoded, &mut tls)?;
     let io = io_backend(spec.io)?;
     let scenario = match (program, &entries) {
         (Some(program), Some(e)) => Some(scenario_run(program, &e.list)?),

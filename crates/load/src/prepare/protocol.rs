@@ -135,7 +135,6 @@ pub(super) fn http3(
     target: &target::Target,
     encoded: &Encoded,
     tls: &mut Option<engine::TlsClient>,
-    streamed: bool,
 ) -> Result<Option<engine::Http3>, SpecError> {
     if !spec.http3 {
         return Ok(None);
@@ -149,27 +148,14 @@ pub(super) fn http3(
     if spec.tls.version == Some(crate::spec::TlsVersion::V1_2) {
         return Err(not_with("--tls-version 1.2: QUIC's TLS is 1.3"));
     }
-    if matches!(spec.requests_from, Requests::Scenario(_)) {
-        return Err(not_with("--scenario yet"));
-    }
-    if spec.script.is_some() {
-        return Err(not_with("-s/--script yet"));
-    }
-    if streamed {
-        return Err(not_with(
-            "a targets file read as the run goes yet: add --targets-read whole",
-        ));
-    }
+    // Each entry's request (a template's with its markers: what goes when a rendered
+    // request is not one); templates, scenarios and scripts render theirs per stream.
     let set = encoded.set.as_ref();
-    if set.is_some_and(|s| s.has_templates()) {
-        return Err(not_with(
-            "templates ({{...}}) yet: their requests are rendered per request",
-        ));
-    }
     let mut requests = Vec::new();
+    let mut scratch = Default::default();
     let mut frames = |rendered: &[u8]| {
         let mut out = Vec::new();
-        pelt_codec::h3::request_frames(rendered, "https", &mut out)
+        pelt_codec::h3::request_frames(rendered, "https", &mut out, &mut scratch)
             .map_err(|e| bad(format!("invalid request: {e}")))?;
         requests.push(out);
         Ok::<(), SpecError>(())

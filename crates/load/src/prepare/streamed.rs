@@ -70,8 +70,10 @@ pub(crate) fn chosen(spec: &LoadSpec) -> Result<Option<(PathBuf, TargetsFormat)>
     if path.as_os_str() == "-" {
         return refuse("standard input cannot be read twice (a first pass checks it): give a file");
     }
-    if spec.http2 {
-        return refuse("a targets file is read as the run goes over HTTP/1.1; drop --http2");
+    if spec.http2 || spec.http3 {
+        return refuse(
+            "a targets file is read as the run goes over HTTP/1.1; drop --http2 or --http3",
+        );
     }
     if spec.url.starts_with("ws") {
         return refuse("a targets file is read as the run goes over HTTP, not WebSocket");

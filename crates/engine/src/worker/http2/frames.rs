@@ -124,7 +124,7 @@ impl Frames<'_> {
             h2::Event::Reset { stream, code } => {
                 if let Some(k) = slots.position(stream) {
                     let slot = slots.remove(k);
-                    self.lanes.give_back(&slot);
+                    self.lanes.give_back(slot.stream.lane);
                     sink.fail(&slot, ErrorKind::StreamReset, ledger, || {
                         format!("the server reset stream {stream}: {}", h2::code_name(code))
                     });
@@ -223,7 +223,7 @@ impl Frames<'_> {
                 self.resets.push(slot.stream.id);
             }
         }
-        self.lanes.give_back(&slot);
+        self.lanes.give_back(slot.stream.lane);
         if slot.stream.status == 0 {
             let id = slot.stream.id;
             return self.sink.fail(&slot, ErrorKind::Protocol, self.ledger, || {
@@ -255,7 +255,7 @@ pub(super) fn end_streams(
         }
         let slot = slots.remove(k);
         h2::rst_stream(out, slot.stream.id, h2::code::CANCEL);
-        lanes.give_back(&slot);
+        lanes.give_back(slot.stream.lane);
         sink.end(&slot, slot.stream.status, now, ledger);
     }
 }

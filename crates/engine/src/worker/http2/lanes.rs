@@ -1,9 +1,9 @@
-//! HTTP/2 requests rendered per stream: with templates each open stream has a [`Lane`], the
-//! request rendered for it (a template renders HTTP/1.1 text, turned into a header block and a
-//! body by [`h2::encode_request`]). Lanes are made when the connection starts, one per stream it
-//! may carry, and reused: no allocation per request once they have grown.
+//! HTTP/2 requests rendered per stream (`worker/lanes.rs`): with templates each open stream
+//! has a [`Lane`], the request rendered for it (a template renders HTTP/1.1 text, turned into
+//! a header block and a body by [`h2::encode_request`]).
 
 use super::*;
+use crate::worker::lanes::render_text;
 use std::collections::HashMap;
 
 /// One stream's request, rendered from its template.
@@ -24,29 +24,8 @@ pub(super) fn entry(request: &Request, target: u32) -> (&[u8], &[u8]) {
     }
 }
 
-/// A connection's lanes: all of them, and those not in use.
-#[derive(Default)]
-pub(super) struct Lanes {
-    pub(super) all: Vec<Lane>,
-    pub(super) free: Vec<u32>,
-}
-
-impl Lanes {
-    pub(super) fn new(n: usize) -> Lanes {
-        Lanes {
-            all: (0..n).map(|_| Lane::default()).collect(),
-            free: (0..n as u32).rev().collect(),
-        }
-    }
-
-    /// `slot`'s stream ended: its lane goes back.
-    #[inline]
-    pub(super) fn give_back(&mut self, slot: &Slot<Stream>) {
-        if let Some(l) = slot.stream.lane.checked_sub(1) {
-            self.free.push(l);
-        }
-    }
-}
+/// A connection's lanes.
+pub(super) type Lanes = crate::worker::lanes::Lanes<Lane>;
 
 /// Makes `lane` ready for `slot`'s stream: its user and step, its response cleared, and its
 /// request rendered when its entry is a template.
@@ -55,18 +34,18 @@ pub(super) fn prepare_lane<'c>(
     config: &'c Config,
     proto: &mut Http2<'_>,
     slot: &Slot<Stream>,
-    mut render: Render<'c>,
+    render: Render<'c>,
 ) {
     lane.rendered = false;
-    let Some(set) = config.targets() else {
+    if !render_text(
+        config,
+        slot.target,
+        &mut proto.text,
+        &mut proto.scratch,
+        render,
+    ) {
         return;
-    };
-    let Some(template) = set.template(slot.target as usize) else {
-        return;
-    };
-    render.lines = set.lines();
-    proto.text.clear();
-    template.render(&mut proto.text, &mut proto.scratch, &mut render);
+    }
     lane.block.clear();
     lane.body.clear();
     let scheme = scheme(config);
@@ -102,22 +81,15 @@ fn scheme(config: &Config) -> &'static str {
     }
 }
 
-/// Makes `lane` send the first of the HTTP/1.1 requests a script's `request()` left in `fed`
-/// (the requests the source took, in the order their streams open), and takes it from there.
-/// Bytes that are not a request leave the lane unrendered, so the run's own request goes.
+/// Makes `lane` send the first of the requests a script's `request()` left in `fed`
+/// (`lanes::take_fed`).
 pub(super) fn take_fed(lane: &mut Lane, config: &Config, fed: &mut Vec<u8>) {
     lane.block.clear();
     lane.body.clear();
-    match h2::encode_first_request(fed, scheme(config), &mut lane.block, &mut lane.body) {
-        Ok(n) => {
-            fed.drain(..n);
-            lane.rendered = true;
-        }
-        Err(_) => {
-            fed.clear();
-            lane.rendered = false;
-        }
-    }
+    let (block, body) = (&mut lane.block, &mut lane.body);
+    lane.rendered = crate::worker::lanes::take_fed(fed, |bytes| {
+        h2::encode_first_request(bytes, scheme(config), block, body)
+    });
 }
 
 /// Replaces `body`, a gRPC call's rendered JSON, by its framed message: the one kept for the
