@@ -318,6 +318,10 @@ fn rst_stream_is_its_own_error_kind_and_ping_is_answered() {
     assert_eq!(count(&v, &["errors", "stream_reset"]), 3, "{v}");
     let example = v["error_examples"]["stream_reset"].as_str().unwrap();
     assert!(example.contains("REFUSED_STREAM"), "{example}");
+    assert_eq!(
+        count(&v, &["error_codes", "stream_reset", "REFUSED_STREAM"]),
+        3
+    );
     assert!(v["error_hints"]["stream_reset"].is_string(), "{v}");
     assert_eq!(pings_acked.load(Ordering::Relaxed), 1);
 }

@@ -141,6 +141,12 @@ fn streams_the_server_rejects_fail_with_their_code_and_the_rest_complete() {
         "{v}"
     );
     assert_eq!(count(&v, &["requests", "completed"]), 360, "{v}");
+    // By code, as the server reset them.
+    assert_eq!(
+        v["error_codes"],
+        serde_json::json!({"stream_reset": {"H3_REQUEST_REJECTED": 40}}),
+        "{v}"
+    );
     assert_eq!(server.served(360), 360);
 }
 
@@ -173,6 +179,12 @@ fn goaway_and_closed_connections_lose_no_request_uncounted() {
             .as_str()
             .unwrap()
             .contains("enough"),
+        "{v}"
+    );
+    // Every one by the code the server closed with.
+    assert_eq!(
+        v["error_codes"],
+        serde_json::json!({"closed": {"H3_EXCESSIVE_LOAD": closed}}),
         "{v}"
     );
     // aioquic counts its 30th answer served, but its close drops that answer's data, unsent:

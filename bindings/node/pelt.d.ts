@@ -744,6 +744,9 @@ export interface Result {
   error_examples: Record<string, string>
   error_hints: Record<string, string>
   connection_errors: Record<string, number>
+  /** The errors that came with a protocol's code, by kind and code (a server's stream reset
+   *  code, the code a QUIC connection ended with); absent when none did. */
+  error_codes?: Record<string, Record<string, number>>
   latency_us: Latency
   /** Time to first byte: from where latency starts to the response's first byte read. */
   ttfb_us: Latency | null

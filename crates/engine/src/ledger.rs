@@ -441,6 +441,12 @@ impl Ledger {
             .extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
+    /// A request's error (counted by [`Ledger::error`]) came with the protocol's `code`.
+    #[inline]
+    pub fn error_code(&mut self, warm: bool, kind: ErrorKind, code: &str) {
+        self.stats(warm).error_codes.record(kind, code, 1);
+    }
+
     /// Request `seq` ended in an error.
     #[inline]
     pub fn error(

@@ -120,17 +120,76 @@ pub(crate) enum Happened<'a> {
     Body { stream: u64, bytes: &'a [u8] },
     /// Request `stream`'s response ended whole.
     Done { stream: u64 },
-    /// Request `stream` ended without a whole response: the server reset it (`code`: its
-    /// HTTP/3 error code) or sent one pelt cannot read.
+    /// Request `stream` ended without a whole response (`why`).
     Failed {
         stream: u64,
-        code: u64,
+        why: Why,
         message: String,
     },
     /// The server takes no request stream from `stream` on.
     GoAway { stream: u64 },
-    /// The connection ended (why, in words).
-    Closed { reason: String },
+    /// The connection ended (why, in words, and its code: [`ended_code`]).
+    Closed { reason: String, code: String },
+}
+
+/// Why a request's stream ended without a whole response.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Why {
+    /// The server reset it, with this HTTP/3 error code.
+    Reset(u64),
+    /// Its response broke HTTP/3's rules (the code pelt's reader names it with).
+    Malformed(u64),
+    /// The connection ended under it, with this code ([`ended_code`]).
+    Ended(String),
+}
+
+/// The code a connection that ended ended with, as a key for the result's `error_codes`: the
+/// server's HTTP/3 code (`H3_EXCESSIVE_LOAD`) or QUIC transport code (`PROTOCOL_VIOLATION`),
+/// `pelt: ...` for pelt's own close (`closing`: the HTTP/3 code pelt closed with), or what
+/// happened (`idle timeout`, `stateless reset`).
+pub(crate) fn ended_code(reason: &quinn_proto::ConnectionError, closing: Option<u64>) -> String {
+    use quinn_proto::ConnectionError as E;
+    match reason {
+        E::ApplicationClosed(c) => h3::code_name(c.error_code.into_inner()).to_string(),
+        E::ConnectionClosed(c) => transport_code_name(c.error_code.into()).to_string(),
+        E::TransportError(e) => format!("pelt: {}", transport_code_name(e.code.into())),
+        E::LocallyClosed => match closing {
+            Some(c) => format!("pelt: {}", h3::code_name(c)),
+            None => "pelt: closed".to_string(),
+        },
+        E::TimedOut => "idle timeout".to_string(),
+        E::Reset => "stateless reset".to_string(),
+        E::VersionMismatch => "version mismatch".to_string(),
+        E::CidsExhausted => "connection ids exhausted".to_string(),
+    }
+}
+
+/// A QUIC transport error code's name, as RFC 9000 writes it (`unknown` for others). Written
+/// here: quinn-proto prints names only through `Debug`, and a TLS alert's code differently.
+fn transport_code_name(c: u64) -> &'static str {
+    const NAMES: [&str; 17] = [
+        "NO_ERROR",
+        "INTERNAL_ERROR",
+        "CONNECTION_REFUSED",
+        "FLOW_CONTROL_ERROR",
+        "STREAM_LIMIT_ERROR",
+        "STREAM_STATE_ERROR",
+        "FINAL_SIZE_ERROR",
+        "FRAME_ENCODING_ERROR",
+        "TRANSPORT_PARAMETER_ERROR",
+        "CONNECTION_ID_LIMIT_ERROR",
+        "PROTOCOL_VIOLATION",
+        "INVALID_TOKEN",
+        "APPLICATION_ERROR",
+        "CRYPTO_BUFFER_EXCEEDED",
+        "KEY_UPDATE_ERROR",
+        "AEAD_LIMIT_REACHED",
+        "NO_VIABLE_PATH",
+    ];
+    match c {
+        0x100..=0x1ff => "CRYPTO_ERROR",
+        c => NAMES.get(c as usize).copied().unwrap_or("unknown"),
+    }
 }
 
 /// A server-opened unidirectional stream, by what it turned out to be.
@@ -166,6 +225,8 @@ pub(crate) struct H3Conn {
     writable: bool,
     /// A certificate was checked in this connection's handshake.
     checked: bool,
+    /// The HTTP/3 code pelt closed the connection with (its end says so).
+    closing: Option<u64>,
 }
 
 impl H3Conn {
@@ -202,6 +263,7 @@ impl H3Conn {
             fields: false,
             writable: false,
             checked: false,
+            closing: None,
         };
         if h3.conn.has_0rtt() {
             h3.open_control();
@@ -326,6 +388,7 @@ impl H3Conn {
     /// [`H3Conn::transmit`].
     pub fn close(&mut self, now: Instant) {
         if !self.closed() {
+            self.closing = Some(h3::code::NO_ERROR);
             let code = VarInt::from_u32(h3::code::NO_ERROR as u32);
             self.conn.close(now, code, bytes::Bytes::new());
         }
@@ -384,15 +447,17 @@ impl H3Conn {
                         self.read(id, on);
                     }
                     self.closed = true;
+                    let code = ended_code(&reason, self.closing);
                     for (id, _) in self.open.drain(..) {
                         on(Happened::Failed {
                             stream: id.into(),
-                            code: 0,
+                            why: Why::Ended(code.clone()),
                             message: format!("the connection ended: {reason}"),
                         });
                     }
                     on(Happened::Closed {
                         reason: reason.to_string(),
+                        code,
                     });
                 }
                 Event::Stream(StreamEvent::Readable { id }) => self.read(id, on),
@@ -433,7 +498,7 @@ impl H3Conn {
             Ok(chunks) => chunks,
             Err(_) => return,
         };
-        let mut failed: Option<(u64, String)> = None;
+        let mut failed: Option<(Why, String)> = None;
         let mut fin = false;
         loop {
             match chunks.next(usize::MAX) {
@@ -472,7 +537,7 @@ impl H3Conn {
                         (None, None) => Ok(()),
                     };
                     if let Err(e) = got {
-                        failed = Some((e.code, e.to_string()));
+                        failed = Some((Why::Malformed(e.code), e.to_string()));
                         break;
                     }
                 }
@@ -484,7 +549,7 @@ impl H3Conn {
                 Err(quinn_proto::ReadError::Reset(code)) => {
                     let code = code.into_inner();
                     failed = Some((
-                        code,
+                        Why::Reset(code),
                         format!("the server reset the stream: {}", h3::code_name(code)),
                     ));
                     break;
@@ -493,14 +558,14 @@ impl H3Conn {
         }
         let _ = chunks.finalize();
         match (request, failed) {
-            (Some(k), Some((code, message))) => {
+            (Some(k), Some((why, message))) => {
                 let (id, response) = self.open.swap_remove(k);
                 self.spare.push(response);
                 let cancelled = VarInt::from_u32(h3::code::REQUEST_CANCELLED as u32);
                 let _ = self.conn.recv_stream(id).stop(cancelled);
                 on(Happened::Failed {
                     stream: id.into(),
-                    code,
+                    why,
                     message,
                 });
             }
@@ -512,14 +577,16 @@ impl H3Conn {
                     Ok(()) => on(Happened::Done { stream: id.into() }),
                     Err(e) => on(Happened::Failed {
                         stream: id.into(),
-                        code: e.code,
+                        why: Why::Malformed(e.code),
                         message: e.to_string(),
                     }),
                 }
             }
             // The server's control stream is critical: an error on it, or its end, ends the
             // connection.
-            (None, Some((code, message))) => self.close_with(code, &message),
+            (None, Some((Why::Reset(code) | Why::Malformed(code), message))) => {
+                self.close_with(code, &message)
+            }
             (None, None)
                 if fin
                     && matches!(
@@ -542,6 +609,7 @@ impl H3Conn {
         if self.closed {
             return;
         }
+        self.closing = Some(code);
         self.conn.close(
             Instant::now(),
             VarInt::from_u64(code).unwrap_or_default(),
@@ -872,7 +940,7 @@ mod tests {
         assert_eq!(failed.len(), 10, "{seen:?}");
         assert!(failed
             .iter()
-            .all(|f| f.contains("code: 267") && f.contains("H3_REQUEST_REJECTED")));
+            .all(|f| f.contains("Reset(267)") && f.contains("H3_REQUEST_REJECTED")));
         assert_eq!(server.served(90), 90);
         assert!(!conn.closed());
     }

@@ -1,5 +1,6 @@
 //! Error kinds a request can end in, and their counts with one example message each.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Why a request failed. Each kind is counted separately and keeps its first message.
@@ -199,6 +200,45 @@ impl ErrorCounts {
     }
 }
 
+/// Errors by the protocol's own code: for each kind, the codes its errors came with (the
+/// HTTP/3 or HTTP/2 code a server reset a stream with, the code a QUIC connection ended
+/// with) and how many. Only errors that carry a code are here; a handful of codes a run, so a
+/// list searched in place (an error with a code seen before allocates nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorCodes {
+    by: Vec<(ErrorKind, String, u64)>,
+}
+
+impl ErrorCodes {
+    /// Counts `n` errors of `kind` that came with `code`.
+    #[inline]
+    pub fn record(&mut self, kind: ErrorKind, code: &str, n: u64) {
+        match self.by.iter_mut().find(|(k, c, _)| *k == kind && c == code) {
+            Some(e) => e.2 += n,
+            None => self.by.push((kind, code.to_string(), n)),
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &ErrorCodes) {
+        for (k, c, n) in &other.by {
+            self.record(*k, c, *n);
+        }
+    }
+
+    /// By kind's name, then code (empty: no error carried a code).
+    pub fn to_map(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
+        let mut all: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for (k, c, n) in &self.by {
+            *all.entry(k.name().to_string())
+                .or_default()
+                .entry(c.clone())
+                .or_default() += n;
+        }
+        all
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +265,18 @@ mod tests {
             });
         }
         assert_eq!((e.count(ErrorKind::Timeout), built), (3, 1));
+        let mut c = ErrorCodes::default();
+        c.record(ErrorKind::StreamReset, "H3_REQUEST_REJECTED", 1);
+        c.record(ErrorKind::StreamReset, "H3_REQUEST_REJECTED", 2);
+        c.record(ErrorKind::Closed, "H3_EXCESSIVE_LOAD", 1);
+        let mut d = ErrorCodes::default();
+        d.record(ErrorKind::StreamReset, "H3_REQUEST_REJECTED", 4);
+        d.record(ErrorKind::StreamReset, "H3_INTERNAL_ERROR", 1);
+        c.merge(&d);
+        let m = c.to_map();
+        assert_eq!(m["stream_reset"]["H3_REQUEST_REJECTED"], 7);
+        assert_eq!(m["stream_reset"]["H3_INTERNAL_ERROR"], 1);
+        assert_eq!(m["closed"]["H3_EXCESSIVE_LOAD"], 1);
         assert_eq!(
             e.iter().collect::<Vec<_>>(),
             vec![(ErrorKind::Timeout, 3, "t")]

@@ -37,7 +37,7 @@ mod targets;
 mod timeline;
 mod websocket;
 
-pub use errors::{ErrorCounts, ErrorKind};
+pub use errors::{ErrorCodes, ErrorCounts, ErrorKind};
 pub use fleet::{AgentReport, AgentState, FleetInfo};
 pub use grpc::{GrpcPoint, GrpcReport, GrpcStats};
 pub use histogram::{LatencyHistogram, LatencySummary, MAX_LATENCY_US};
@@ -135,6 +135,8 @@ pub struct WorkerStats {
     pub errors: ErrorCounts,
     /// Connection-level problems not tied to any request (stray bytes after a response).
     pub connection_errors: ErrorCounts,
+    /// The errors that came with a protocol's code (a stream reset, a QUIC close), by code.
+    pub error_codes: ErrorCodes,
     /// Bytes written to and read from sockets.
     pub bytes_sent: u64,
     pub bytes_received: u64,
@@ -185,6 +187,7 @@ impl WorkerStats {
             status: StatusCounts::default(),
             errors: ErrorCounts::default(),
             connection_errors: ErrorCounts::default(),
+            error_codes: ErrorCodes::default(),
             bytes_sent: 0,
             bytes_received: 0,
             connections_opened: 0,
@@ -263,6 +266,7 @@ impl WorkerStats {
         self.status.merge(&other.status);
         self.errors.merge(&other.errors);
         self.connection_errors.merge(&other.connection_errors);
+        self.error_codes.merge(&other.error_codes);
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.connections_opened += other.connections_opened;

@@ -187,6 +187,7 @@ pub fn merge_figures(reports: &[Report]) -> Result<Report, String> {
         error_examples: outcomes.error_examples,
         error_hints: outcomes.error_hints,
         connection_errors: outcomes.connection_errors,
+        error_codes: outcomes.error_codes,
         latency_us: latency.summary(),
         ttfb_us: ttfb.as_ref().map(LatencyHistogram::summary),
         latency_from: first.latency_from,
@@ -408,6 +409,7 @@ struct Outcomes {
     connection_errors: BTreeMap<String, u64>,
     error_examples: BTreeMap<String, String>,
     error_hints: BTreeMap<String, String>,
+    error_codes: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl Outcomes {
@@ -418,11 +420,15 @@ impl Outcomes {
             connection_errors: BTreeMap::new(),
             error_examples: BTreeMap::new(),
             error_hints: BTreeMap::new(),
+            error_codes: BTreeMap::new(),
         };
         for r in reports {
             add_maps(&mut o.status, &r.status);
             add_maps(&mut o.errors, &r.errors);
             add_maps(&mut o.connection_errors, &r.connection_errors);
+            for (kind, codes) in &r.error_codes {
+                add_maps(o.error_codes.entry(kind.clone()).or_default(), codes);
+            }
             for (k, v) in &r.error_examples {
                 o.error_examples
                     .entry(k.clone())

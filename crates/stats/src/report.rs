@@ -323,6 +323,10 @@ pub struct Report {
     pub error_hints: BTreeMap<String, String>,
     /// Connection-level problems that no request owned (bytes after a response), by kind.
     pub connection_errors: BTreeMap<String, u64>,
+    /// The errors that came with a protocol's code, by kind and code: the HTTP/3 or HTTP/2
+    /// code a server reset a stream with, the code a QUIC connection ended with.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_codes: BTreeMap<String, BTreeMap<String, u64>>,
     pub latency_us: LatencySummary,
     /// Time to first byte of the complete responses: from where latency starts to the first
     /// byte of the response (`null` in results written before pelt measured it).
@@ -504,6 +508,7 @@ impl Report {
                 .iter()
                 .filter_map(|(k, _, _)| Some((k.name().to_string(), k.hint()?.to_string())))
                 .collect(),
+            error_codes: stats.error_codes.to_map(),
             connection_errors: stats
                 .connection_errors
                 .iter()

@@ -1,5 +1,5 @@
-//! Errors by kind (with their first message and a hint), and connection problems no request
-//! owned.
+//! Errors by kind (with their first message, the protocol's codes they came with, and a
+//! hint), and connection problems no request owned.
 
 use crate::html::esc;
 use crate::output::thousands;
@@ -23,11 +23,26 @@ pub fn text(s: &mut String, r: &Report) {
                 thousands(r.errors[name]),
                 r.error_examples.get(name).map_or("", String::as_str)
             );
+            if let Some(codes) = codes(r, name) {
+                let _ = writeln!(s, "{:<15}{:<18} {:>10}  by code: {codes}", "", "", "");
+            }
             if let Some(hint) = kind.hint() {
                 let _ = writeln!(s, "{:<15}{:<18} {:>10}  hint: {hint}", "", "", "");
             }
         }
     }
+}
+
+/// The protocol's codes errors of kind `name` came with, most first: "H3_REQUEST_REJECTED
+/// 40, H3_INTERNAL_ERROR 2" (`None`: none came with a code).
+fn codes(r: &Report, name: &str) -> Option<String> {
+    let mut codes: Vec<(&String, &u64)> = r.error_codes.get(name)?.iter().collect();
+    codes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let list: Vec<String> = codes
+        .iter()
+        .map(|(c, n)| format!("{c} {}", thousands(**n)))
+        .collect();
+    Some(list.join(", "))
 }
 
 /// Connection problems outside any request.
@@ -54,10 +69,11 @@ pub fn html(b: &mut String, r: &Report) {
         for (k, n) in &r.errors {
             let _ = writeln!(
                 b,
-                "<tr><td>{}</td><td class=\"n\">{}</td><td>{}{}</td></tr>",
+                "<tr><td>{}</td><td class=\"n\">{}</td><td>{}{}{}</td></tr>",
                 esc(k),
                 thousands(*n),
                 esc(r.error_examples.get(k).map_or("", String::as_str)),
+                codes(r, k).map_or(String::new(), |c| format!("<br>by code: {}", esc(&c))),
                 r.error_hints
                     .get(k)
                     .map_or(String::new(), |h| format!("<br><i>hint: {}</i>", esc(h)))

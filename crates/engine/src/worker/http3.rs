@@ -13,7 +13,7 @@
 
 use super::lanes::{lanes_for, render_text};
 use super::*;
-use crate::quic::{H3Conn, Handshake, Happened};
+use crate::quic::{H3Conn, Handshake, Happened, Why};
 use crate::template::Render;
 use crate::Http3 as Request;
 use pelt_codec::h3;
@@ -438,24 +438,23 @@ fn happenings(
         }
         Happened::Failed {
             stream,
-            code,
+            why,
             message,
         } => {
             if let Some(k) = slots.position(stream) {
                 let slot = slots.remove(k);
                 lanes.give_back(slot.stream.lane);
-                // Code 0: QUIC ended under the stream (the message says why).
-                let kind = if code == 0 {
-                    ErrorKind::Closed
-                } else {
-                    ErrorKind::StreamReset
+                let (kind, code) = match &why {
+                    Why::Reset(c) => (ErrorKind::StreamReset, pelt_codec::h3::code_name(*c)),
+                    Why::Malformed(c) => (ErrorKind::Protocol, pelt_codec::h3::code_name(*c)),
+                    Why::Ended(code) => (ErrorKind::Closed, code.as_str()),
                 };
-                sink.fail(&slot, kind, ledger, || message);
+                sink.fail_coded(&slot, kind, code, ledger, || message);
             }
         }
         // The writes after the read act on these.
         Happened::GoAway { .. } => {}
-        Happened::Closed { reason } => *ended = Some(reason),
+        Happened::Closed { reason, .. } => *ended = Some(reason),
     });
     if sink.take_cut() {
         end_streams(quic, lanes, slots, sink, ledger, streams, now);

@@ -436,6 +436,20 @@ impl Sink {
         }
     }
 
+    /// [`Sink::fail`] for an error that came with the protocol's `code` (a server's reset,
+    /// a QUIC connection's end), counted by it too.
+    pub(super) fn fail_coded<S>(
+        &mut self,
+        slot: &Slot<S>,
+        kind: ErrorKind,
+        code: &str,
+        ledger: &mut Ledger,
+        message: impl FnOnce() -> String,
+    ) {
+        self.fail(slot, kind, ledger, message);
+        ledger.error_code(slot.warm, kind, code);
+    }
+
     /// gRPC: the reply messages `slot`'s call has read whole so far.
     #[inline]
     pub(super) fn replies<S>(&mut self, slot: &Slot<S>) -> u64 {

@@ -125,8 +125,9 @@ impl Frames<'_> {
                 if let Some(k) = slots.position(stream) {
                     let slot = slots.remove(k);
                     self.lanes.give_back(slot.stream.lane);
-                    sink.fail(&slot, ErrorKind::StreamReset, ledger, || {
-                        format!("the server reset stream {stream}: {}", h2::code_name(code))
+                    let name = h2::code_name(code);
+                    sink.fail_coded(&slot, ErrorKind::StreamReset, name, ledger, || {
+                        format!("the server reset stream {stream}: {name}")
                     });
                 }
                 0
