@@ -60,6 +60,7 @@ pub(crate) struct Ledger {
 struct Totals {
     codes: StatusCounts,
     errors: ErrorCounts,
+    error_codes: pelt_stats::ErrorCodes,
     bytes_sent: u64,
     bytes_received: u64,
     late: u64,
@@ -76,6 +77,8 @@ impl Totals {
         codes.merge(&warm.status);
         let mut errors = main.errors.clone();
         errors.merge(&warm.errors);
+        let mut error_codes = main.error_codes.clone();
+        error_codes.merge(&warm.error_codes);
         let ws = |w: &Option<Box<pelt_stats::WsStats>>| w.as_deref().map(pelt_stats::WsPoint::of);
         let lag = open.then(|| {
             let mut lag = main.lag.clone();
@@ -85,6 +88,7 @@ impl Totals {
         Totals {
             codes,
             errors,
+            error_codes,
             bytes_sent: main.bytes_sent + warm.bytes_sent,
             bytes_received: main.bytes_received + warm.bytes_received,
             late: main.late + warm.late,
@@ -139,6 +143,7 @@ impl Totals {
                     (d > 0).then(|| (k.name().to_string(), d))
                 })
                 .collect(),
+            error_codes: now.error_codes.since(&self.error_codes),
             bytes_sent: now.bytes_sent - self.bytes_sent,
             bytes_received: now.bytes_received - self.bytes_received,
             late: now.late - self.late,

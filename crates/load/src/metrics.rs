@@ -33,6 +33,8 @@ pub struct Metrics {
     completed: u64,
     errors: u64,
     errors_by_kind: BTreeMap<String, u64>,
+    /// Errors that came with a protocol's code, by (kind, code).
+    error_codes: BTreeMap<(String, String), u64>,
     codes: BTreeMap<u16, u64>,
     /// gRPC runs: calls by gRPC status name.
     grpc: BTreeMap<String, u64>,
@@ -128,6 +130,7 @@ impl Metrics {
                 .iter()
                 .map(|k| (k.name().to_string(), 0))
                 .collect(),
+            error_codes: BTreeMap::new(),
             codes: BTreeMap::new(),
             grpc: BTreeMap::new(),
             bytes_sent: 0,
@@ -175,6 +178,12 @@ impl Metrics {
         }
         for (kind, n) in &d.errors {
             *self.errors_by_kind.entry(kind.clone()).or_insert(0) += n;
+        }
+        for (kind, codes) in &d.error_codes {
+            for (code, n) in codes {
+                let key = (kind.clone(), code.clone());
+                *self.error_codes.entry(key).or_insert(0) += n;
+            }
         }
         self.bytes_sent += d.bytes_sent;
         self.bytes_received += d.bytes_received;
@@ -304,6 +313,19 @@ impl Metrics {
             "Requests that ended in an error (no complete response), by kind.",
             errors,
         );
+        if !self.error_codes.is_empty() {
+            let coded = self.error_codes.iter().map(|((kind, code), n)| {
+                let labels = vec![("kind", kind.clone()), ("code", code.clone())];
+                (labels, *n as f64)
+            });
+            f.labelled(
+                "pelt_request_error_codes_total",
+                "counter",
+                "Request errors that came with a protocol's code (a server's stream reset, \
+                 the code a QUIC connection ended with), by kind and code.",
+                coded,
+            );
+        }
         let codes = self.codes.iter().map(|(code, n)| {
             let class = match code / 100 {
                 c @ 1..=5 => format!("{c}xx"),
@@ -1024,6 +1046,26 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} missing:\n{text}");
         }
+    }
+
+    #[test]
+    fn errors_by_code_are_counters_by_kind_and_code() {
+        let mut m = Metrics::new(&info(), "r1", &[]);
+        assert!(!m.text().contains("pelt_request_error_codes_total"));
+        for second in 0..2 {
+            let mut iv = pelt_stats::Interval::new(second);
+            let codes = iv
+                .detail
+                .error_codes
+                .entry("stream_reset".into())
+                .or_default();
+            codes.insert("H3_REQUEST_REJECTED".into(), 2);
+            m.add(&iv.point(1.0, false)).unwrap();
+        }
+        let text = m.text();
+        let line = "pelt_request_error_codes_total{run=\"r1\",kind=\"stream_reset\",\
+                    code=\"H3_REQUEST_REJECTED\"} 4";
+        assert!(text.contains(line), "{line} missing:\n{text}");
     }
 
     #[test]

@@ -226,6 +226,28 @@ impl ErrorCodes {
         }
     }
 
+    /// The errors of `kind` counted with `code`.
+    pub fn count(&self, kind: ErrorKind, code: &str) -> u64 {
+        let same = |(k, c, _): &&(ErrorKind, String, u64)| *k == kind && c == code;
+        self.by.iter().find(same).map_or(0, |e| e.2)
+    }
+
+    /// What these counts added to `before` (an earlier look at the same counts), by kind's
+    /// name, then code.
+    pub fn since(&self, before: &ErrorCodes) -> BTreeMap<String, BTreeMap<String, u64>> {
+        let mut added: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for (k, c, n) in &self.by {
+            let d = n - before.count(*k, c);
+            if d > 0 {
+                added
+                    .entry(k.name().to_string())
+                    .or_default()
+                    .insert(c.clone(), d);
+            }
+        }
+        added
+    }
+
     /// By kind's name, then code (empty: no error carried a code).
     pub fn to_map(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
         let mut all: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
@@ -277,6 +299,10 @@ mod tests {
         assert_eq!(m["stream_reset"]["H3_REQUEST_REJECTED"], 7);
         assert_eq!(m["stream_reset"]["H3_INTERNAL_ERROR"], 1);
         assert_eq!(m["closed"]["H3_EXCESSIVE_LOAD"], 1);
+        let added = c.since(&d);
+        assert_eq!(added["stream_reset"]["H3_REQUEST_REJECTED"], 3);
+        assert!(!added["stream_reset"].contains_key("H3_INTERNAL_ERROR"));
+        assert_eq!(added["closed"]["H3_EXCESSIVE_LOAD"], 1);
         assert_eq!(
             e.iter().collect::<Vec<_>>(),
             vec![(ErrorKind::Timeout, 3, "t")]

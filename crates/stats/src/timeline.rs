@@ -68,6 +68,9 @@ pub struct Detail {
     /// gRPC runs: calls by gRPC status name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub grpc: BTreeMap<String, u64>,
+    /// Errors that came with a protocol's code, by kind, then code.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_codes: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 /// One target name's counts in one second.
@@ -119,6 +122,12 @@ impl Detail {
         }
         for (k, n) in &other.grpc {
             *self.grpc.entry(k.clone()).or_insert(0) += n;
+        }
+        for (kind, codes) in &other.error_codes {
+            let mine = self.error_codes.entry(kind.clone()).or_default();
+            for (c, n) in codes {
+                *mine.entry(c.clone()).or_insert(0) += n;
+            }
         }
     }
 }
