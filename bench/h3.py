@@ -9,6 +9,10 @@ range). Figures: requests/s and CPU microseconds per request (the tool's own rus
 system). The issue's goals: pelt's HTTP/3 at least 3x less CPU per request than oha's, and
 within 2x of pelt's own HTTP/2.
 
+Then the same offered rate for both (`--rate`, default 1,500/s, below what oha reaches here):
+pelt's open loop (`--rate`) beside oha's `-q`, so neither is judged at its own pace: CPU per
+request where both send the same requests per second.
+
 Then the handshake cells: a new connection per request (`--no-keepalive`), so requests/s is
 handshakes/s: pelt over HTTP/1.1 (TCP + TLS 1.3) and HTTP/3 with full handshakes
 (`--tls-full-handshake`), resumed ones, and HTTP/3 with 0-RTT (`--tls-early-data`). oha's HTTP/3
@@ -20,7 +24,7 @@ oha's HTTP/3 is an optional feature of its crate; build it once, outside CI (min
 and give `--oha /tmp/oha/bin/oha` (without it, oha's rows are left out).
 
 Usage: bench/h3.py [--pelt target/release/pelt] [--oha PATH] [--conns 4] [--streams 16]
-                   [--duration 5] [--runs 3]
+                   [--duration 5] [--runs 3] [--rate 1500]
 Needs: caddy (Debian), taskset and GNU time; python3 stdlib only. Traffic stays on 127.0.0.1.
 """
 
@@ -58,6 +62,8 @@ def pelt_cmd(a, url, proto, mode):
         if proto == "3":
             cmd += ["--http3"]
         return cmd
+    if mode == "rate":
+        cmd += ["--rate", str(a.rate)]
     if proto == "2":
         cmd += ["--http2", "--streams", str(a.streams)]
     if proto == "3":
@@ -72,9 +78,10 @@ def pelt_parse(out):
     return r["requests"]["completed"], r["duration_s"]
 
 
-def oha_cmd(a, url, _proto, _mode):
+def oha_cmd(a, url, _proto, mode):
+    rate = ["-q", str(a.rate)] if mode == "rate" else []
     return [a.oha, "--http-version", "3", "-z", f"{a.duration}s", "-c", str(a.conns), "-p",
-            str(a.streams), "--no-tui", "--insecure", "--output-format", "json", url]
+            str(a.streams), "--no-tui", "--insecure", "--output-format", "json", *rate, url]
 
 
 def oha_parse(out):
@@ -91,6 +98,7 @@ def main():
     ap.add_argument("--streams", type=int, default=16)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rate", type=int, default=1500, help="the equal-rate cells (0: none)")
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
     a = ap.parse_args()
@@ -102,6 +110,10 @@ def main():
     rows = [("pelt", "1.1", "keep"), ("pelt", "2", "keep"), ("pelt", "3", "keep")]
     if a.oha:
         rows.append(("oha", "3", "keep"))
+    if a.rate:
+        rows.append(("pelt", "3", "rate"))
+        if a.oha:
+            rows.append(("oha", "3", "rate"))
     rows += [("pelt", "1.1", "full"), ("pelt", "3", "full"), ("pelt", "1.1", "resume"),
              ("pelt", "3", "resume"), ("pelt", "3", "0rtt")]
     tools = {"pelt": (pelt_cmd, pelt_parse), "oha": (oha_cmd, oha_parse)}
@@ -134,8 +146,9 @@ def main():
     print(f"# caddy on CPU {a.server_cpu} (GOMAXPROCS=1), the generator on CPU {a.client_cpu}, "
           f"1 thread, {a.conns} connections, {a.streams} streams (HTTP/2, HTTP/3), "
           f"{a.duration} s, median (min-max) of {a.runs} runs")
-    print("# connection: keep = kept alive; full, resume, 0rtt = one per request (--no-keepalive), "
-          "so requests/s is handshakes/s")
+    print("# connection: keep = kept alive; rate = kept alive at the same offered rate "
+          f"({a.rate:,}/s: pelt --rate, oha -q); full, resume, 0rtt = one per request "
+          "(--no-keepalive), so requests/s is handshakes/s")
     print(f"{'tool':<6} {'HTTP':<5} {'connection':<10} {'requests/s':>26} {'CPU us/request':>24}")
     med = {}
     for key in rows:
@@ -150,6 +163,9 @@ def main():
     if ("oha", "3", "keep") in med:
         print(f"oha HTTP/3 over pelt HTTP/3, CPU per request: "
               f"{med[('oha', '3', 'keep')] / h3:.2f}x")
+    if ("oha", "3", "rate") in med:
+        print(f"oha HTTP/3 over pelt HTTP/3 at {a.rate:,}/s, CPU per request: "
+              f"{med[('oha', '3', 'rate')] / med[('pelt', '3', 'rate')]:.2f}x")
 
 
 if __name__ == "__main__":

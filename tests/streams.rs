@@ -47,7 +47,7 @@ fn assert_csv_has_the_events(run: &[&str], events: u64) {
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = head.iter().position(|c| *c == "stream_events").unwrap();
-    assert_eq!(head.len(), 47, "{head:?}");
+    assert_eq!(head.len(), 54, "{head:?}");
     let sum: u64 = lines
         .map(|l| l.split(',').nth(col).unwrap())
         .filter(|c| !c.is_empty())

@@ -186,8 +186,9 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         ",ttfb_p50_us,ttfb_p99_us,stream_events,ttft_p50_us,ttft_p99_us,gap_p50_us,gap_p99_us",
     );
     s.push_str(&format!(",{}", WS_COLUMNS.join(",")));
-    // Then gRPC's (empty but in a grpc:// run).
-    s.push_str(",grpc_calls,grpc_ok\n");
+    // Then gRPC's (empty but in a grpc:// run), then QUIC's (empty but over HTTP/3).
+    s.push_str(",grpc_calls,grpc_ok");
+    s.push_str(&format!(",{}\n", QUIC_COLUMNS.join(",")));
     for p in points {
         let l = &p.latency_us;
         let _ = write!(
@@ -266,13 +267,40 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         }
         match &p.grpc {
             Some(g) => {
-                let _ = writeln!(s, ",{},{}", g.calls, g.ok);
+                let _ = write!(s, ",{},{}", g.calls, g.ok);
             }
-            None => s.push_str(",,\n"),
+            None => s.push_str(",,"),
+        }
+        match &p.quic {
+            Some(q) => {
+                let _ = writeln!(
+                    s,
+                    ",{},{},{},{},{},{},{}",
+                    q.datagrams_sent,
+                    q.datagrams_received,
+                    q.packets_sent,
+                    q.packets_lost,
+                    q.congestion_events,
+                    q.blocked_by_server,
+                    q.blocked_by_pelt
+                );
+            }
+            None => s.push_str(&format!("{}\n", ",".repeat(QUIC_COLUMNS.len()))),
         }
     }
     s
 }
+
+/// `--csv`'s QUIC columns: each second's counts (`TimelinePoint::quic`), over HTTP/3.
+const QUIC_COLUMNS: [&str; 7] = [
+    "quic_datagrams_sent",
+    "quic_datagrams_received",
+    "quic_packets_sent",
+    "quic_packets_lost",
+    "quic_congestion_events",
+    "quic_blocked_by_server",
+    "quic_blocked_by_pelt",
+];
 
 /// `--csv`'s WebSocket columns: each second's counts (`TimelinePoint::websocket`).
 const WS_COLUMNS: [&str; 7] = [

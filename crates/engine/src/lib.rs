@@ -904,8 +904,10 @@ impl TimelineBuilder {
         while let Some(&k) = self.pending.keys().next() {
             let length = (elapsed - k as f64).clamp(0.0, 1.0);
             let iv = &self.pending[&k];
-            // A sliver of a second after the last tick, with nothing in it, says nothing.
-            if length < 0.05 && iv.sent + iv.completed + iv.errors == 0 {
+            // A sliver of a second after the last tick, with nothing in it, says nothing; one
+            // with bytes (HTTP/3's and WebSocket's goodbyes at the end) keeps them counted.
+            let bytes = iv.detail.bytes_sent + iv.detail.bytes_received;
+            if length < 0.05 && iv.sent + iv.completed + iv.errors + bytes == 0 {
                 self.pending.remove(&k);
                 continue;
             }
