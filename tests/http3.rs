@@ -453,6 +453,54 @@ fn templates_and_scripts_render_each_streams_own_request() {
     }
 }
 
+/// Verification is on over QUIC as over TCP: caddy's certificate from its own CA fails every
+/// request as `tls`, counted by the code pelt closed the handshake with; with `--cacert` naming
+/// that CA, every request completes.
+#[test]
+fn an_untrusted_certificate_fails_as_tls_by_code_and_cacert_trusts_it() {
+    let Some(server) = caddy("") else {
+        return;
+    };
+    let url = server.url("https", 0);
+    let args = [
+        &url[..],
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--http3",
+        "--json",
+        "-",
+        "-q",
+    ];
+    let (out, _) = wait_bounded(spawn_any_backend(&args), Duration::from_secs(40));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_invariant(&v);
+    assert_eq!(count(&v, &["errors", "tls"]), 5, "{v}");
+    assert_eq!(
+        v["error_codes"],
+        serde_json::json!({"tls": {"pelt: CRYPTO_ERROR": 5}}),
+        "{v}"
+    );
+    let example = v["error_examples"]["tls"].as_str().unwrap();
+    assert!(example.contains("UnknownIssuer"), "{example}");
+    // caddy made its CA (`tls internal`) in its storage folder.
+    let ca = server.dir.join("data/pki/authorities/local/root.crt");
+    let ca = ca.display().to_string();
+    let args = [&url[..], "-n", "5", "-c", "1", "--http3", "--cacert", &ca];
+    let mut all = args.to_vec();
+    all.extend(["--json", "-", "-q"]);
+    let (out, _) = wait_bounded(spawn_any_backend(&all), Duration::from_secs(40));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(count(&v, &["requests", "completed"]), 5, "{v}");
+    assert_eq!(count(&v, &["errors", "total"]), 0, "{v}");
+}
+
 /// `--monitor` over HTTP/3: caddy's CPU and memory beside each second, a verdict, and `--csv`
 /// with each second's QUIC counts, which add up to the result's.
 #[test]

@@ -59,8 +59,9 @@ pub(super) struct H3 {
     ready: bool,
     /// When the connection began (its handshake's time is counted from here).
     started: Instant,
-    /// Why QUIC ended the connection, once it did.
+    /// Why QUIC ended the connection, once it did, and its code (`quic::ended_code`).
     ended: Option<String>,
+    ended_code: String,
     /// In the list of connections to flush before the worker waits.
     deferred: bool,
     /// QUIC's counts as last added to the ledger.
@@ -264,6 +265,7 @@ fn begin<I: Io, T: Transport, S: Source>(
         ready: false,
         started: now,
         ended: None,
+        ended_code: String::new(),
         deferred: false,
         counted: Default::default(),
         lanes,
@@ -360,6 +362,7 @@ fn happenings(
         ready,
         started,
         ended,
+        ended_code,
         lanes,
         ..
     } = &mut **h3;
@@ -454,7 +457,10 @@ fn happenings(
         }
         // The writes after the read act on these.
         Happened::GoAway { .. } => {}
-        Happened::Closed { reason, .. } => *ended = Some(reason),
+        Happened::Closed { reason, code } => {
+            *ended = Some(reason);
+            *ended_code = code;
+        }
     });
     if sink.take_cut() {
         end_streams(quic, lanes, slots, sink, ledger, streams, now);
@@ -515,6 +521,13 @@ fn ended<I: Io, T: Transport, S: Source>(
     let drained = (h3.quic.going_away() || done) && conn.written() == 0;
     match gone {
         Some(reason) if !h3.ready => {
+            // Each request it had fails as TLS, counted by the code QUIC ended with
+            // (`pelt: CRYPTO_ERROR` for a certificate pelt refused...).
+            let c = &w.conns[i];
+            for k in (0..c.slots.len).filter(|_| !h3.ended_code.is_empty()) {
+                let warm = c.slots.ring[(c.slots.head + k) % c.slots.ring.len()].warm;
+                w.ledger.error_code(warm, ErrorKind::Tls, &h3.ended_code);
+            }
             let message = format!("the QUIC handshake failed: {reason}");
             w.fail(i, ErrorKind::Tls, now, || message);
             return true;
