@@ -88,9 +88,15 @@ pub fn run_agent(
         offset_us as f64 / 1000.0
     ));
     let part = wait_for_part(&mut reader)?;
+    // "Still here" from the part on: preparing resolves the target's name, which a cluster's
+    // DNS can take seconds to answer (a lost query waits out the resolver's 5 s), longer than
+    // the coordinator waits for a silent agent.
+    let finished = Arc::new(AtomicBool::new(false));
+    beat(&writer, &finished);
     let mut prepared = match part.prepare() {
         Ok(p) => p,
         Err(message) => {
+            finished.store(true, Ordering::Relaxed);
             let failed = FromAgent::Failed {
                 message: message.clone(),
             };
@@ -100,13 +106,11 @@ pub fn run_agent(
     };
     let start_us = part.start_us;
     let why: Arc<Mutex<Option<(String, bool)>>> = Arc::default();
-    let finished = Arc::new(AtomicBool::new(false));
     let _ = reader.stream().set_read_timeout(Some(opts.silence));
     // The coordinator's live page may change the run: each change comes at its second.
     let control = Arc::new(pelt_engine::Control::new(&prepared.config));
     prepared.config.control = Some(control.clone());
     let listened = listen(reader, stop, &why, &finished, control);
-    beat(&writer, &finished);
     // Start at the coordinator's instant, on this clock.
     let wait_us = start_us + offset_us - now_us();
     if wait_us > 0 {
