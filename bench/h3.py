@@ -13,6 +13,10 @@ Then the same offered rate for both (`--rate`, default 1,500/s, below what oha r
 pelt's open loop (`--rate`) beside oha's `-q`, so neither is judged at its own pace: CPU per
 request where both send the same requests per second.
 
+Then the upload cells (`--upload-kib`, default 256): each request a POST of that body, over
+HTTP/1.1, HTTP/2 and HTTP/3, kept alive, `--upload-streams` streams: where QUIC sends a flight
+of full datagrams at a time, and a send the kernel segments (GSO) pays its way.
+
 Then the handshake cells: a new connection per request (`--no-keepalive`), so requests/s is
 handshakes/s: pelt over HTTP/1.1 (TCP + TLS 1.3) and HTTP/3 with full handshakes
 (`--tls-full-handshake`), resumed ones, and HTTP/3 with 0-RTT (`--tls-early-data`). oha's HTTP/3
@@ -24,7 +28,7 @@ oha's HTTP/3 is an optional feature of its crate; build it once, outside CI (min
 and give `--oha /tmp/oha/bin/oha` (without it, oha's rows are left out).
 
 Usage: bench/h3.py [--pelt target/release/pelt] [--oha PATH] [--conns 4] [--streams 16]
-                   [--duration 5] [--runs 3] [--rate 1500]
+                   [--duration 5] [--runs 3] [--rate 1500] [--upload-kib 256]
 Needs: caddy (Debian), taskset and GNU time; python3 stdlib only. Traffic stays on 127.0.0.1.
 """
 
@@ -64,10 +68,13 @@ def pelt_cmd(a, url, proto, mode):
         return cmd
     if mode == "rate":
         cmd += ["--rate", str(a.rate)]
+    if mode == "upload":
+        cmd += ["-m", "POST", "--body-file", a.body]
+    streams = str(a.upload_streams if mode == "upload" else a.streams)
     if proto == "2":
-        cmd += ["--http2", "--streams", str(a.streams)]
+        cmd += ["--http2", "--streams", streams]
     if proto == "3":
-        cmd += ["--http3", "--streams", str(a.streams)]
+        cmd += ["--http3", "--streams", streams]
     return cmd
 
 
@@ -99,6 +106,9 @@ def main():
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rate", type=int, default=1500, help="the equal-rate cells (0: none)")
+    ap.add_argument("--upload-kib", type=int, default=256,
+                    help="the upload cells' request body (0: no upload cells)")
+    ap.add_argument("--upload-streams", type=int, default=4)
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
     a = ap.parse_args()
@@ -114,11 +124,16 @@ def main():
         rows.append(("pelt", "3", "rate"))
         if a.oha:
             rows.append(("oha", "3", "rate"))
+    if a.upload_kib:
+        rows += [("pelt", "1.1", "upload"), ("pelt", "2", "upload"), ("pelt", "3", "upload")]
     rows += [("pelt", "1.1", "full"), ("pelt", "3", "full"), ("pelt", "1.1", "resume"),
              ("pelt", "3", "resume"), ("pelt", "3", "0rtt")]
     tools = {"pelt": (pelt_cmd, pelt_parse), "oha": (oha_cmd, oha_parse)}
     with tempfile.TemporaryDirectory(prefix="pelt-bench-h3-") as d:
         port = peers.free_port()
+        a.body = os.path.join(d, "body")
+        with open(a.body, "wb") as f:
+            f.write(b"a" * (a.upload_kib * 1024))
         conf = os.path.join(d, "Caddyfile")
         with open(conf, "w") as f:
             f.write(caddyfile(d, port))
@@ -147,7 +162,8 @@ def main():
           f"1 thread, {a.conns} connections, {a.streams} streams (HTTP/2, HTTP/3), "
           f"{a.duration} s, median (min-max) of {a.runs} runs")
     print("# connection: keep = kept alive; rate = kept alive at the same offered rate "
-          f"({a.rate:,}/s: pelt --rate, oha -q); full, resume, 0rtt = one per request "
+          f"({a.rate:,}/s: pelt --rate, oha -q); upload = kept alive, each request a POST of "
+          f"{a.upload_kib} KiB ({a.upload_streams} streams); full, resume, 0rtt = one per request "
           "(--no-keepalive), so requests/s is handshakes/s")
     print(f"{'tool':<6} {'HTTP':<5} {'connection':<10} {'requests/s':>26} {'CPU us/request':>24}")
     med = {}

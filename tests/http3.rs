@@ -501,15 +501,17 @@ fn an_untrusted_certificate_fails_as_tls_by_code_and_cacert_trusts_it() {
     assert_eq!(count(&v, &["errors", "total"]), 0, "{v}");
 }
 
-/// `--monitor` over HTTP/3: caddy's CPU and memory beside each second, a verdict, and `--csv`
-/// with each second's QUIC counts, which add up to the result's.
+/// `--monitor` over HTTP/3: caddy's CPU and memory beside each second, a verdict, `--csv`
+/// with each second's QUIC counts, which add up to the result's, and the HTML report's chart
+/// of them, drawn in a real browser.
 #[test]
-fn the_server_is_monitored_and_the_csv_has_quic_columns() {
+fn the_server_is_monitored_and_the_csv_and_report_have_quic_each_second() {
     let Some(server) = caddy("") else {
         return;
     };
     let pid = server.child.id().to_string();
     let csv = server.dir.join("timeline.csv");
+    let html = server.dir.join("report.html");
     let v = run_h3(&[
         &server.url("https", 0),
         "-d",
@@ -522,6 +524,8 @@ fn the_server_is_monitored_and_the_csv_has_quic_columns() {
         &pid,
         "--csv",
         csv.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
     ]);
     let r = &v["resources"];
     assert!(
@@ -549,6 +553,34 @@ fn the_server_is_monitored_and_the_csv_has_quic_columns() {
     }
     let cpu = column("server_cpu");
     assert!(rows.iter().all(|r| !r[cpu].is_empty()), "{text}");
+    let Some(page) = browser_check(&html, &server.dir.join("report.png")) else {
+        return;
+    };
+    assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+    let c = page["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "chart-quic")
+        .unwrap_or_else(|| panic!("no QUIC chart: {page}"));
+    let sets = c["datasets"].as_array().unwrap();
+    let labels: Vec<&str> = sets.iter().map(|d| d["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "packets sent/s",
+            "datagrams received/s",
+            "packets lost/s",
+            "congestion events/s",
+            "flow-control blocks/s"
+        ],
+        "{c}"
+    );
+    assert!(c["painted"].as_u64().unwrap() > 2000, "not drawn: {c}");
+    // Thousands of packets a second went each way.
+    for d in &sets[..2] {
+        assert!(d["max"].as_f64().unwrap() > 1000.0, "{c}");
+    }
 }
 
 /// Protocol-generic features over HTTP/3: stages ramping the arrival rate (every request

@@ -122,3 +122,24 @@ if (R.length && document.getElementById("chart-server")) {
     options: { scales: { x: xSec, y: axis("MiB/s", { beginAtZero: true }) }, interaction: { mode: "index", intersect: false } }
   });
 }
+// HTTP/3: what QUIC counted each second, per second of it: packets sent and datagrams received
+// on the left axis; packets lost, congestion events and flow-control blocks (both ways) on the
+// right, where a handful shows against thousands.
+const Q = T.filter(p => p.quic);
+if (Q.length && document.getElementById("chart-quic")) {
+  const line = (label, color, k, axis) => ({ label, yAxisID: axis, borderColor: color, backgroundColor: color,
+    pointRadius: 0, segment: warmSeg, borderDash: axis === "y2" ? [6, 4] : undefined,
+    data: Q.map(p => ({ x: p.second, y: p.quic[k] / Math.max(p.length_s, 1e-9) })) });
+  new Chart(document.getElementById("chart-quic"), {
+    type: "line",
+    data: { datasets: [
+      line("packets sent/s", COLORS[0], "packets_sent", "y"),
+      line("datagrams received/s", COLORS[1], "datagrams_received", "y"),
+      line("packets lost/s", COLORS[3], "packets_lost", "y2"),
+      line("congestion events/s", COLORS[4], "congestion_events", "y2"),
+      line("flow-control blocks/s", COLORS[2], "blocked", "y2")] },
+    options: { scales: { x: xSec, y: axis("per second", { beginAtZero: true }),
+                         y2: axis("lost, congestion, blocked per second", { beginAtZero: true, position: "right", grid: { drawOnChartArea: false } }) },
+               interaction: { mode: "index", intersect: false } }
+  });
+}

@@ -196,6 +196,12 @@ fn report_data(r: &Report) -> Value {
                     "rx": r.host.net_rx_bytes as f64 / p.length_s.max(1e-9),
                     "tx": r.host.net_tx_bytes as f64 / p.length_s.max(1e-9),
                 })),
+                "quic": p.quic.as_ref().map(|q| json!({
+                    "packets_sent": q.packets_sent, "packets_lost": q.packets_lost,
+                    "datagrams_received": q.datagrams_received,
+                    "congestion_events": q.congestion_events,
+                    "blocked": q.blocked_by_server + q.blocked_by_pelt,
+                })),
             })
         })
         .collect();

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// Where connections go: the target's TCP address, or a Unix socket (`Config::unix_socket`),
 /// or a UDP address (QUIC's: each connection a connected UDP socket, its reads and writes
-/// whole datagrams, [`Io::send_datagram`]).
+/// whole datagrams, [`Io::send_datagrams`]).
 #[derive(Debug, Clone)]
 pub(crate) enum Endpoint {
     Tcp(SocketAddr),
@@ -75,6 +75,74 @@ pub(crate) fn udp_socket(
     Ok(fd)
 }
 
+/// How many datagrams one UDP send carries at most with generic segmentation offload
+/// (`UDP_SEGMENT`, Linux 4.18): a connection's flight of QUIC packets (a request body's, its
+/// acknowledgements') goes to the kernel in one send, which runs the stack's per-send work
+/// (the route, the socket's accounting, the device's queue) once and cuts the datagrams after
+/// it. 16 x 1,452 bytes stays well under a send's 64 KiB.
+pub(crate) const GSO_SEGMENTS: usize = 16;
+
+/// The control message that has the kernel cut a send into datagrams of a given size
+/// (`UDP_SEGMENT`), laid out as `CMSG_SPACE(2)` bytes: written by hand because rustix's
+/// ancillary messages have no such message, and quinn-udp, which has one, sends only on
+/// sockets it calls itself (not through io_uring).
+#[repr(C)]
+pub(crate) struct Segmenting {
+    hdr: libc::cmsghdr,
+    segment: u16,
+    _pad: [u8; 6],
+}
+
+impl Segmenting {
+    pub fn new(segment: usize) -> Segmenting {
+        Segmenting {
+            hdr: libc::cmsghdr {
+                cmsg_len: std::mem::size_of::<libc::cmsghdr>() + 2,
+                cmsg_level: libc::SOL_UDP,
+                cmsg_type: libc::UDP_SEGMENT,
+            },
+            segment: segment.min(usize::from(u16::MAX)) as u16,
+            _pad: [0; 6],
+        }
+    }
+
+    /// A `sendmsg` header for `iov` with this message (both must outlive its use).
+    pub fn header(&mut self, iov: &mut libc::iovec) -> libc::msghdr {
+        libc::msghdr {
+            msg_name: std::ptr::null_mut(),
+            msg_namelen: 0,
+            msg_iov: iov,
+            msg_iovlen: 1,
+            msg_control: (self as *mut Segmenting).cast(),
+            msg_controllen: std::mem::size_of::<Segmenting>(),
+            msg_flags: 0,
+        }
+    }
+}
+
+/// Sends `bytes` on the connected UDP socket `fd` as datagrams of `segment` bytes (the last
+/// one maybe shorter), in one `sendmsg` the kernel segments.
+pub(crate) fn send_segmented(
+    fd: std::os::fd::BorrowedFd<'_>,
+    bytes: &[u8],
+    segment: usize,
+) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let mut control = Segmenting::new(segment);
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
+    let msg = control.header(&mut iov);
+    // SAFETY: `msg` points at `iov` (which points at `bytes`) and at `control`, all alive for
+    // the call; the kernel only reads them.
+    let n = unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(errno(&std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 /// How a connect went at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Connect {
@@ -133,14 +201,27 @@ pub(crate) trait Io {
     fn send_copy(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno> {
         self.send(conn, bytes)
     }
-    /// Sends `datagram` as one UDP datagram on connection `conn`'s socket (a connected UDP
-    /// socket, [`Endpoint::Udp`]); `datagram` may change as soon as this returns. `Ok(false)`:
-    /// the datagram was dropped, as a network drops one (QUIC sends it again): the socket had
-    /// no room, a firewall refused it (EPERM), it was too big; an error only for a refused
-    /// port (an ICMP unreachable), where the backend can tell at once. Each read of such a socket gives one datagram.
-    /// A backend without UDP sockets (the tests' scripted one) refuses.
-    fn send_datagram(&mut self, _conn: usize, _datagram: &[u8]) -> Result<bool, Errno> {
+    /// Sends `datagrams` on connection `conn`'s socket (a connected UDP socket,
+    /// [`Endpoint::Udp`]): datagrams of `segment` bytes each, the last one maybe shorter (one
+    /// datagram when `segment` is its length); more than one only up to
+    /// [`Io::max_segments`]. They may change as soon as this returns. `Ok(false)`: they were
+    /// dropped, as a network drops datagrams (QUIC sends them again): the socket had no room,
+    /// a firewall refused them (EPERM), one was too big; an error only for a refused port (an
+    /// ICMP unreachable), where the backend can tell at once. Each read of such a socket gives
+    /// one datagram. A backend without UDP sockets (the tests' scripted one) refuses.
+    fn send_datagrams(
+        &mut self,
+        _conn: usize,
+        _datagrams: &[u8],
+        _segment: usize,
+    ) -> Result<bool, Errno> {
         Err(Errno::OPNOTSUPP)
+    }
+    /// How many datagrams one [`Io::send_datagrams`] may carry: [`GSO_SEGMENTS`] where the
+    /// kernel cuts a send into datagrams itself (UDP generic segmentation offload), 1 where it
+    /// refused to.
+    fn max_segments(&self) -> usize {
+        1
     }
     /// Reads what `token` (from `Received`; 0 after `Ready`) names on connection `conn`.
     fn read(&mut self, conn: usize, token: u64) -> Read<'_>;
@@ -463,8 +544,9 @@ mod tests {
         }
     }
 
-    /// A connected UDP socket (HTTP/3's): each datagram sent goes whole, in order, and each
-    /// read gives one datagram whole; with nobody on the port, the ICMP answer shows as a
+    /// A connected UDP socket (HTTP/3's): each datagram sent goes whole, in order, a segmented
+    /// send arrives as its datagrams, and each read gives one datagram whole; with nobody on
+    /// the port, the ICMP answer shows as a
     /// refused connection.
     fn datagrams_keep_their_bounds<I: Io>(make: impl Fn(&Config) -> Result<I, Errno>) {
         let peer = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
@@ -476,8 +558,13 @@ mod tests {
         assert_eq!(connect, Connect::Done);
         let sizes = [10, 1200, 1, 1452];
         for (k, n) in sizes.iter().enumerate() {
-            assert!(io.send_datagram(0, &vec![k as u8; *n]).expect("send"));
+            let datagram = vec![k as u8; *n];
+            assert!(io.send_datagrams(0, &datagram, *n).expect("send"));
         }
+        // Segmented (GSO): three datagrams of 1,200 bytes and a last of 100 in one send.
+        assert!(io.max_segments() >= 4, "this kernel segments UDP sends");
+        let flight: Vec<u8> = (0..3700).map(|b| (b / 1200) as u8 + 10).collect();
+        assert!(io.send_datagrams(0, &flight, 1200).expect("send"));
         let mut events = Vec::new();
         // io_uring submits the sends in its next wait (what it reports waits for the reads).
         io.wait(Wait::eager(Duration::from_millis(10)), &mut events);
@@ -488,6 +575,15 @@ mod tests {
             assert_eq!(&buf[..got], &vec![k as u8; *n][..], "datagram {k}");
             client = Some(from);
         }
+        for (k, n) in [1200, 1200, 1200, 100].iter().enumerate() {
+            let got = peer.recv(&mut buf).expect("a segment");
+            assert_eq!(&buf[..got], &vec![k as u8 + 10; *n][..], "segment {k}");
+        }
+        assert_eq!(
+            io.max_segments(),
+            GSO_SEGMENTS,
+            "the kernel took the segmented send"
+        );
         let client = client.unwrap();
         for (k, n) in [(7u8, 7usize), (8, 1300), (9, 50)] {
             peer.send_to(&vec![k; n], client).unwrap();
@@ -501,9 +597,20 @@ mod tests {
         drop(peer);
         let mut io = make(&config).expect("the backend");
         io.connect(0, &Endpoint::Udp(addr)).expect("connect");
-        io.send_datagram(0, b"anyone?").expect("send");
+        io.send_datagrams(0, b"anyone?", 7).expect("send");
         events.clear();
         assert_eq!(next_read(&mut io, &mut events), Err(Errno::CONNREFUSED));
+    }
+
+    /// The hand-written `UDP_SEGMENT` message is laid out as the kernel's macros say.
+    #[test]
+    fn the_segmenting_message_has_the_kernels_layout() {
+        // SAFETY: the CMSG_ macros only compute sizes.
+        let (space, len) = unsafe { (libc::CMSG_SPACE(2), libc::CMSG_LEN(2)) };
+        assert_eq!(std::mem::size_of::<Segmenting>(), space as usize);
+        let m = Segmenting::new(1200);
+        assert_eq!(m.hdr.cmsg_len, len as usize);
+        assert_eq!(m.segment, 1200);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::backend::{
     STAMP_CONTROL,
 };
 use rustix::event::epoll::{self, EventData, EventFlags};
-use rustix::fd::OwnedFd;
+use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::{self, SendFlags, SocketFlags, SocketType};
 use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
@@ -42,6 +42,8 @@ pub(crate) struct EpollIo {
     /// Open loop: sockets stamp what they receive; reads are `recvmsg`s with room for the
     /// stamp here.
     stamps: Option<Control>,
+    /// [`Io::max_segments`]: GSO's, until the kernel refuses a segmented send.
+    segments: usize,
 }
 
 impl EpollIo {
@@ -64,6 +66,7 @@ impl EpollIo {
             timer,
             timer_at: None,
             stamps: open_loop.then_some(Control([0; STAMP_CONTROL])),
+            segments: crate::backend::GSO_SEGMENTS,
         })
     }
 
@@ -216,10 +219,37 @@ impl Io for EpollIo {
         })
     }
 
-    fn send_datagram(&mut self, conn: usize, datagram: &[u8]) -> Result<bool, Errno> {
-        let fd = self.fd(conn).ok_or(Errno::NOTCONN)?;
-        match net::send(fd, datagram, SendFlags::NOSIGNAL) {
-            Ok(_) => Ok(true),
+    fn send_datagrams(
+        &mut self,
+        conn: usize,
+        datagrams: &[u8],
+        segment: usize,
+    ) -> Result<bool, Errno> {
+        let fd = self
+            .socks
+            .get(conn)
+            .and_then(Option::as_ref)
+            .ok_or(Errno::NOTCONN)?;
+        let fd = &fd.0;
+        let one_by_one = |d: &[u8]| {
+            d.chunks(segment.max(1))
+                .try_for_each(|d| net::send(fd, d, SendFlags::NOSIGNAL).map(drop))
+        };
+        let sent = if segment < datagrams.len() {
+            match crate::backend::send_segmented(fd.as_fd(), datagrams, segment) {
+                // The kernel or the device cannot segment (an old kernel: EINVAL; a device
+                // without checksum offload: EIO): one datagram a send from now on.
+                Err(Errno::INVAL | Errno::IO | Errno::NOPROTOOPT) => {
+                    self.segments = 1;
+                    one_by_one(datagrams)
+                }
+                sent => sent,
+            }
+        } else {
+            one_by_one(datagrams)
+        };
+        match sent {
+            Ok(()) => Ok(true),
             // A refused port (an ICMP unreachable came back) fails the connection.
             Err(e @ Errno::CONNREFUSED) => Err(e),
             // Lost, as on a network (QUIC sends it again): no room (AGAIN, NOBUFS), a
@@ -227,6 +257,10 @@ impl Io for EpollIo {
             // completions are taken and as quinn-udp takes its own send errors.
             Err(_) => Ok(false),
         }
+    }
+
+    fn max_segments(&self) -> usize {
+        self.segments
     }
 
     fn finish_connect(&mut self, conn: usize) -> Result<(), Errno> {

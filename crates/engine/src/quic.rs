@@ -305,17 +305,15 @@ impl H3Conn {
         self.checked |= CHECKED.get() != checked;
     }
 
-    /// Hands each datagram the connection has to send now to `send`.
-    pub fn transmit(&mut self, now: Instant, send: &mut impl FnMut(&[u8])) {
+    /// Hands what the connection has to send now to `send`: up to `segments` datagrams at a
+    /// time, with the size of each (all that size but the last, which may be shorter).
+    pub fn transmit(&mut self, now: Instant, segments: usize, send: &mut impl FnMut(&[u8], usize)) {
         loop {
             self.out.clear();
-            let Some(t) = self.conn.poll_transmit(now, 1, &mut self.out) else {
+            let Some(t) = self.conn.poll_transmit(now, segments.max(1), &mut self.out) else {
                 break;
             };
-            let size = t.segment_size.unwrap_or(t.size).max(1);
-            for datagram in self.out[..t.size].chunks(size) {
-                send(datagram);
-            }
+            send(&self.out[..t.size], t.segment_size.unwrap_or(t.size).max(1));
         }
         while let Some(e) = self.conn.poll_endpoint_events() {
             if let Some(back) = self.endpoint.handle_event(self.handle, e) {
@@ -857,7 +855,7 @@ mod tests {
             if step(conn, &seen) || Instant::now() > deadline {
                 return seen;
             }
-            conn.transmit(Instant::now(), &mut |d| {
+            conn.transmit(Instant::now(), 1, &mut |d, _| {
                 sock.send(d).expect("send");
             });
             let wait = conn

@@ -16,8 +16,8 @@
 //! stay valid until the kernel is done with it. Each block says why it holds.
 
 use crate::backend::{
-    enable_stamps, errno, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Stamp, Wait,
-    STAMP_CONTROL,
+    enable_stamps, errno, parse_stamp, Connect, Endpoint, Event, EventKind, Io, Read, Segmenting,
+    Stamp, Wait, STAMP_CONTROL,
 };
 use crate::Config;
 use io_uring::types::{BufRingEntry, Fd, RecvMsgOut, SubmitArgs, Timespec};
@@ -35,9 +35,37 @@ const OP_CONNECT: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_RECV: u64 = 3;
 const OP_SEND_COPY: u64 = 4;
-/// A datagram's send ([`Io::send_datagram`]): its `user_data` names the copy's slot in
+/// A datagram's send ([`Io::send_datagrams`]): its `user_data` names the copy's slot in
 /// `UringIo::dgrams`, not a connection.
 const OP_SEND_DGRAM: u64 = 5;
+
+/// What a datagram send reads until its completion: the copy of its bytes and, for a
+/// segmented one (GSO), the `sendmsg` header and control message that point at them; boxed,
+/// so they stay where the kernel was told they are.
+struct Dgram {
+    bytes: Vec<u8>,
+    iov: libc::iovec,
+    control: Segmenting,
+    msg: libc::msghdr,
+}
+
+impl Dgram {
+    fn new() -> Dgram {
+        let mut iov = libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        };
+        let mut control = Segmenting::new(0);
+        // Filled in again, pointing at the box's own fields, by each segmented send.
+        let msg = control.header(&mut iov);
+        Dgram {
+            bytes: Vec::new(),
+            iov,
+            control,
+            msg,
+        }
+    }
+}
 /// Where a stamped receive's payload starts in its buffer: after `io_uring_recvmsg_out`, no
 /// name, and the control messages (`STAMP_CONTROL`).
 const STAMPED_PAYLOAD: usize = RECVMSG_OUT + STAMP_CONTROL;
@@ -223,9 +251,13 @@ pub(crate) struct UringIo {
     stamps: Option<Box<libc::msghdr>>,
     // Dropped after `ring` (fields drop in order): the kernel may use them until then.
     /// The copies of datagrams being sent, by slot; a slot is reused (`dgram_free`) only once
-    /// its send has completed.
-    dgrams: Vec<Vec<u8>>,
+    /// its send has completed. Boxed: a segmented send's header points into its own slot,
+    /// which must not move when the list grows.
+    #[allow(clippy::vec_box)]
+    dgrams: Vec<Box<Dgram>>,
     dgram_free: Vec<usize>,
+    /// [`Io::max_segments`]: GSO's, until the kernel refuses a segmented send.
+    segments: usize,
     bufs: BufRing,
 }
 
@@ -376,6 +408,7 @@ impl UringIo {
             stamps,
             dgrams: Vec::new(),
             dgram_free: Vec::new(),
+            segments: crate::backend::GSO_SEGMENTS,
             bufs,
         })
     }
@@ -386,8 +419,9 @@ impl UringIo {
         loop {
             // SAFETY: every entry pelt queues points at memory that outlives the operation:
             // the batch bytes (alive until every worker ends), the boxed target address, the
-            // datagrams' copies (a slot of `dgrams` is written again only after its send's
-            // completion; the slots' buffers never move), and the buffer ring (see
+            // datagrams' copies and a segmented send's header (a slot of `dgrams` is written
+            // again only after its send's completion; the slots are boxed, their buffers never
+            // move), and the buffer ring (see
             // `BufRing`).
             if unsafe { self.ring.submission().push(entry) }.is_ok() {
                 return;
@@ -464,8 +498,13 @@ impl UringIo {
             let (res, flags) = (cqe.result(), cqe.flags());
             if op == OP_SEND_DGRAM {
                 // Its copy may be reused. A datagram the kernel refused is lost, as on a
-                // network (QUIC sends it again; a refused port shows in the receive).
+                // network (QUIC sends it again; a refused port shows in the receive). A
+                // segmented send the kernel or the device cannot do (an old kernel: EINVAL; a
+                // device without checksum offload: EIO): one datagram a send from now on.
                 self.dgram_free.push(conn);
+                if cqe.result() == -libc::EIO || cqe.result() == -libc::EINVAL {
+                    self.segments = 1;
+                }
                 continue;
             }
             let bid = cqueue::buffer_select(flags);
@@ -616,7 +655,12 @@ impl Io for UringIo {
         Ok(bytes.len())
     }
 
-    fn send_datagram(&mut self, conn: usize, datagram: &[u8]) -> Result<bool, Errno> {
+    fn send_datagrams(
+        &mut self,
+        conn: usize,
+        datagrams: &[u8],
+        segment: usize,
+    ) -> Result<bool, Errno> {
         let fd = self
             .socks
             .get(conn)
@@ -624,18 +668,33 @@ impl Io for UringIo {
             .ok_or(Errno::NOTCONN)?
             .as_raw_fd();
         let slot = self.dgram_free.pop().unwrap_or_else(|| {
-            self.dgrams.push(Vec::new());
+            self.dgrams.push(Box::new(Dgram::new()));
             self.dgrams.len() - 1
         });
-        let copy = &mut self.dgrams[slot];
-        copy.clear();
-        copy.extend_from_slice(datagram);
-        let entry = opcode::Send::new(Fd(fd), copy.as_ptr(), copy.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data((OP_SEND_DGRAM << 60) | slot as u64);
-        self.push(&entry);
+        let d = &mut *self.dgrams[slot];
+        d.bytes.clear();
+        d.bytes.extend_from_slice(datagrams);
+        let entry = if segment < datagrams.len() {
+            d.iov = libc::iovec {
+                iov_base: d.bytes.as_mut_ptr().cast(),
+                iov_len: d.bytes.len(),
+            };
+            d.control = Segmenting::new(segment);
+            d.msg = d.control.header(&mut d.iov);
+            opcode::SendMsg::new(Fd(fd), &d.msg)
+                .flags(libc::MSG_NOSIGNAL as u32)
+                .build()
+        } else {
+            opcode::Send::new(Fd(fd), d.bytes.as_ptr(), d.bytes.len() as u32)
+                .flags(libc::MSG_NOSIGNAL)
+                .build()
+        };
+        self.push(&entry.user_data((OP_SEND_DGRAM << 60) | slot as u64));
         Ok(true)
+    }
+
+    fn max_segments(&self) -> usize {
+        self.segments
     }
 
     fn send_copy(&mut self, conn: usize, bytes: &[u8]) -> Result<usize, Errno> {

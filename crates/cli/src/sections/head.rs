@@ -187,7 +187,15 @@ pub fn html(b: &mut String, r: &Report) {
             ("chart-status", "Status classes and errors per second"),
         ],
     );
-    if let Some(st) = &i.stages {
+    for chart in crate::sections::CHARTS {
+        chart(b, r);
+    }
+    b.push_str("</div>\n<div class=\"grid\">\n");
+}
+
+/// `--stages`: what the stages asked for beside what was reached, each second.
+pub fn stages_chart(b: &mut String, r: &Report) {
+    if let Some(st) = &r.info.stages {
         let title = if st.of == "rate" {
             "Stages: the arrival rate asked for and sent"
         } else {
@@ -195,7 +203,6 @@ pub fn html(b: &mut String, r: &Report) {
         };
         chart_boxes(b, &[("chart-stages", title)]);
     }
-    b.push_str("</div>\n<div class=\"grid\">\n");
 }
 
 /// The configuration table.

@@ -48,6 +48,9 @@ pub const TEXT: [Writer; 19] = [
     thresholds::notes,
 ];
 
+/// The report's charts after the four every run has (in their grid), in order.
+pub const CHARTS: [Writer; 2] = [head::stages_chart, quic::chart];
+
 /// The report's box of figures, in order.
 pub const FIGURES: [Writer; 7] = [
     latency::html,

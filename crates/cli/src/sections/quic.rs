@@ -1,7 +1,7 @@
 //! An HTTP/3 run: what QUIC counted underneath the requests (datagrams, packets sent and lost,
 //! congestion events, flow-control blocks each way, 0-RTT taken and refused).
 
-use crate::html::row;
+use crate::html::{chart_boxes, row};
 use crate::output::thousands;
 use pelt_stats::Report;
 use std::fmt::Write as _;
@@ -73,4 +73,17 @@ pub fn html(b: &mut String, r: &Report) {
         row(b, &[refused, &thousands(q.early_refused), &resent]);
     }
     b.push_str("</table>\n");
+}
+
+/// An HTTP/3 run's chart: what QUIC counted each second (`report.js` draws it).
+pub fn chart(b: &mut String, r: &Report) {
+    if r.quic.is_some() {
+        chart_boxes(
+            b,
+            &[(
+                "chart-quic",
+                "QUIC per second: packets, losses, congestion, flow control",
+            )],
+        );
+    }
 }

@@ -293,7 +293,8 @@ fn defer<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize) {
     }
 }
 
-/// Sends what connection `i`'s QUIC has to send now, one datagram at a time; a socket error
+/// Sends what connection `i`'s QUIC has to send now, a flight of datagrams a send where the
+/// kernel segments them (GSO), one at a time where not; a socket error
 /// (an ICMP port unreachable shows as a refused send) fails the connection.
 fn transmit<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize, now: Instant) {
     let Worker {
@@ -305,12 +306,13 @@ fn transmit<I: Io, T: Transport, S: Source>(w: &mut W<'_, '_, I, T, S>, i: usize
     };
     h3.deferred = false;
     let mut failed = None;
-    h3.quic.transmit(now, &mut |datagram| {
+    let segments = io.max_segments();
+    h3.quic.transmit(now, segments, &mut |datagrams, segment| {
         if failed.is_some() {
             return;
         }
-        match io.send_datagram(i, datagram) {
-            Ok(true) => ledger.current().bytes_sent += datagram.len() as u64,
+        match io.send_datagrams(i, datagrams, segment) {
+            Ok(true) => ledger.current().bytes_sent += datagrams.len() as u64,
             Ok(false) => {}
             Err(e) => failed = Some(e),
         }
