@@ -180,6 +180,57 @@ fn a_limit_cuts_streams_and_a_marker_ends_them() {
     }
 }
 
+/// `pelt serve --sse-body openai` streams what each request asks for: `max_tokens` tokens,
+/// `--sse-tokens` a chunk, a usage chunk when asked, the first token later by `--sse-prefill`
+/// for each word of the prompt.
+#[test]
+fn the_openai_stub_streams_what_each_request_asks_for() {
+    let mut args = vec!["--port", "0", "--sse", "20", "--sse-interval", "1ms"];
+    args.extend(["--sse-body", "openai", "--sse-tokens", "3"]);
+    args.extend(["--sse-first", "10ms", "--sse-prefill", "10ms"]);
+    let (_serve, url) = ServeProcess::listening(&args);
+    let url = format!("{url}/v1/chat/completions");
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"one two three four five"}],
+        "max_tokens":10,"stream":true,"stream_options":{"include_usage":true}}"#;
+    let mut run = vec![
+        url.as_str(),
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "-m",
+        "POST",
+        "-b",
+        body,
+    ];
+    run.extend([
+        "-H",
+        "Content-Type: application/json",
+        "--stream-end",
+        "[DONE]",
+    ]);
+    let v = run_json(&run);
+    let s = streams(&v);
+    assert_eq!(count(&v, &["requests", "completed"]), 20, "{v}");
+    // ceil(10 / 3) chunks of tokens and the usage chunk a stream; [DONE] ends each.
+    assert_eq!(count(s, &["events"]), 20 * 5, "{s}");
+    assert_eq!(count(s, &["ended_by_marker"]), 20, "{s}");
+    // The first token after 10 ms and 10 ms for each of the prompt's 5 words.
+    let ttft = ms(s, &["ttft_us", "p50"]);
+    assert!((55.0..500.0).contains(&ttft), "TTFT p50 {ttft} ms");
+    // A request that says nothing: --sse chunks, no usage.
+    let v = run_json(&[
+        url.as_str(),
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "--stream-end",
+        "[DONE]",
+    ]);
+    assert_eq!(count(streams(&v), &["events"]), 10 * 20, "{v}");
+}
+
 #[test]
 fn a_stream_times_out_on_silence_not_on_its_length() {
     // Events 100 ms apart for a second: longer than --timeout, never silent that long.

@@ -1111,10 +1111,23 @@ export interface ServerOptions {
    */
   sseJitter?: Duration
   /**
-   * --sse-body: --sse: each event's data: this text, or openai for an OpenAI chat completion
-   * chunk of one token per event and data: [DONE] after the last. [default: the event's index]
+   * --sse-body: --sse: each event's data: this text, or openai for OpenAI's streaming shape as
+   * each request asks for it: chat (messages) or text (prompt) completion chunks of --sse-tokens
+   * tokens, max_tokens of them (--sse chunks when the request does not say), a usage chunk when
+   * stream_options.include_usage asks, then data: [DONE]; a prompt's tokens are its words.
+   * [default: the event's index]
    */
   sseBody?: string
+  /**
+   * --sse-tokens: --sse-body openai: tokens in each chunk (the last one may have fewer).
+   * [default: 1]
+   */
+  sseTokens?: number
+  /**
+   * --sse-prefill: --sse-body openai: add this to --sse-first for each token (word) of the
+   * request's prompt, as a model's prefill grows with the prompt. [default: 0]
+   */
+  ssePrefill?: Duration
   /**
    * --ws: Accept WebSocket upgrades (ws://, on any path) and echo each message, after --delay;
    * other requests are answered as ever.

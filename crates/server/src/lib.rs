@@ -18,6 +18,7 @@
 
 mod endpoint;
 mod live;
+mod openai;
 mod ws;
 
 pub use endpoint::{Text, TextEndpoint};
@@ -109,6 +110,11 @@ pub struct SseConfig {
     pub jitter: Duration,
     /// Each event's data.
     pub body: SseBody,
+    /// [`SseBody::OpenAi`]: tokens a chunk (the last one may have fewer).
+    pub tokens: u64,
+    /// [`SseBody::OpenAi`]: added to `first` for each token of the request's prompt (a
+    /// model's prefill).
+    pub prefill: Duration,
 }
 
 /// What an event carries.
@@ -118,8 +124,10 @@ pub enum SseBody {
     Index,
     /// This text (a line of it each, one `data:` field per line).
     Text(String),
-    /// An OpenAI chat completion chunk with one token, and `data: [DONE]` after the last (the
-    /// shape an LLM server streams).
+    /// OpenAI's streaming shape, as the request asks for it (`openai.rs`): chat or text
+    /// completion chunks of `tokens` tokens each, `max_tokens` of them in all (`events` chunks
+    /// when the request does not say), a `usage` chunk when `stream_options.include_usage`
+    /// asks, and `data: [DONE]` after the last.
     OpenAi,
 }
 
@@ -131,6 +139,8 @@ impl Default for SseConfig {
             interval: Duration::from_millis(10),
             jitter: Duration::ZERO,
             body: SseBody::Index,
+            tokens: 1,
+            prefill: Duration::ZERO,
         }
     }
 }
@@ -487,23 +497,43 @@ impl Body for ChunkedBody {
 /// A stream of server-sent events: each event's frame when its time comes.
 struct EventStream {
     config: SseConfig,
+    /// Events to send (OpenAI: chunks, as the request's `max_tokens` says).
+    events: u64,
+    /// OpenAI: what the request asked for, and the tokens to write in all.
+    ask: openai::Ask,
+    tokens: u64,
     /// Events sent so far; the stream's number (for OpenAI ids) and its jitter's state.
     sent: u64,
     stream: u64,
     rng: u64,
+    /// OpenAI's ending sent: the usage chunk (if asked for) and `[DONE]`.
+    usage_sent: bool,
     done: bool,
     timer: Pin<Box<tokio::time::Sleep>>,
 }
 
 impl EventStream {
-    fn new(config: SseConfig, stream: u64) -> EventStream {
-        let timer = Box::pin(tokio::time::sleep(config.first));
+    fn new(config: SseConfig, stream: u64, request: &[u8]) -> EventStream {
+        let (ask, tokens, events, first) = if config.body == SseBody::OpenAi {
+            let ask = openai::Ask::read(request);
+            let each = config.tokens.max(1);
+            let tokens = ask.max_tokens.unwrap_or(config.events * each);
+            let prefill = config.prefill * ask.prompt_tokens.min(u64::from(u32::MAX)) as u32;
+            (ask, tokens, tokens.div_ceil(each), config.first + prefill)
+        } else {
+            (openai::Ask::default(), 0, config.events, config.first)
+        };
+        let timer = Box::pin(tokio::time::sleep(first));
         EventStream {
             config,
+            events,
+            ask,
+            tokens,
             sent: 0,
             stream,
             // Any odd seed: the jitter differs per stream and repeats per run.
             rng: stream.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            usage_sent: false,
             done: false,
             timer,
         }
@@ -537,11 +567,11 @@ impl EventStream {
                 e.push('\n');
                 e
             }
-            SseBody::OpenAi => format!(
-                "data: {{\"id\":\"chatcmpl-pelt-{}\",\"object\":\"chat.completion.chunk\",\"model\":\"pelt\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"tok{n} \"}},\"finish_reason\":{}}}]}}\n\n",
-                self.stream,
-                if n + 1 == self.config.events { "\"stop\"" } else { "null" }
-            ),
+            SseBody::OpenAi => {
+                let each = self.config.tokens.max(1);
+                let (from, to) = (n * each, ((n + 1) * each).min(self.tokens));
+                openai::chunk(&self.ask, self.stream, from, to, n + 1 == self.events)
+            }
         };
         Bytes::from(data)
     }
@@ -555,7 +585,12 @@ impl Body for EventStream {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if self.sent >= self.config.events {
+        if self.sent >= self.events {
+            if self.config.body == SseBody::OpenAi && self.ask.usage && !self.usage_sent {
+                self.usage_sent = true;
+                let usage = openai::usage(&self.ask, self.stream, self.tokens);
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(usage)))));
+            }
             if self.config.body == SseBody::OpenAi && !self.done {
                 self.done = true;
                 return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
@@ -590,8 +625,12 @@ async fn respond(
         return Ok(ws::upgrade(req, state.clone(), ws.clone(), empty));
     }
     let req_is_http1 = req.version() < hyper::Version::HTTP_2;
-    // Read the request body so the connection can carry the next request.
-    let _ = req.into_body().collect().await;
+    // Read the request body so the connection can carry the next request (an OpenAI
+    // stream's shape comes from it).
+    let request = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
     let cfg = &state.config;
     if !cfg.work.is_zero() {
         // Blocking on purpose: this thread serves nothing else meanwhile, which is what gives
@@ -620,7 +659,7 @@ async fn respond(
         && ((n + 1) as f64 * cfg.error_rate).floor() > (n as f64 * cfg.error_rate).floor();
     let status = if fail { 500 } else { cfg.status };
     let body = match &cfg.sse {
-        Some(sse) => Either::Right(EventStream::new(sse.clone(), n)),
+        Some(sse) => Either::Right(EventStream::new(sse.clone(), n, &request)),
         None if cfg.chunked => Either::Left(Either::Right(ChunkedBody(Some(state.body.clone())))),
         None => Either::Left(Either::Left(Full::new(state.body.clone()))),
     };
@@ -682,6 +721,79 @@ mod tests {
         out
     }
 
+    fn post(addr: SocketAddr, body: &str) -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let head = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body.as_bytes()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    /// `--sse-body openai` as a request asks: `max_tokens` tokens, `--sse-tokens` to a chunk,
+    /// the usage chunk's counts equal to what was streamed and to the prompt's words, a first
+    /// token later by `--sse-prefill` a prompt word.
+    #[test]
+    fn the_openai_stream_writes_the_tokens_asked_for_and_counts_them() {
+        let server = Server::start(ServerConfig {
+            sse: Some(SseConfig {
+                events: 50,
+                interval: Duration::from_millis(1),
+                body: SseBody::OpenAi,
+                tokens: 3,
+                prefill: Duration::from_millis(20),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        let started = std::time::Instant::now();
+        let out = post(
+            server.addr(),
+            r#"{"model":"m","messages":[{"role":"user","content":"one two three four five"}],
+                "max_tokens":10,"stream":true,"stream_options":{"include_usage":true}}"#,
+        );
+        assert!(started.elapsed() >= Duration::from_millis(5 * 20), "{out}");
+        let data: Vec<serde_json::Value> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| *d != "[DONE]")
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        // ceil(10 / 3) chunks of tokens, then the usage chunk; [DONE] last.
+        assert_eq!(data.len(), 5, "{out}");
+        let streamed: usize = data[..4]
+            .iter()
+            .map(|c| {
+                let text = c["choices"][0]["delta"]["content"].as_str().unwrap();
+                text.split_whitespace().count()
+            })
+            .sum();
+        assert_eq!(streamed, 10, "{out}");
+        assert_eq!(data[3]["choices"][0]["finish_reason"], "stop", "{out}");
+        assert_eq!(
+            data[4]["usage"],
+            serde_json::json!({"prompt_tokens": 5, "completion_tokens": 10, "total_tokens": 15}),
+            "{out}"
+        );
+        let last = out.lines().rev().find(|l| l.starts_with("data: "));
+        assert_eq!(last, Some("data: [DONE]"), "{out}");
+        // Not asked for usage, no max_tokens: --sse chunks of 3 tokens, no usage chunk.
+        let out = post(server.addr(), r#"{"prompt":"hi","stream":true}"#);
+        assert_eq!(
+            out.matches("\"object\":\"text_completion\"").count(),
+            50,
+            "{out}"
+        );
+        assert!(!out.contains("usage"), "{out}");
+        server.stop();
+    }
+
     #[test]
     fn event_streams_send_their_events_on_time_and_end() {
         let sse = SseConfig {
@@ -690,6 +802,7 @@ mod tests {
             interval: Duration::from_millis(20),
             jitter: Duration::from_millis(10),
             body: SseBody::Index,
+            ..Default::default()
         };
         let server = Server::start(ServerConfig {
             sse: Some(sse.clone()),

@@ -391,9 +391,11 @@ pub static SERVE: &[Row] = &[
         name: "sseBody",
         long: "sse-body",
         value: "TEXT",
-        help: "--sse: each event's data: this text, or openai for an OpenAI chat completion \
-               chunk of one token per event and data: [DONE] after the last. [default: the \
-               event's index]",
+        help: "--sse: each event's data: this text, or openai for OpenAI's streaming shape as \
+               each request asks for it: chat (messages) or text (prompt) completion chunks of \
+               --sse-tokens tokens, max_tokens of them (--sse chunks when the request does not \
+               say), a usage chunk when stream_options.include_usage asks, then data: [DONE]; \
+               a prompt's tokens are its words. [default: the event's index]",
         ts: "string",
         example: r#""openai""#,
         rules: &[Rule::Requires("sse")],
@@ -412,6 +414,44 @@ pub static SERVE: &[Row] = &[
                 pelt_server::SseBody::Text(t) => Some(t.clone().into()),
             }))
         },
+        ..BASE
+    },
+    Row {
+        name: "sseTokens",
+        long: "sse-tokens",
+        value: "N",
+        help: "--sse-body openai: tokens in each chunk (the last one may have fewer). \
+               [default: 1]",
+        ts: "number",
+        example: "4",
+        rules: &[Rule::Requires("sse")],
+        read: |s, g| {
+            sse(s).tokens = g.parse(values::count)?;
+            Ok(())
+        },
+        write: |s| {
+            Ok(s.config
+                .sse
+                .as_ref()
+                .filter(|e| e.tokens != 1)
+                .map(|e| e.tokens.into()))
+        },
+        ..BASE
+    },
+    Row {
+        name: "ssePrefill",
+        long: "sse-prefill",
+        value: "TIME",
+        help: "--sse-body openai: add this to --sse-first for each token (word) of the \
+               request's prompt, as a model's prefill grows with the prompt. [default: 0]",
+        ts: "Duration",
+        example: r#""200us""#,
+        rules: &[Rule::Requires("sse")],
+        read: |s, g| {
+            sse(s).prefill = g.parse(values::duration_or_zero)?;
+            Ok(())
+        },
+        write: |s| sse_time(s, |e| e.prefill),
         ..BASE
     },
     Row {
