@@ -187,11 +187,13 @@ fn goaway_and_closed_connections_lose_no_request_uncounted() {
         serde_json::json!({"closed": {"H3_EXCESSIVE_LOAD": closed}}),
         "{v}"
     );
-    // aioquic counts its 30th answer served, but its close drops that answer's data, unsent:
-    // at most one answer per closed connection is counted there and not here.
+    // aioquic counts its 30th answer served, but its close drops the data it had not sent yet:
+    // that answer's, those queued in the same turn before it, and those of the requests it
+    // handles after it in that turn (one datagram can end several streams): answers counted
+    // there and not here, at most a connection's streams in flight (4) for each connection.
     let served = server.served(completed);
     assert!(
-        served >= completed && served - completed < opened,
+        served >= completed && served - completed <= 4 * opened,
         "{served}: {v}"
     );
 }

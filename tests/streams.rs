@@ -218,8 +218,41 @@ fn the_openai_stub_streams_what_each_request_asks_for() {
     // The first token after 10 ms and 10 ms for each of the prompt's 5 words.
     let ttft = ms(s, &["ttft_us", "p50"]);
     assert!((55.0..500.0).contains(&ttft), "TTFT p50 {ttft} ms");
-    // A request that says nothing: --sse chunks, no usage.
-    let v = run_json(&[
+    // pelt's tokens are the server's usage: 10 out and 5 in a stream, exactly.
+    let t = &s["tokens"];
+    assert_eq!(
+        (
+            count(t, &["streams"]),
+            count(t, &["output"]),
+            count(t, &["input"])
+        ),
+        (20, 200, 100),
+        "{t}"
+    );
+    // Four chunks 1 ms apart (and the usage chunk) after the first, over 9 tokens.
+    let tpot = ms(t, &["tpot_us", "p50"]);
+    assert!(tpot > 0.0 && tpot < 100.0, "TPOT p50 {tpot} ms");
+    assert!(t["output_per_s"].as_f64().unwrap() > 0.0, "{t}");
+    assert_schema(&v);
+    let mut checked = run.clone();
+    checked.extend([
+        "--expect",
+        "tpot.p99<1s",
+        "--expect",
+        "output_tokens_per_s>1",
+    ]);
+    checked.extend(["--expect", "itl.p99<1s"]);
+    assert_eq!(thresholds_held(&run_json(&checked)), [true; 3]);
+    let (out, _) = util::run(&run);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tokens = text.lines().find(|l| l.trim_start().starts_with("Tokens"));
+    assert!(
+        tokens.is_some_and(|l| l.contains(" 200 out") && l.contains(" 100 in")),
+        "{text}"
+    );
+    assert!(text.contains("Per token"), "{text}");
+    // A request that says nothing: --sse chunks, no usage, no tokens (and tpot cannot hold).
+    let plain = [
         url.as_str(),
         "-c",
         "2",
@@ -227,8 +260,13 @@ fn the_openai_stub_streams_what_each_request_asks_for() {
         "10",
         "--stream-end",
         "[DONE]",
-    ]);
+    ];
+    let v = run_json(&plain);
     assert_eq!(count(streams(&v), &["events"]), 10 * 20, "{v}");
+    assert!(streams(&v).get("tokens").is_none(), "{v}");
+    let mut checked = plain.to_vec();
+    checked.extend(["--expect", "tpot.p99<1s"]);
+    assert_eq!(util::run(&checked).0.status.code(), Some(3));
 }
 
 #[test]

@@ -448,6 +448,22 @@ export interface EventStreams {
   /** Per stream: its events (counts). */
   events_per_stream: Latency
   histograms: { ttft_us: string; gap_us: string; time_per_event_us: string; duration_us: string; events_per_stream: string }
+  /** The tokens the server counted (OpenAI's `usage` in an event), where it reported them. */
+  tokens?: Tokens
+}
+
+/** A stream's server-reported tokens (the result's `event_streams.tokens`). */
+export interface Tokens {
+  /** Streams whose server reported their token counts. */
+  streams: number
+  /** Input (prompt) and output (completion) tokens of those streams. */
+  input: number
+  output: number
+  /** Output tokens per second of the run. */
+  output_per_s: number
+  /** Time per output token (TPOT): per stream, (its end - its first event) / (output tokens - 1). */
+  tpot_us: Latency
+  tpot_histogram: string
 }
 
 /** A WebSocket run's figures beyond its messages (the result's `websocket`). Its messages

@@ -12,7 +12,7 @@
 
 use crate::ledger::Ledger;
 use pelt_codec::sse::{LineParser, SseEvent, SseParser};
-use pelt_stats::{StreamEnd, StreamFigures};
+use pelt_stats::{StreamEnd, StreamFigures, Usage};
 use std::time::{Duration, Instant};
 
 /// After a stream's end marker, how long the server has to end the response before pelt
@@ -90,6 +90,34 @@ struct Events {
     count: u64,
     /// Its marker or limit came at this time: pelt ends it (the protocol books it then).
     ended: Option<(Instant, StreamEnd)>,
+    /// The token counts its server reported in an event (the last such event's).
+    usage: Option<Usage>,
+}
+
+/// An event's OpenAI-style token counts: a JSON object with a `usage` object holding
+/// `prompt_tokens` and `completion_tokens` (the last chunk of a stream whose request set
+/// `stream_options.include_usage`; vLLM's continuous usage puts it in every chunk). Only
+/// events that hold `"usage"` are parsed, into a struct of those fields alone, so an event
+/// costs a search of its bytes and allocates nothing.
+fn usage_in(data: &[u8]) -> Option<Usage> {
+    #[derive(serde::Deserialize)]
+    struct Chunk {
+        usage: Option<Counts>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Counts {
+        #[serde(default)]
+        prompt_tokens: u64,
+        completion_tokens: u64,
+    }
+    if data.first() != Some(&b'{') || memchr::memmem::find(data, b"\"usage\"").is_none() {
+        return None;
+    }
+    let counts = serde_json::from_slice::<Chunk>(data).ok()?.usage?;
+    Some(Usage {
+        input: counts.prompt_tokens,
+        output: counts.completion_tokens,
+    })
 }
 
 impl Events {
@@ -104,6 +132,9 @@ impl Events {
             return;
         }
         self.count += 1;
+        if let Some(u) = usage_in(data) {
+            self.usage = Some(u);
+        }
         match self.last {
             None => ledger.stream_first(self.warm, micros(self.start.unwrap_or(at), at)),
             Some(before) => ledger.stream_gap(self.warm, micros(before, at)),
@@ -272,6 +303,8 @@ impl StreamReader {
                     (Some(f), Some(l)) => micros(f, l),
                     _ => 0,
                 },
+                after_first_us: e.first.map_or(0, |f| micros(f, done)),
+                usage: e.usage,
                 end,
             },
         );
@@ -289,4 +322,36 @@ impl StreamReader {
 #[inline]
 fn micros(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_micros() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_counts_come_from_an_events_usage() {
+        let last = br#"{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":40,"total_tokens":52}}"#;
+        assert_eq!(
+            usage_in(last),
+            Some(Usage {
+                input: 12,
+                output: 40
+            })
+        );
+        // vLLM's continuous usage: counts in a chunk that also carries a token.
+        let mid = br#"{"choices":[{"delta":{"content":"a \"usage\" word"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#;
+        assert_eq!(
+            usage_in(mid),
+            Some(Usage {
+                input: 3,
+                output: 1
+            })
+        );
+        // Not counts: a token that says "usage", null usage, not JSON, another shape.
+        let word = br#"{"choices":[{"delta":{"content":"\"usage\""}}]}"#;
+        assert_eq!(usage_in(word), None);
+        assert_eq!(usage_in(br#"{"usage":null}"#), None);
+        assert_eq!(usage_in(b"[DONE]"), None);
+        assert_eq!(usage_in(br#"{"usage":{"tokens":3}}"#), None);
+    }
 }

@@ -5,8 +5,10 @@
 //!   (`us`, `ms`, `s`); the latency the summary shows (from the due time with --rate);
 //! - time to first byte: `ttfb.p99<50ms` (any latency figure, from the same start);
 //! - event streams: time to first event `ttft.p99<500ms`, the gaps between events
-//!   `gap.p99<50ms`, a stream's time per event `per_event.p50<30ms` (any latency figure), and
-//!   `events_per_s>1000` (tokens/s overall); a run that read no stream cannot hold them;
+//!   `gap.p99<50ms` (or `itl.p99`), a stream's time per event `per_event.p50<30ms` (any
+//!   latency figure), and `events_per_s>1000`; where the server counted tokens (`usage`), the
+//!   time per output token `tpot.p99<50ms` and `output_tokens_per_s>2000`; a run that read no
+//!   stream (or no token counts) cannot hold them;
 //! - WebSocket: the upgrade time `upgrade.p99<50ms` (any latency figure), sockets held at the
 //!   end `ws_held>=10000`, and sockets the server dropped `ws_drops<10` or `ws_drops<1%` (of the
 //!   upgrades); a run that upgraded no socket cannot hold them;
@@ -83,21 +85,38 @@ enum StreamFigure {
     Ttft,
     Gap,
     PerEvent,
+    /// Time per output token, from the server's token counts (`streams.tokens`).
+    Tpot,
 }
 
 impl StreamFigure {
-    const PREFIXES: [(&'static str, StreamFigure); 3] = [
+    /// `itl.` (inter-token latency, vLLM's word) is `gap.`.
+    const PREFIXES: [(&'static str, StreamFigure); 5] = [
         ("ttft.", StreamFigure::Ttft),
         ("gap.", StreamFigure::Gap),
+        ("itl.", StreamFigure::Gap),
         ("per_event.", StreamFigure::PerEvent),
+        ("tpot.", StreamFigure::Tpot),
     ];
 
-    fn of(self, s: &pelt_stats::StreamsReport) -> &pelt_stats::LatencySummary {
+    /// The figure, if the run has it (`tpot` only where a server counted tokens).
+    fn of(self, s: &pelt_stats::StreamsReport) -> Option<&pelt_stats::LatencySummary> {
         match self {
-            StreamFigure::Ttft => &s.ttft_us,
-            StreamFigure::Gap => &s.gap_us,
-            StreamFigure::PerEvent => &s.time_per_event_us,
+            StreamFigure::Ttft => Some(&s.ttft_us),
+            StreamFigure::Gap => Some(&s.gap_us),
+            StreamFigure::PerEvent => Some(&s.time_per_event_us),
+            StreamFigure::Tpot => s.tokens.as_ref().map(|t| &t.tpot_us),
         }
+    }
+}
+
+impl Metric {
+    /// Its value is a rate (`rps>5000`, `events_per_s>100`), never a share.
+    fn is_rate(&self) -> bool {
+        matches!(
+            self,
+            Metric::Rps | Metric::EventsPerSecond | Metric::OutputTokensPerSecond
+        )
     }
 }
 
@@ -116,6 +135,8 @@ enum Metric {
     Stream(StreamFigure, Figure),
     /// Event streams: events per second over the run.
     EventsPerSecond,
+    /// Event streams: output tokens per second over the run, as the server counted them.
+    OutputTokensPerSecond,
     Errors,
     Rps,
     /// A status class (1..=5) or an exact code (100..=999).
@@ -161,7 +182,7 @@ pub struct Expectation {
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
                     5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min, the same of ttfb as \
                     ttfb.p99, errors rps 1xx..5xx or a status code; with event streams ttft.p99, \
-                    gap.p99, per_event.p99, events_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with grpc:// status[UNAVAILABLE]; with --scenario also step[NAME].p99, checks, \
+                    gap.p99 (itl.p99), per_event.p99, events_per_s, tpot.p99, output_tokens_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with grpc:// status[UNAVAILABLE]; with --scenario also step[NAME].p99, checks, \
                     iterations_failed; with --monitor server_cpu, pelt_cpu, server_rss)";
 
 /// A latency threshold's value and unit: `20ms`, `500us`, `1.5s`.
@@ -272,6 +293,7 @@ fn counted(name: &str, lower: &str, value: &str) -> Result<(Metric, f64, Unit), 
         "errors" | "error" => Metric::Errors,
         "rps" => Metric::Rps,
         "events_per_s" => Metric::EventsPerSecond,
+        "output_tokens_per_s" => Metric::OutputTokensPerSecond,
         "checks" => Metric::Checks,
         "iterations_failed" => Metric::IterationsFailed,
         "server_cpu" => Metric::ServerCpu,
@@ -290,13 +312,9 @@ fn counted(name: &str, lower: &str, value: &str) -> Result<(Metric, f64, Unit), 
     let (num, unit) = match value.strip_suffix('%') {
         _ if metric == Metric::ServerRss => bytes(value)?,
         None if matches!(metric, Metric::ServerCpu | Metric::PeltCpu) => (value, Unit::Cores),
-        Some(p) if metric != Metric::Rps && metric != Metric::EventsPerSecond => {
-            (p.trim(), Unit::Percent)
-        }
+        Some(p) if !metric.is_rate() => (p.trim(), Unit::Percent),
         Some(_) => return Err(format!("{lower} is a rate, not a share: {lower}>5000")),
-        None if metric == Metric::Rps || metric == Metric::EventsPerSecond => {
-            (value.strip_suffix("/s").unwrap_or(value), Unit::PerSecond)
-        }
+        None if metric.is_rate() => (value.strip_suffix("/s").unwrap_or(value), Unit::PerSecond),
         None => (value, Unit::Count),
     };
     let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
@@ -414,11 +432,17 @@ impl Expectation {
                 .event_streams
                 .as_ref()
                 .filter(|s| s.events > 0)
-                .map_or(f64::NAN, |s| f.of(which.of(s)) / per_unit),
+                .and_then(|s| which.of(s))
+                .map_or(f64::NAN, |l| f.of(l) / per_unit),
             (Metric::EventsPerSecond, _) => r
                 .event_streams
                 .as_ref()
                 .map_or(f64::NAN, |s| s.events_per_s),
+            (Metric::OutputTokensPerSecond, _) => r
+                .event_streams
+                .as_ref()
+                .and_then(|s| s.tokens.as_ref())
+                .map_or(f64::NAN, |t| t.output_per_s),
             // Not sampled (no --monitor, or no second sampled): cannot be said to hold.
             (Metric::ServerCpu | Metric::ServerRss, _) if server.is_none() => f64::NAN,
             (Metric::PeltCpu, _) if resources.is_none() => f64::NAN,

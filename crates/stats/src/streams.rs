@@ -7,7 +7,11 @@
 //! A stream's own figures (its events, bytes, duration, the time per event after its first)
 //! are booked when it ends: the server ended it, its marker came (`--stream-end`), or pelt cut
 //! it at `--stream-limit`. LLM users read events as tokens: time to first token is `ttft`,
-//! inter-token latency is `gap`, and time per output token is `time_per_event`.
+//! inter-token latency is `gap`, and time per output token is `time_per_event`. Where the
+//! server reports a stream's token counts (OpenAI's `usage`, in the last chunk when the request
+//! sets `stream_options.include_usage`), they are the tokens: `tokens` counts them, and its
+//! time per output token is the stream's time after its first event over its output tokens
+//! less one (as vLLM's and AIPerf's clients compute it).
 
 use crate::{LatencyHistogram, LatencySummary, PointLatency};
 use serde::{Deserialize, Serialize};
@@ -23,6 +27,14 @@ pub enum StreamEnd {
     Cut,
 }
 
+/// The token counts a stream's server reported (OpenAI's `usage`: `prompt_tokens`,
+/// `completion_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+}
+
 /// One stream's figures, booked when it ends.
 #[derive(Debug, Clone, Copy)]
 pub struct StreamFigures {
@@ -33,6 +45,10 @@ pub struct StreamFigures {
     pub duration_us: u64,
     /// From its first event to its last, microseconds (0 with fewer than two events).
     pub span_us: u64,
+    /// From its first event to its end, microseconds (0 without events).
+    pub after_first_us: u64,
+    /// The token counts its server reported, if it did.
+    pub usage: Option<Usage>,
     pub end: StreamEnd,
 }
 
@@ -61,6 +77,13 @@ pub struct StreamStats {
     pub duration: LatencyHistogram,
     /// Per stream: its events (a count, not a time).
     pub events_per_stream: LatencyHistogram,
+    /// Streams whose server reported their token counts, and the counts.
+    pub usage_streams: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Per stream with two output tokens or more: its time after its first event over its
+    /// output tokens less one (TPOT), microseconds.
+    pub tpot: LatencyHistogram,
 }
 
 impl Default for StreamStats {
@@ -83,6 +106,10 @@ impl StreamStats {
             time_per_event: LatencyHistogram::new(),
             duration: LatencyHistogram::new(),
             events_per_stream: LatencyHistogram::new(),
+            usage_streams: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            tpot: LatencyHistogram::new(),
         }
     }
 
@@ -118,6 +145,14 @@ impl StreamStats {
             self.time_per_event.record(s.span_us / (s.events - 1));
         }
         self.duration.record(s.duration_us);
+        if let Some(u) = s.usage {
+            self.usage_streams += 1;
+            self.input_tokens += u.input;
+            self.output_tokens += u.output;
+            if u.output >= 2 {
+                self.tpot.record(s.after_first_us / (u.output - 1));
+            }
+        }
     }
 
     pub fn merge(&mut self, other: &StreamStats) {
@@ -132,6 +167,10 @@ impl StreamStats {
         self.time_per_event.merge(&other.time_per_event);
         self.duration.merge(&other.duration);
         self.events_per_stream.merge(&other.events_per_stream);
+        self.usage_streams += other.usage_streams;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.tpot.merge(&other.tpot);
     }
 
     /// The result's section, its rates over `duration_s`.
@@ -156,6 +195,14 @@ impl StreamStats {
                 duration_us: self.duration.clone(),
                 events_per_stream: self.events_per_stream.clone(),
             },
+            tokens: (self.usage_streams > 0).then(|| TokensReport {
+                streams: self.usage_streams,
+                input: self.input_tokens,
+                output: self.output_tokens,
+                output_per_s: 0.0,
+                tpot_us: self.tpot.summary(),
+                tpot_histogram: self.tpot.clone(),
+            }),
         };
         r.set_rate(duration_s);
         r
@@ -192,6 +239,37 @@ pub struct StreamsReport {
     pub events_per_stream: LatencySummary,
     /// The HDR histograms behind the figures above, so results merge exactly.
     pub histograms: StreamHistograms,
+    /// The tokens the server reported (its `usage`), when it did for any stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokensReport>,
+}
+
+/// The `streams.tokens` of a result: the token counts servers reported (OpenAI's `usage`) and
+/// the time per output token they give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokensReport {
+    /// Streams whose server reported their token counts.
+    pub streams: u64,
+    /// Input (prompt) tokens, and output (completion) tokens, of those streams.
+    pub input: u64,
+    pub output: u64,
+    /// Output tokens per second of the run's duration.
+    pub output_per_s: f64,
+    /// Per stream with two output tokens or more: (its end - its first event) / (output
+    /// tokens - 1), microseconds: time per output token (TPOT).
+    pub tpot_us: LatencySummary,
+    /// The histogram behind it.
+    pub tpot_histogram: LatencyHistogram,
+}
+
+impl TokensReport {
+    fn merge(&mut self, other: &TokensReport) {
+        self.streams += other.streams;
+        self.input += other.input;
+        self.output += other.output;
+        self.tpot_histogram.merge(&other.tpot_histogram);
+        self.tpot_us = self.tpot_histogram.summary();
+    }
 }
 
 /// The histograms of the `streams` section (HdrHistogram's compressed V2 encoding, base64).
@@ -205,13 +283,19 @@ pub struct StreamHistograms {
 }
 
 impl StreamsReport {
-    /// Sets `events_per_s` over `duration_s`.
+    /// Sets `events_per_s` (and output tokens per second) over `duration_s`.
     pub fn set_rate(&mut self, duration_s: f64) {
-        self.events_per_s = if duration_s > 0.0 {
-            self.events as f64 / duration_s
-        } else {
-            0.0
+        let per_s = |n: u64| {
+            if duration_s > 0.0 {
+                n as f64 / duration_s
+            } else {
+                0.0
+            }
         };
+        self.events_per_s = per_s(self.events);
+        if let Some(t) = &mut self.tokens {
+            t.output_per_s = per_s(t.output);
+        }
     }
 
     /// A stream's own events per second at the quantile `q` of streams, slowest first (from
@@ -245,6 +329,11 @@ impl StreamsReport {
         self.time_per_event_us = a.time_per_event_us.summary();
         self.duration_us = a.duration_us.summary();
         self.events_per_stream = a.events_per_stream.summary();
+        match (&mut self.tokens, &other.tokens) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
     }
 }
 
@@ -346,6 +435,11 @@ mod tests {
             bytes: 90,
             duration_us: 1_500,
             span_us: 400,
+            after_first_us: 500,
+            usage: Some(Usage {
+                input: 7,
+                output: 3,
+            }),
             end: StreamEnd::Server,
         });
         let mut b = StreamStats::new();
@@ -354,6 +448,8 @@ mod tests {
             bytes: 0,
             duration_us: 10,
             span_us: 0,
+            after_first_us: 0,
+            usage: None,
             end: StreamEnd::Cut,
         });
         b.first_event(2_000);
@@ -362,6 +458,11 @@ mod tests {
             bytes: 9,
             duration_us: 2_000,
             span_us: 0,
+            after_first_us: 0,
+            usage: Some(Usage {
+                input: 2,
+                output: 1,
+            }),
             end: StreamEnd::Marker,
         });
         let mut all = a.clone();
@@ -385,6 +486,13 @@ mod tests {
         assert_eq!(r.time_per_event_us.max_us, 200);
         assert_eq!(r.stream_rate_at(0.5), 5_000.0);
         assert_eq!(r.events_per_stream.max_us, 3);
+        // Tokens as the servers reported them: 500 us after the first over 3 - 1 tokens.
+        let t = r.tokens.as_ref().unwrap();
+        assert_eq!(
+            (t.streams, t.input, t.output, t.output_per_s),
+            (2, 9, 4, 2.0)
+        );
+        assert_eq!((t.tpot_us.min_us, t.tpot_us.max_us), (250, 250));
         // The reports of the two halves merge into the report of the whole.
         let mut m = a.report(1.0);
         m.merge(&b.report(1.0));

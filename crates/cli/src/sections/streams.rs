@@ -30,6 +30,16 @@ pub fn text(s: &mut String, r: &Report) {
         thousands(e.p50_us),
         thousands(e.max_us),
     );
+    if let Some(t) = &st.tokens {
+        let _ = writeln!(
+            s,
+            "  Tokens       {:>12} out       {:>12}/s   {} in; as the server counted them              (usage) in {} streams",
+            thousands(t.output),
+            rate(t.output_per_s),
+            thousands(t.input),
+            thousands(t.streams),
+        );
+    }
     let _ = writeln!(
         s,
         "\n               min      mean     stdev    p50      p90      p99      p99.9    max"
@@ -37,14 +47,24 @@ pub fn text(s: &mut String, r: &Report) {
     super::latency::row(s, "First event", &st.ttft_us);
     super::latency::row(s, "Gap", &st.gap_us);
     super::latency::row(s, "Per event", &st.time_per_event_us);
+    if let Some(t) = &st.tokens {
+        super::latency::row(s, "Per token", &t.tpot_us);
+    }
     super::latency::row(s, "Stream", &st.duration_us);
     let (p50, slow) = (st.stream_rate_at(0.5), st.stream_rate_at(0.01));
+    // Time per output token: a stream's per event, unless the server counted its tokens.
+    let per_event = if st.tokens.is_some() {
+        "first; per token: its\n               time after its first event over its output \
+         tokens less one (TPOT, from usage); stream:"
+    } else {
+        "first (TPOT); stream:"
+    };
     let _ = writeln!(
         s,
         "               first event: {} to the first event (TTFT); gap: between events \
          (inter-token\n               latency); per event: a stream's time per event after its \
-         first (TPOT); stream:\n               {} to its end. Per stream {} events/s at p50, {} \
-         at the slowest 1 %.",
+         {per_event}\n               {} to its end. Per stream {} events/s at p50, {} at the \
+         slowest 1 %.",
         latency_start(r),
         latency_start(r),
         rate(p50),
@@ -89,6 +109,17 @@ pub fn html(b: &mut String, r: &Report) {
             ),
         ] {
             row(b, &[k, &v]);
+        }
+        if let Some(t) = &st.tokens {
+            row(b, &["output tokens (usage)", &thousands(t.output)]);
+            row(b, &["output tokens per second", &rate(t.output_per_s)]);
+            row(b, &["input tokens (usage)", &thousands(t.input)]);
+            let tpot = format!(
+                "{}, {}",
+                crate::output::latency(t.tpot_us.p50_us as f64),
+                crate::output::latency(t.tpot_us.p99_us as f64)
+            );
+            row(b, &["time per output token (p50, p99)", &tpot]);
         }
         b.push_str("</table>\n");
     }
