@@ -517,7 +517,7 @@ impl EventStream {
         let (ask, tokens, events, first) = if config.body == SseBody::OpenAi {
             let ask = openai::Ask::read(request);
             let each = config.tokens.max(1);
-            let tokens = ask.max_tokens.unwrap_or(config.events * each);
+            let tokens = ask.max_tokens.unwrap_or(config.events.saturating_mul(each));
             let prefill = config.prefill * ask.prompt_tokens.min(u64::from(u32::MAX)) as u32;
             (ask, tokens, tokens.div_ceil(each), config.first + prefill)
         } else {
