@@ -263,14 +263,41 @@ fn a_dashboard_beyond_loopback_needs_the_fleets_token() {
 
 /// `fmtUs` of the page's common.js.
 fn fmt_us(us: f64) -> String {
+    // As JavaScript's toFixed: an exact tie (2,625 us as 2.625 ms) goes up, where Rust's
+    // formatting goes to the even digit (2.62); anything else rounds the same in both.
+    let fixed = |x: f64, digits: usize| {
+        // The double's exact decimal digits (a double of 1 or more has at most 52 after the
+        // point): a tie is a 5 and then only zeros.
+        let exact = format!("{x:.60}");
+        let after = &exact[exact.find('.').unwrap() + 1 + digits..];
+        let tie = after.starts_with('5') && after[1..].bytes().all(|b| b == b'0');
+        let x = if tie {
+            let scale = 10f64.powi(digits as i32);
+            ((x * scale).floor() + 1.0) / scale
+        } else {
+            x
+        };
+        format!("{x:.digits$}")
+    };
     if us < 1000.0 {
         format!("{} us", us.round())
     } else if us < 1e6 {
         let digits = if us < 1e4 { 2 } else { 1 };
-        format!("{:.*} ms", digits, us / 1000.0)
+        format!("{} ms", fixed(us / 1000.0, digits))
     } else {
-        format!("{:.2} s", us / 1e6)
+        format!("{} s", fixed(us / 1e6, 2))
     }
+}
+
+#[test]
+fn the_tests_formatting_rounds_as_the_page_does() {
+    assert_eq!(fmt_us(2625.0), "2.63 ms");
+    assert_eq!(fmt_us(2615.0), "2.62 ms");
+    assert_eq!(fmt_us(1005.0), "1.00 ms");
+    // 12.35 is 12.3499... as a double: not a tie, down in both.
+    assert_eq!(fmt_us(12_350.0), "12.3 ms");
+    assert_eq!(fmt_us(12_250.0), "12.3 ms");
+    assert_eq!(fmt_us(999.0), "999 us");
 }
 
 #[test]
