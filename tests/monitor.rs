@@ -217,7 +217,7 @@ fn nginx_pinned_to_one_cpu_is_judged_cpu_bound_and_its_cpu_is_the_kernels() {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = header.iter().position(|h| *h == "server_cpu").unwrap();
-    assert_eq!(header.len(), 54, "{header:?}");
+    assert_eq!(header.len(), 59, "{header:?}");
     for (line, point) in lines.zip(v["timeline"].as_array().unwrap()) {
         let cell: f64 = line.split(',').nth(col).unwrap().parse().unwrap();
         let s = &point["resources"]["server"];

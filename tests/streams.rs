@@ -47,7 +47,7 @@ fn assert_csv_has_the_events(run: &[&str], events: u64) {
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = head.iter().position(|c| *c == "stream_events").unwrap();
-    assert_eq!(head.len(), 54, "{head:?}");
+    assert_eq!(head.len(), 59, "{head:?}");
     let sum: u64 = lines
         .map(|l| l.split(',').nth(col).unwrap())
         .filter(|c| !c.is_empty())
@@ -267,6 +267,174 @@ fn the_openai_stub_streams_what_each_request_asks_for() {
     let mut checked = plain.to_vec();
     checked.extend(["--expect", "tpot.p99<1s"]);
     assert_eq!(util::run(&checked).0.status.code(), Some(3));
+}
+
+/// Goodput (`--slo`): pelt's count of the requests that met every target is the count the
+/// server's own log (`pelt serve --sse-log`) says met them. The prompts' lengths and the tokens
+/// asked for differ request by request, so some miss the first-token target (a long prompt's
+/// prefill), some the whole request's (many tokens), and every 8th is a 500; the targets sit
+/// far from every request's own times, so the server's times and pelt's (a little later, from
+/// the due time) fall on the same side.
+#[test]
+fn goodput_is_the_share_the_servers_own_log_says_met_the_targets() {
+    let dir = std::env::temp_dir().join(format!("pelt-goodput-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("streams.jsonl");
+    let asks = dir.join("asks.txt");
+    // TTFT: 5 ms + 20 ms a word; e2e: that and 10 ms a token after the first.
+    let lines = [
+        r#""messages":[{"role":"user","content":"short"}],"max_tokens":3"#,
+        r#""messages":[{"role":"user","content":"a b c d e f g h i j"}],"max_tokens":3"#,
+        r#""messages":[{"role":"user","content":"short"}],"max_tokens":40"#,
+        r#""prompt":"two words","max_tokens":5"#,
+    ];
+    std::fs::write(&asks, lines.join("\n") + "\n").unwrap();
+    let log_path = log.display().to_string();
+    let mut args = vec!["--port", "0", "--sse", "4", "--sse-body", "openai"];
+    args.extend([
+        "--sse-first",
+        "5ms",
+        "--sse-prefill",
+        "20ms",
+        "--sse-interval",
+        "10ms",
+    ]);
+    args.extend(["--error-rate", "0.125", "--sse-log", &log_path]);
+    let (_serve, url) = ServeProcess::listening(&args);
+    let url = format!("{url}/v1/chat/completions");
+    let body = format!(
+        r#"{{ {{{{line:{}}}}}, "stream":true, "stream_options":{{"include_usage":true}} }}"#,
+        asks.display()
+    );
+    let run = [
+        url.as_str(),
+        "-m",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "--body",
+        &body,
+        "--stream-end",
+        "[DONE]",
+        "--rate",
+        "40",
+        "-n",
+        "48",
+        "--slo",
+        "ttft<100ms,e2e<250ms",
+        "--slo",
+        "tpot<1s",
+    ];
+    let v = run_json(&run);
+    assert_eq!(count(&v, &["requests", "completed"]), 48, "{v}");
+    // The server's log: a line a stream, written as each ends.
+    let mut records = Vec::new();
+    for _ in 0..100 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        records = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect();
+        if records.len() >= 48 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(records.len(), 48, "{records:?}");
+    let met_by_server = records
+        .iter()
+        .filter(|r| {
+            r["status"] == 200
+                && !r["cancelled"].as_bool().unwrap()
+                && r["ttft_us"].as_u64().unwrap() < 100_000
+                && r["e2e_us"].as_u64().unwrap() < 250_000
+        })
+        .count() as u64;
+    // Each kind of request is there, and each target parts them.
+    assert!((6..48).contains(&met_by_server), "{records:?}");
+    let g = &streams(&v)["goodput"];
+    assert_eq!(count(g, &["met"]), met_by_server, "{g}");
+    assert_eq!(count(g, &["requests"]), 48, "{g}");
+    let share = g["share"].as_f64().unwrap();
+    assert!(
+        (share - met_by_server as f64 * 100.0 / 48.0).abs() < 1e-9,
+        "{g}"
+    );
+    assert_eq!(
+        g["targets"],
+        serde_json::json!(["ttft<100ms", "e2e<250ms", "tpot<1s"]),
+        "{g}"
+    );
+    // Each second's streams that met them add up to the run's.
+    let per_second: u64 = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.get("event_streams"))
+        .map(|s| s["met"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_second, met_by_server, "{v}");
+    assert_schema(&v);
+    // --csv: each second's goodput and output tokens add up to the run's.
+    let csv = dir.join("seconds.csv").display().to_string();
+    let mut with_csv = run.to_vec();
+    with_csv.extend(["--csv", &csv]);
+    let v = run_json(&with_csv);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let head: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let sum = |name: &str| -> u64 {
+        let col = head.iter().position(|c| *c == name).unwrap();
+        text.lines()
+            .skip(1)
+            .filter_map(|l| l.split(',').nth(col).filter(|c| !c.is_empty()))
+            .map(|c| c.parse::<u64>().unwrap())
+            .sum()
+    };
+    let g = &streams(&v)["goodput"];
+    assert_eq!(sum("goodput"), count(g, &["met"]), "{text}");
+    let tokens = &streams(&v)["tokens"];
+    assert_eq!(
+        sum("stream_output_tokens"),
+        count(tokens, &["output"]),
+        "{text}"
+    );
+    assert_eq!(
+        sum("stream_input_tokens"),
+        count(tokens, &["input"]),
+        "{text}"
+    );
+    // Thresholds on it: the share it has holds, one above it does not.
+    let mut checked = run.to_vec();
+    let at_least = format!("goodput>={share}%");
+    checked.extend(["--expect", &at_least, "--expect", "goodput_per_s>0"]);
+    checked.extend(["--expect", "goodput>99%"]);
+    let mut as_json = checked.clone();
+    as_json.extend(["--json", "-", "-q"]);
+    let (out, _) = util::run(&as_json);
+    assert_eq!(out.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(thresholds_held(&v), [true, true, false], "{v}");
+    let (out, _) = util::run(&checked);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.trim_start().starts_with("Goodput"));
+    assert!(
+        line.is_some_and(|l| l.contains("of 48 requests") && l.contains("ttft<100ms")),
+        "{text}"
+    );
+    // Bad input: before any request, one line, exit 2.
+    let plain = [url.as_str(), "-n", "1", "--slo", "ttft<1s"];
+    let (out, _) = util::run(&plain);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--slo judges streamed responses"), "{err}");
+    for bad in ["ttft>1s", "ttft<5", "speed<1s", "e2e<0ms"] {
+        let run = [url.as_str(), "-n", "1", "--stream", "--slo", bad];
+        let (out, _) = util::run(&run);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -193,6 +193,13 @@ export interface RunOptions {
    */
   streamEnd?: string
   /**
+   * --slo: Goodput: a latency target every good request meets, ttft<500ms, tpot<50ms (or
+   * itl<50ms) or e2e<10s (repeatable, or comma-separated). Each stream is judged at its end; the
+   * result counts the requests that met every target, their share of the requests that ended and
+   * their rate (--expect goodput>99%). Needs streams read: --stream, --stream-end or --prompts.
+   */
+  slo?: string | string[]
+  /**
    * --ws-protocol: ws://: ask for these subprotocols (Sec-WebSocket-Protocol, comma-separated);
    * a server that picks one not asked for fails the upgrade.
    */
@@ -450,6 +457,21 @@ export interface EventStreams {
   histograms: { ttft_us: string; gap_us: string; time_per_event_us: string; duration_us: string; events_per_stream: string }
   /** The tokens the server counted (OpenAI's `usage` in an event), where it reported them. */
   tokens?: Tokens
+  /** Goodput (`slo`): the requests that met every latency target. */
+  goodput?: Goodput
+}
+
+/** The result's `event_streams.goodput`: requests that met every `slo` target. */
+export interface Goodput {
+  /** The targets as given (`ttft<500ms`). */
+  targets: string[]
+  /** Requests that met every target, and the requests judged (every one that ended). */
+  met: number
+  requests: number
+  /** `met` as a percentage of `requests`. */
+  share: number
+  /** `met` per second of the run. */
+  per_s: number
 }
 
 /** A stream's server-reported tokens (the result's `event_streams.tokens`). */
@@ -547,10 +569,15 @@ export interface TimelinePoint {
   /** Streamed responses read in this second: its events, the streams that ended in it, and
    * the time to first event and gaps of its events. */
   event_streams?: {
-    streams: number; cut: number; events: number
+    streams: number; cut: number; met?: number; events: number
     ttft_us: { p50: number; p90: number; p99: number; max: number }
     gap_us: { p50: number; p90: number; p99: number; max: number }
     ttft_histogram: string; gap_histogram: string
+    /** Tokens servers reported (usage) for the streams that ended in the second, and their
+     * time per output token (absent without usage). */
+    input_tokens?: number; output_tokens?: number
+    tpot_us?: { p50: number; p90: number; p99: number; max: number }
+    tpot_histogram?: string
   }
   /** A WebSocket run: what the second added to the `websocket` section's counts. */
   websocket?: {
@@ -1144,6 +1171,13 @@ export interface ServerOptions {
    * request's prompt, as a model's prefill grows with the prompt. [default: 0]
    */
   ssePrefill?: Duration
+  /**
+   * --sse-log: --sse: write a JSON line per stream to FILE as it ends: its request's arrival,
+   * first token and end (microseconds from the server's start; ttft_us, e2e_us), its status,
+   * prompt and completion tokens, and whether the client went before its end (cancelled): the
+   * server's own account, to check a client's figures against.
+   */
+  sseLog?: string
   /**
    * --ws: Accept WebSocket upgrades (ws://, on any path) and echo each message, after --delay;
    * other requests are answered as ever.

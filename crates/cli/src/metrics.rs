@@ -61,7 +61,9 @@ pub fn start(a: &MetricsArgs, run: &pelt_load::Prepared) -> Result<Option<Live>>
         format!("pelt-{now}")
     });
     let metrics = Arc::new(Mutex::new(State {
-        run: Metrics::new(info, &name, &[]).with_target_names(&names),
+        run: Metrics::new(info, &name, &[])
+            .with_target_names(&names)
+            .with_slo(!run.slo.is_empty()),
         agents: Default::default(),
         info: info.clone(),
         name,

@@ -188,7 +188,10 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     s.push_str(&format!(",{}", WS_COLUMNS.join(",")));
     // Then gRPC's (empty but in a grpc:// run), then QUIC's (empty but over HTTP/3).
     s.push_str(",grpc_calls,grpc_ok");
-    s.push_str(&format!(",{}\n", QUIC_COLUMNS.join(",")));
+    s.push_str(&format!(",{}", QUIC_COLUMNS.join(",")));
+    // Then the tokens servers counted for the streams that ended in the second (empty without
+    // usage), and those of them that met --slo's targets.
+    s.push_str(",stream_input_tokens,stream_output_tokens,tpot_p50_us,tpot_p99_us,goodput\n");
     for p in points {
         let l = &p.latency_us;
         let _ = write!(
@@ -273,7 +276,7 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
         }
         match &p.quic {
             Some(q) => {
-                let _ = writeln!(
+                let _ = write!(
                     s,
                     ",{},{},{},{},{},{},{}",
                     q.datagrams_sent,
@@ -285,7 +288,29 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
                     q.blocked_by_pelt
                 );
             }
-            None => s.push_str(&format!("{}\n", ",".repeat(QUIC_COLUMNS.len()))),
+            None => s.push_str(&",".repeat(QUIC_COLUMNS.len())),
+        }
+        match &p.event_streams {
+            Some(e) => {
+                let tpot = e
+                    .tpot_us
+                    .map_or(",".to_string(), |t| format!("{},{}", t.p50, t.p99));
+                let usage = |n: u64| {
+                    if e.tpot_us.is_some() {
+                        n.to_string()
+                    } else {
+                        String::new()
+                    }
+                };
+                let _ = writeln!(
+                    s,
+                    ",{},{},{tpot},{}",
+                    usage(e.input_tokens),
+                    usage(e.output_tokens),
+                    e.met
+                );
+            }
+            None => s.push_str(",,,,,\n"),
         }
     }
     s

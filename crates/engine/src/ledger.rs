@@ -5,7 +5,7 @@
 //! `sent == completed + errors + in_flight`, per phase) is written once.
 
 use pelt_stats::{
-    Detail, ErrorCounts, ErrorKind, Interval, LatencyHistogram, Sample, StatusCounts, StreamEnd,
+    Detail, ErrorCounts, ErrorKind, Interval, LatencyHistogram, Sample, StatusCounts,
     StreamFigures, TargetCounts, TargetStats, WorkerStats, SAMPLED_RESPONSE_MAX,
 };
 use std::sync::mpsc::Sender;
@@ -433,9 +433,7 @@ impl Ledger {
     /// A stream ended (its response is booked apart, as any other).
     pub fn stream_end(&mut self, warm: bool, figures: &StreamFigures) {
         self.stats(warm).streams().end(figures);
-        let second = self.interval.streams();
-        second.streams += 1;
-        second.cut += u64::from(figures.end == StreamEnd::Cut);
+        self.interval.streams().end(figures);
     }
 
     /// The bytes of the response about to be booked (`Config::sample_responses`): a sampled

@@ -12,7 +12,7 @@
 
 use crate::ledger::Ledger;
 use pelt_codec::sse::{LineParser, SseEvent, SseParser};
-use pelt_stats::{StreamEnd, StreamFigures, Usage};
+use pelt_stats::{Slo, StreamEnd, StreamFigures, Usage};
 use std::time::{Duration, Instant};
 
 /// After a stream's end marker, how long the server has to end the response before pelt
@@ -38,6 +38,8 @@ pub struct Streams {
     /// An event whose data is exactly these bytes ends its stream (`[DONE]`, OpenAI's); it is
     /// not counted as an event.
     pub end_marker: Option<Vec<u8>>,
+    /// The latency targets each stream is judged against (`--slo`: goodput).
+    pub slo: Option<Slo>,
 }
 
 impl Default for Streams {
@@ -47,6 +49,7 @@ impl Default for Streams {
             max_events: None,
             max_time: Some(DEFAULT_STREAM_TIME),
             end_marker: None,
+            slo: None,
         }
     }
 }
@@ -92,6 +95,8 @@ struct Events {
     ended: Option<(Instant, StreamEnd)>,
     /// The token counts its server reported in an event (the last such event's).
     usage: Option<Usage>,
+    /// The run's latency targets, judged at its end.
+    slo: Option<Slo>,
 }
 
 /// An event's OpenAI-style token counts: a JSON object with a `usage` object holding
@@ -164,6 +169,7 @@ impl StreamReader {
         sent: Instant,
         at: Instant,
         event_stream: bool,
+        slo: Option<Slo>,
     ) {
         self.parser.reset();
         self.lines.reset();
@@ -175,6 +181,7 @@ impl StreamReader {
         self.events = Events {
             warm,
             start: Some(start),
+            slo,
             ..Events::default()
         };
     }
@@ -278,36 +285,41 @@ impl StreamReader {
         }
     }
 
-    /// The stream ended: the server ended its response at `at`, or pelt ended it (at its
-    /// `ended` time). Books its figures; returns when it ended.
+    /// The stream ended: the server ended its response (with `status`) at `at`, or pelt
+    /// ended it (at its `ended` time). Books its figures; returns when it ended.
     #[inline]
-    pub(crate) fn finish(&mut self, at: Instant, ledger: &mut Ledger) -> Instant {
+    pub(crate) fn finish(&mut self, at: Instant, status: u16, ledger: &mut Ledger) -> Instant {
         if !self.on {
             return at;
         }
-        self.book(at, ledger)
+        self.book(at, status, ledger)
     }
 
-    fn book(&mut self, at: Instant, ledger: &mut Ledger) -> Instant {
+    fn book(&mut self, at: Instant, status: u16, ledger: &mut Ledger) -> Instant {
         self.on = false;
         let e = &self.events;
         let (done, end) = e.ended.unwrap_or((at, StreamEnd::Server));
         let start = e.start.unwrap_or(done);
-        ledger.stream_end(
-            e.warm,
-            &StreamFigures {
-                events: e.count,
-                bytes: self.bytes,
-                duration_us: micros(start, done),
-                span_us: match (e.first, e.last) {
-                    (Some(f), Some(l)) => micros(f, l),
-                    _ => 0,
-                },
-                after_first_us: e.first.map_or(0, |f| micros(f, done)),
-                usage: e.usage,
-                end,
+        let mut figures = StreamFigures {
+            events: e.count,
+            bytes: self.bytes,
+            duration_us: micros(start, done),
+            span_us: match (e.first, e.last) {
+                (Some(f), Some(l)) => micros(f, l),
+                _ => 0,
             },
-        );
+            after_first_us: e.first.map_or(0, |f| micros(f, done)),
+            usage: e.usage,
+            end,
+            met: None,
+        };
+        if let Some(slo) = e.slo {
+            // An error status met nothing, however fast it came.
+            let ttft = e.first.map(|f| micros(start, f));
+            figures.met =
+                Some(status < 400 && slo.met(ttft, figures.tpot_us(), figures.duration_us));
+        }
+        ledger.stream_end(e.warm, &figures);
         done
     }
 

@@ -8,7 +8,8 @@
 //!   `gap.p99<50ms` (or `itl.p99`), a stream's time per event `per_event.p50<30ms` (any
 //!   latency figure), and `events_per_s>1000`; where the server counted tokens (`usage`), the
 //!   time per output token `tpot.p99<50ms` and `output_tokens_per_s>2000`; a run that read no
-//!   stream (or no token counts) cannot hold them;
+//!   stream (or no token counts) cannot hold them; with `--slo`, `goodput>99%` (the share of
+//!   requests that ended having met every target, or a count) and `goodput_per_s>10`;
 //! - WebSocket: the upgrade time `upgrade.p99<50ms` (any latency figure), sockets held at the
 //!   end `ws_held>=10000`, and sockets the server dropped `ws_drops<10` or `ws_drops<1%` (of the
 //!   upgrades); a run that upgraded no socket cannot hold them;
@@ -115,7 +116,10 @@ impl Metric {
     fn is_rate(&self) -> bool {
         matches!(
             self,
-            Metric::Rps | Metric::EventsPerSecond | Metric::OutputTokensPerSecond
+            Metric::Rps
+                | Metric::EventsPerSecond
+                | Metric::OutputTokensPerSecond
+                | Metric::GoodputPerSecond
         )
     }
 }
@@ -137,6 +141,10 @@ enum Metric {
     EventsPerSecond,
     /// Event streams: output tokens per second over the run, as the server counted them.
     OutputTokensPerSecond,
+    /// Goodput (`--slo`): the requests that met every target, a count or a share of those
+    /// that ended; and their rate.
+    Goodput,
+    GoodputPerSecond,
     Errors,
     Rps,
     /// A status class (1..=5) or an exact code (100..=999).
@@ -182,7 +190,7 @@ pub struct Expectation {
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
                     5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min, the same of ttfb as \
                     ttfb.p99, errors rps 1xx..5xx or a status code; with event streams ttft.p99, \
-                    gap.p99 (itl.p99), per_event.p99, events_per_s, tpot.p99, output_tokens_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with grpc:// status[UNAVAILABLE]; with --scenario also step[NAME].p99, checks, \
+                    gap.p99 (itl.p99), per_event.p99, events_per_s, tpot.p99, output_tokens_per_s, with --slo goodput goodput_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with grpc:// status[UNAVAILABLE]; with --scenario also step[NAME].p99, checks, \
                     iterations_failed; with --monitor server_cpu, pelt_cpu, server_rss)";
 
 /// A latency threshold's value and unit: `20ms`, `500us`, `1.5s`.
@@ -199,6 +207,45 @@ fn time_value(value: &str) -> Result<(f64, Unit), String> {
     };
     let n = values::decimal(num).ok_or_else(|| format!("'{num}' is not a number"))?;
     Ok((n, unit))
+}
+
+/// The latency targets of `--slo` (`ttft<500ms`, `tpot<=50ms`, `e2e<10s`; `itl` is `tpot`, as
+/// AIPerf's per-request inter-token latency is): each the most a good request may take,
+/// microseconds, inclusive. A figure given twice keeps its last target.
+pub fn slo(texts: &[String]) -> Result<pelt_stats::Slo, String> {
+    const SLO_HELP: &str = "expected ttft<TIME, tpot<TIME (itl<TIME) or e2e<TIME, e.g. ttft<500ms";
+    let mut slo = pelt_stats::Slo::default();
+    for text in texts {
+        let t = text.trim();
+        let at = t.find('<').ok_or_else(|| format!("{t}: {SLO_HELP}"))?;
+        let (name, rest) = (t[..at].trim().to_ascii_lowercase(), &t[at + 1..]);
+        let (inclusive, value) = match rest.strip_prefix('=') {
+            Some(v) => (true, v.trim()),
+            None => (false, rest.trim()),
+        };
+        let (n, unit) = time_value(value).map_err(|e| format!("{t}: {e}"))?;
+        let Unit::Time(per_unit, _) = unit else {
+            unreachable!("time_value gives times")
+        };
+        let us = n * per_unit;
+        if !(1.0..1e15).contains(&us) {
+            return Err(format!("{t}: a target is at least 1us"));
+        }
+        // `<500ms` is at most 499,999 us; `<=500ms` at most 500,000.
+        let most = if inclusive {
+            us.floor() as u64
+        } else {
+            us.ceil() as u64 - 1
+        };
+        let figure = match name.as_str() {
+            "ttft" => &mut slo.ttft_us,
+            "tpot" | "itl" => &mut slo.tpot_us,
+            "e2e" | "latency" => &mut slo.e2e_us,
+            _ => return Err(format!("{t}: unknown figure '{name}'; {SLO_HELP}")),
+        };
+        *figure = Some(most);
+    }
+    Ok(slo)
 }
 
 /// Parses one expression; the error names what is wrong (the caller adds the flag and value).
@@ -294,6 +341,8 @@ fn counted(name: &str, lower: &str, value: &str) -> Result<(Metric, f64, Unit), 
         "rps" => Metric::Rps,
         "events_per_s" => Metric::EventsPerSecond,
         "output_tokens_per_s" => Metric::OutputTokensPerSecond,
+        "goodput" => Metric::Goodput,
+        "goodput_per_s" => Metric::GoodputPerSecond,
         "checks" => Metric::Checks,
         "iterations_failed" => Metric::IterationsFailed,
         "server_cpu" => Metric::ServerCpu,
@@ -369,6 +418,7 @@ impl Expectation {
         // A WebSocket run that upgraded a socket.
         let ws = r.websocket.as_ref().filter(|w| w.upgrades > 0);
         let resources = r.resources.as_ref();
+        let goodput = r.event_streams.as_ref().and_then(|s| s.goodput.as_ref());
         let server = resources.and_then(|r| r.server.as_ref());
         let (checks_passed, checks_made) = scenario.map_or((0, 0), |s| {
             let passed: u64 = s.checks.iter().map(|c| c.passed).sum();
@@ -443,6 +493,11 @@ impl Expectation {
                 .as_ref()
                 .and_then(|s| s.tokens.as_ref())
                 .map_or(f64::NAN, |t| t.output_per_s),
+            // No --slo, or no stream judged: goodput cannot be said to hold.
+            (Metric::Goodput | Metric::GoodputPerSecond, _) if goodput.is_none() => f64::NAN,
+            (Metric::Goodput, Unit::Percent) => goodput.map_or(f64::NAN, |g| g.share),
+            (Metric::Goodput, _) => goodput.map_or(f64::NAN, |g| g.met as f64),
+            (Metric::GoodputPerSecond, _) => goodput.map_or(f64::NAN, |g| g.per_s),
             // Not sampled (no --monitor, or no second sampled): cannot be said to hold.
             (Metric::ServerCpu | Metric::ServerRss, _) if server.is_none() => f64::NAN,
             (Metric::PeltCpu, _) if resources.is_none() => f64::NAN,
@@ -493,6 +548,36 @@ impl Expectation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slo_targets_are_the_most_a_good_request_may_take() {
+        let texts = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let s = slo(&texts(&["ttft<500ms", "itl<=50ms", "e2e < 1.5s"])).unwrap();
+        assert_eq!(
+            (s.ttft_us, s.tpot_us, s.e2e_us),
+            (Some(499_999), Some(50_000), Some(1_499_999))
+        );
+        // A stream is judged on each: the first event, the time per token, the whole.
+        assert!(s.met(Some(499_999), Some(50_000), 1_499_999));
+        assert!(!s.met(Some(500_000), Some(1), 1));
+        assert!(!s.met(None, None, 1), "no event: no time to first token");
+        assert!(
+            s.met(Some(1), None, 1),
+            "one token: no time per token to miss"
+        );
+        assert!(!s.met(Some(1), Some(50_001), 1));
+        assert!(!s.met(Some(1), Some(1), 1_500_000));
+        assert!(pelt_stats::Slo::default().met(None, None, u64::MAX));
+        for (bad, says) in [
+            ("ttft>1s", "expected ttft<TIME"),
+            ("ttft<5", "latency needs a unit"),
+            ("speed<1s", "unknown figure 'speed'"),
+            ("e2e<0ms", "at least 1us"),
+        ] {
+            let e = slo(&texts(&[bad])).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn well_formed_expressions_parse() {

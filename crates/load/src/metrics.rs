@@ -46,6 +46,9 @@ pub struct Metrics {
     ttfb: Buckets,
     /// Event streams (from the first second that read one).
     streams: Option<StreamMetrics>,
+    /// The run judges its streams against latency targets (`--slo`): goodput is a series
+    /// from its first stream, 0 until one meets them.
+    slo: bool,
     /// WebSocket runs: the socket counts so far.
     websocket: Option<pelt_stats::WsPoint>,
     /// HTTP/3 runs: QUIC's counts so far.
@@ -79,6 +82,13 @@ struct StreamMetrics {
     cut: u64,
     ttft: Buckets,
     gap: Buckets,
+    /// Streams that met --slo's targets (goodput).
+    met: u64,
+    /// Tokens servers counted (`usage`), and the time per output token; `tokens`: any seen.
+    tokens: bool,
+    input_tokens: u64,
+    output_tokens: u64,
+    tpot: Buckets,
 }
 
 /// A Prometheus histogram: cumulative counts at each bound of [`LATENCY_BUCKETS_S`], the
@@ -139,6 +149,7 @@ impl Metrics {
             latency: Buckets::default(),
             ttfb: Buckets::default(),
             streams: None,
+            slo: false,
             websocket: None,
             quic: None,
             lag: (info.load_model == pelt_stats::LoadModel::Open).then(Buckets::default),
@@ -158,6 +169,12 @@ impl Metrics {
     }
 
     /// Counts per target name too, for a run whose targets have these names (in order).
+    /// The run has `--slo` targets: `pelt_stream_goodput_total` from its first stream.
+    pub fn with_slo(mut self, slo: bool) -> Metrics {
+        self.slo = slo;
+        self
+    }
+
     pub fn with_target_names(mut self, names: &[String]) -> Metrics {
         self.target_names = names.to_vec();
         self.targets = vec![Default::default(); names.len()];
@@ -201,6 +218,13 @@ impl Metrics {
             m.cut += e.cut;
             m.ttft.add(&LatencyHistogram::decode(&e.ttft_histogram)?);
             m.gap.add(&LatencyHistogram::decode(&e.gap_histogram)?);
+            m.met += e.met;
+            if let Some(h) = &e.tpot_histogram {
+                m.tokens = true;
+                m.input_tokens += e.input_tokens;
+                m.output_tokens += e.output_tokens;
+                m.tpot.add(&LatencyHistogram::decode(h)?);
+            }
         }
         if let Some(w) = &p.websocket {
             self.websocket.get_or_insert_with(Default::default).merge(w);
@@ -599,6 +623,31 @@ impl Metrics {
                 "Event streams: the gap before each event after a stream's first.",
                 &m.gap,
             );
+            if self.slo || m.met > 0 {
+                f.counter(
+                    "pelt_stream_goodput_total",
+                    "Event streams that met every --slo target (goodput).",
+                    m.met,
+                );
+            }
+            if m.tokens {
+                f.counter(
+                    "pelt_stream_input_tokens_total",
+                    "Event streams: input (prompt) tokens, as servers counted them (usage).",
+                    m.input_tokens,
+                );
+                f.counter(
+                    "pelt_stream_output_tokens_total",
+                    "Event streams: output (completion) tokens, as servers counted them (usage).",
+                    m.output_tokens,
+                );
+                f.histogram(
+                    "pelt_stream_time_per_output_token_seconds",
+                    "Event streams: per stream, its time after its first event over its output \
+                     tokens less one (TPOT).",
+                    &m.tpot,
+                );
+            }
         }
     }
 
@@ -990,6 +1039,41 @@ mod tests {
             "pelt_stream_first_event_seconds_bucket{run=\"r1\",le=\"0.0005\"} 2",
             "pelt_stream_gap_seconds_count{run=\"r1\"} 4",
             "pelt_stream_gap_seconds_bucket{run=\"r1\",le=\"0.001\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+        // Without usage and --slo: no token or goodput series.
+        assert!(
+            !text.contains("_tokens_total") && !text.contains("goodput"),
+            "{text}"
+        );
+        let mut m = Metrics::new(&info(), "r1", &[]).with_slo(true);
+        for second in 0..2 {
+            let mut iv = pelt_stats::Interval::new(second);
+            iv.record_response(200, 900, 100);
+            iv.streams().end(&pelt_stats::StreamFigures {
+                events: 5,
+                bytes: 100,
+                duration_us: 50_000,
+                span_us: 40_000,
+                after_first_us: 40_000,
+                usage: Some(pelt_stats::Usage {
+                    input: 7,
+                    output: 11,
+                }),
+                end: pelt_stats::StreamEnd::Marker,
+                met: Some(second == 1),
+            });
+            m.add(&iv.point(1.0, false)).unwrap();
+        }
+        let text = m.text();
+        for line in [
+            "pelt_stream_goodput_total{run=\"r1\"} 1",
+            "pelt_stream_input_tokens_total{run=\"r1\"} 14",
+            "pelt_stream_output_tokens_total{run=\"r1\"} 22",
+            "pelt_stream_time_per_output_token_seconds_count{run=\"r1\"} 2",
+            // 40 ms over 10 tokens: 4 ms a token.
+            "pelt_stream_time_per_output_token_seconds_bucket{run=\"r1\",le=\"0.005\"} 2",
         ] {
             assert!(text.contains(line), "{line} missing:\n{text}");
         }

@@ -35,11 +35,35 @@ impl Prepared {
             .map(|w| WarmupReport::new(w, p.config.warmup.as_secs_f64()));
         p.load_model(&mut report, result);
         p.tls(&mut report, result);
+        p.goodput(&mut report);
         report.script = p.script_report();
         report.resources = p.resources(&report);
         report.notes.extend(queue_note(&report));
         report.thresholds = p.expect.iter().map(|e| e.check(&report)).collect();
         report
+    }
+
+    /// Goodput (`--slo`): its targets as given, judged over every request that ended (a failed
+    /// one met nothing).
+    fn goodput(&self, report: &mut Report) {
+        if self.slo.is_empty() {
+            return;
+        }
+        let ended = report.requests.completed + report.requests.errors;
+        match report
+            .event_streams
+            .as_mut()
+            .and_then(|s| s.goodput.as_mut())
+        {
+            Some(g) => {
+                g.targets = self.slo.clone();
+                g.over(ended);
+            }
+            None => report.notes.push(format!(
+                "--slo {}: no response was read as a stream, so none met the targets",
+                self.slo.join(",")
+            )),
+        }
     }
 
     /// The histograms beside the main one: service time and lag, handshakes, the warm-up.

@@ -75,8 +75,11 @@ pub struct LoadSpec {
     /// `--monitor`: the server's processes on this machine, sampled each second with the host
     /// and pelt itself.
     pub monitor: Option<crate::monitor::Watch>,
-    /// How streamed responses are read (`--stream`, `--stream-limit`, `--stream-end`).
+    /// How streamed responses are read (`--stream`, `--stream-limit`, `--stream-end`; and
+    /// `--slo`'s targets, parsed).
     pub event_streams: pelt_engine::Streams,
+    /// The latency targets of goodput as given (`--slo`).
+    pub slo: Vec<String>,
     /// ws:// and wss:// settings (`--ws-*`).
     pub websocket: WsSpec,
     /// grpc:// and grpcs:// settings (`--proto`, `--protoset`, `-I`, `--reflect`).
@@ -141,6 +144,7 @@ impl LoadSpec {
             grace: pelt_engine::DEFAULT_GRACE,
             monitor: None,
             event_streams: pelt_engine::Streams::default(),
+            slo: Vec::new(),
             websocket: WsSpec::default(),
             grpc: GrpcSpec::default(),
             replay: ReplaySpec::default(),

@@ -115,6 +115,9 @@ pub struct SseConfig {
     /// [`SseBody::OpenAi`]: added to `first` for each token of the request's prompt (a
     /// model's prefill).
     pub prefill: Duration,
+    /// [`SseBody::OpenAi`]: write a JSON line per stream here as it ends (`openai::Record`),
+    /// the server's own account of each request's times and tokens.
+    pub log: Option<std::path::PathBuf>,
 }
 
 /// What an event carries.
@@ -141,6 +144,7 @@ impl Default for SseConfig {
             body: SseBody::Index,
             tokens: 1,
             prefill: Duration::ZERO,
+            log: None,
         }
     }
 }
@@ -232,6 +236,8 @@ struct State {
     body: Bytes,
     served: AtomicU64,
     ws: ws::Counts,
+    /// `--sse-log`: the per-stream log, a line written whole at a time.
+    log: Option<LogFile>,
 }
 
 /// A running server. Stops when [`stop`](Server::stop) is called or the handle is dropped.
@@ -290,12 +296,21 @@ impl Server {
             .thread_name("pelt-serve")
             .enable_all()
             .build()?;
+        let log = match config.sse.as_ref().and_then(|s| s.log.as_ref()) {
+            Some(path) => Some(Arc::new(std::sync::Mutex::new(std::io::LineWriter::new(
+                std::fs::File::create(path).map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+                })?,
+            )))),
+            None => None,
+        };
         let state = Arc::new(State {
             config,
             started: tokio::time::Instant::now(),
             body,
             served: AtomicU64::new(0),
             ws: ws::Counts::default(),
+            log,
         });
         let (tx, rx) = tokio::sync::watch::channel(false);
         let st = state.clone();
@@ -510,10 +525,49 @@ struct EventStream {
     usage_sent: bool,
     done: bool,
     timer: Pin<Box<tokio::time::Sleep>>,
+    /// `--sse-log`: the log, and this stream's times for it (the server's start, its request's
+    /// arrival, its first event, its end), its status.
+    log: Option<Log>,
+}
+
+/// The per-stream log (`SseConfig::log`), shared by the server's streams.
+type LogFile = Arc<std::sync::Mutex<std::io::LineWriter<std::fs::File>>>;
+
+/// A stream's entry in the log, as it goes.
+struct Log {
+    file: LogFile,
+    started: tokio::time::Instant,
+    arrived: tokio::time::Instant,
+    first: Option<tokio::time::Instant>,
+    ended: Option<tokio::time::Instant>,
+    status: u16,
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        let Some(log) = &self.log else {
+            return;
+        };
+        let us = |t: tokio::time::Instant| t.duration_since(log.started).as_micros() as u64;
+        let record = openai::Record {
+            stream: self.stream,
+            status: log.status,
+            arrived_us: us(log.arrived),
+            first_token_us: log.first.map(us),
+            done_us: us(log.ended.unwrap_or_else(tokio::time::Instant::now)),
+            prompt_tokens: self.ask.prompt_tokens,
+            completion_tokens: (self.sent * self.config.tokens.max(1)).min(self.tokens),
+            cancelled: log.ended.is_none(),
+        };
+        if let Ok(mut f) = log.file.lock() {
+            use std::io::Write as _;
+            let _ = writeln!(f, "{}", record.line());
+        }
+    }
 }
 
 impl EventStream {
-    fn new(config: SseConfig, stream: u64, request: &[u8]) -> EventStream {
+    fn new(config: SseConfig, stream: u64, request: &[u8], log: Option<Log>) -> EventStream {
         let (ask, tokens, events, first) = if config.body == SseBody::OpenAi {
             let ask = openai::Ask::read(request);
             let each = config.tokens.max(1);
@@ -536,6 +590,7 @@ impl EventStream {
             usage_sent: false,
             done: false,
             timer,
+            log,
         }
     }
 
@@ -586,6 +641,9 @@ impl Body for EventStream {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         if self.sent >= self.events {
+            if let Some(log) = self.log.as_mut().filter(|l| l.ended.is_none()) {
+                log.ended = Some(tokio::time::Instant::now());
+            }
             if self.config.body == SseBody::OpenAi && self.ask.usage && !self.usage_sent {
                 self.usage_sent = true;
                 let usage = openai::usage(&self.ask, self.stream, self.tokens);
@@ -604,6 +662,9 @@ impl Body for EventStream {
         }
         let n = self.sent;
         self.sent += 1;
+        if let Some(log) = self.log.as_mut().filter(|l| l.first.is_none()) {
+            log.first = Some(tokio::time::Instant::now());
+        }
         let frame = self.event(n);
         let next = self.timer.deadline() + self.gap();
         self.timer.as_mut().reset(next);
@@ -632,6 +693,7 @@ async fn respond(
         Err(_) => Bytes::new(),
     };
     let cfg = &state.config;
+    let arrived = tokio::time::Instant::now();
     if !cfg.work.is_zero() {
         // Blocking on purpose: this thread serves nothing else meanwhile, which is what gives
         // the server a fixed capacity (a handler busy on the CPU behaves the same), without
@@ -659,7 +721,17 @@ async fn respond(
         && ((n + 1) as f64 * cfg.error_rate).floor() > (n as f64 * cfg.error_rate).floor();
     let status = if fail { 500 } else { cfg.status };
     let body = match &cfg.sse {
-        Some(sse) => Either::Right(EventStream::new(sse.clone(), n, &request)),
+        Some(sse) => {
+            let log = state.log.as_ref().map(|file| Log {
+                file: file.clone(),
+                started: state.started,
+                arrived,
+                first: None,
+                ended: None,
+                status,
+            });
+            Either::Right(EventStream::new(sse.clone(), n, &request, log))
+        }
         None if cfg.chunked => Either::Left(Either::Right(ChunkedBody(Some(state.body.clone())))),
         None => Either::Left(Either::Left(Full::new(state.body.clone()))),
     };

@@ -106,6 +106,39 @@ pub(crate) fn usage(ask: &Ask, stream: u64, completion_tokens: u64) -> String {
     )
 }
 
+/// `--sse-log`: one stream as the server saw it, a JSON line written when it ends (its last
+/// chunk handed over) or is dropped unfinished (the client went: `cancelled`). Times are
+/// microseconds from the server's start; `arrived_us` is when its request was read (before
+/// `--delay` and a stall).
+pub(crate) struct Record {
+    pub stream: u64,
+    pub status: u16,
+    pub arrived_us: u64,
+    pub first_token_us: Option<u64>,
+    pub done_us: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cancelled: bool,
+}
+
+impl Record {
+    pub fn line(&self) -> String {
+        serde_json::json!({
+            "stream": self.stream,
+            "status": self.status,
+            "arrived_us": self.arrived_us,
+            "first_token_us": self.first_token_us,
+            "done_us": self.done_us,
+            "ttft_us": self.first_token_us.map(|f| f.saturating_sub(self.arrived_us)),
+            "e2e_us": self.done_us.saturating_sub(self.arrived_us),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cancelled": self.cancelled,
+        })
+        .to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

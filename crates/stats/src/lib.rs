@@ -55,8 +55,8 @@ pub use resources::{
 };
 pub use script::{ScriptHistogram, ScriptMetrics, ScriptReport};
 pub use streams::{
-    StreamEnd, StreamFigures, StreamHistograms, StreamPoint, StreamSecond, StreamStats,
-    StreamsReport, TokensReport, Usage,
+    GoodputReport, Slo, StreamEnd, StreamFigures, StreamHistograms, StreamPoint, StreamSecond,
+    StreamStats, StreamsReport, TokensReport, Usage,
 };
 pub use targets::{busiest, Rest, TargetReport, TargetStats, MAX_TARGET_NAMES, OTHER};
 pub use timeline::{

@@ -35,6 +35,34 @@ pub struct Usage {
     pub output: u64,
 }
 
+/// The latency targets a stream must meet to count as good (`--slo`: goodput), each the most
+/// it may take, microseconds, inclusive (`ttft<500ms` is at most 499,999 us).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Slo {
+    /// Time to first token (event), from where latency starts.
+    pub ttft_us: Option<u64>,
+    /// Time per output token: the stream's TPOT from its server's token counts, or, without
+    /// them, its time per event after the first (events read as tokens).
+    pub tpot_us: Option<u64>,
+    /// The whole request, from where latency starts to the stream's end.
+    pub e2e_us: Option<u64>,
+}
+
+impl Slo {
+    /// Whether a stream with these figures met every target: one without an event has no
+    /// time to first token, and meets no `ttft` target; one of fewer than two tokens has no
+    /// time per token to miss.
+    pub fn met(&self, ttft_us: Option<u64>, tpot_us: Option<u64>, e2e_us: u64) -> bool {
+        // A figure the stream lacks meets its target when `lacking` says so.
+        let within = |target: Option<u64>, v: Option<u64>, lacking: bool| {
+            target.is_none_or(|t| v.map_or(lacking, |v| v <= t))
+        };
+        within(self.ttft_us, ttft_us, false)
+            && within(self.tpot_us, tpot_us, true)
+            && within(self.e2e_us, Some(e2e_us), false)
+    }
+}
+
 /// One stream's figures, booked when it ends.
 #[derive(Debug, Clone, Copy)]
 pub struct StreamFigures {
@@ -50,6 +78,20 @@ pub struct StreamFigures {
     /// The token counts its server reported, if it did.
     pub usage: Option<Usage>,
     pub end: StreamEnd,
+    /// Whether it met the run's latency targets (`--slo`; `None`: the run set none).
+    pub met: Option<bool>,
+}
+
+impl StreamFigures {
+    /// Its time per output token, microseconds: after its first event over its output tokens
+    /// less one where its server counted them, else its time per event after the first;
+    /// `None` with fewer than two.
+    pub fn tpot_us(&self) -> Option<u64> {
+        match self.usage {
+            Some(u) => (u.output >= 2).then(|| self.after_first_us / (u.output - 1)),
+            None => (self.events >= 2).then(|| self.span_us / (self.events - 1)),
+        }
+    }
 }
 
 /// What one worker (or a merge of them) measured of its streams.
@@ -84,6 +126,9 @@ pub struct StreamStats {
     /// Per stream with two output tokens or more: its time after its first event over its
     /// output tokens less one (TPOT), microseconds.
     pub tpot: LatencyHistogram,
+    /// Streams judged against the run's latency targets (`--slo`), and those that met them.
+    pub slo_judged: u64,
+    pub slo_met: u64,
 }
 
 impl Default for StreamStats {
@@ -110,6 +155,8 @@ impl StreamStats {
             input_tokens: 0,
             output_tokens: 0,
             tpot: LatencyHistogram::new(),
+            slo_judged: 0,
+            slo_met: 0,
         }
     }
 
@@ -149,9 +196,13 @@ impl StreamStats {
             self.usage_streams += 1;
             self.input_tokens += u.input;
             self.output_tokens += u.output;
-            if u.output >= 2 {
-                self.tpot.record(s.after_first_us / (u.output - 1));
+            if let Some(t) = s.tpot_us() {
+                self.tpot.record(t);
             }
+        }
+        if let Some(met) = s.met {
+            self.slo_judged += 1;
+            self.slo_met += u64::from(met);
         }
     }
 
@@ -171,6 +222,8 @@ impl StreamStats {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.tpot.merge(&other.tpot);
+        self.slo_judged += other.slo_judged;
+        self.slo_met += other.slo_met;
     }
 
     /// The result's section, its rates over `duration_s`.
@@ -202,6 +255,17 @@ impl StreamStats {
                 output_per_s: 0.0,
                 tpot_us: self.tpot.summary(),
                 tpot_histogram: self.tpot.clone(),
+            }),
+            goodput: (self.slo_judged > 0).then(|| {
+                let mut g = GoodputReport {
+                    targets: Vec::new(),
+                    met: self.slo_met,
+                    requests: 0,
+                    share: 0.0,
+                    per_s: 0.0,
+                };
+                g.over(self.slo_judged);
+                g
             }),
         };
         r.set_rate(duration_s);
@@ -242,6 +306,49 @@ pub struct StreamsReport {
     /// The tokens the server reported (its `usage`), when it did for any stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<TokensReport>,
+    /// The requests that met every latency target (`--slo`), when the run set any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<GoodputReport>,
+}
+
+/// The `streams.goodput` of a result: how many requests met every latency target the run set
+/// (`--slo`), as vLLM's and AIPerf's goodput counts them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoodputReport {
+    /// The targets, as given (`ttft<500ms`).
+    pub targets: Vec<String>,
+    /// Requests that met every target: a stream with a status below 400 whose figures are
+    /// within each.
+    pub met: u64,
+    /// The requests judged: every request of the measured part that ended (completed or
+    /// failed; a failed one met nothing).
+    pub requests: u64,
+    /// `met` as a percentage of `requests`.
+    pub share: f64,
+    /// Requests that met every target per second of the run's duration.
+    pub per_s: f64,
+}
+
+impl GoodputReport {
+    /// Judged over `requests` (the run's ended requests, at least the streams judged).
+    pub fn over(&mut self, requests: u64) {
+        self.requests = self.requests.max(requests);
+        self.share = if self.requests > 0 {
+            self.met as f64 * 100.0 / self.requests as f64
+        } else {
+            0.0
+        };
+    }
+
+    fn merge(&mut self, other: &GoodputReport) {
+        self.met += other.met;
+        let requests = self.requests + other.requests;
+        self.requests = 0;
+        self.over(requests);
+        if self.targets.is_empty() {
+            self.targets = other.targets.clone();
+        }
+    }
 }
 
 /// The `streams.tokens` of a result: the token counts servers reported (OpenAI's `usage`) and
@@ -296,6 +403,9 @@ impl StreamsReport {
         if let Some(t) = &mut self.tokens {
             t.output_per_s = per_s(t.output);
         }
+        if let Some(g) = &mut self.goodput {
+            g.per_s = per_s(g.met);
+        }
     }
 
     /// A stream's own events per second at the quantile `q` of streams, slowest first (from
@@ -334,6 +444,11 @@ impl StreamsReport {
             (a @ None, Some(b)) => *a = Some(b.clone()),
             _ => {}
         }
+        match (&mut self.goodput, &other.goodput) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
     }
 }
 
@@ -343,26 +458,59 @@ pub struct StreamSecond {
     /// Streams that ended in the second, and of them the ones pelt cut.
     pub streams: u64,
     pub cut: u64,
+    /// Of them, those that met the run's latency targets (`--slo`).
+    pub met: u64,
     /// Events received in the second.
     pub events: u64,
     /// The first events, and the gaps, that came in the second.
     pub ttft: LatencyHistogram,
     pub gap: LatencyHistogram,
+    /// The token counts servers reported for the streams that ended in the second, and those
+    /// streams' times per output token.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub tpot: LatencyHistogram,
+}
+
+impl StreamSecond {
+    /// A stream ended in the second.
+    pub fn end(&mut self, s: &StreamFigures) {
+        self.streams += 1;
+        self.cut += u64::from(s.end == StreamEnd::Cut);
+        self.met += u64::from(s.met == Some(true));
+        if let Some(u) = s.usage {
+            self.input_tokens += u.input;
+            self.output_tokens += u.output;
+            if let Some(t) = s.tpot_us() {
+                self.tpot.record(t);
+            }
+        }
+    }
 }
 
 impl StreamSecond {
     pub fn merge(&mut self, other: &StreamSecond) {
         self.streams += other.streams;
         self.cut += other.cut;
+        self.met += other.met;
         self.events += other.events;
         self.ttft.merge(&other.ttft);
         self.gap.merge(&other.gap);
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.tpot.merge(&other.tpot);
     }
 
     pub fn point(&self) -> StreamPoint {
+        let tokens = self.tpot.count() > 0 || self.output_tokens > 0 || self.input_tokens > 0;
         StreamPoint {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            tpot_us: tokens.then(|| PointLatency::of(&self.tpot)),
+            tpot_histogram: tokens.then(|| self.tpot.encode()),
             streams: self.streams,
             cut: self.cut,
+            met: self.met,
             events: self.events,
             ttft_us: PointLatency::of(&self.ttft),
             gap_us: PointLatency::of(&self.gap),
@@ -377,12 +525,25 @@ impl StreamSecond {
 pub struct StreamPoint {
     pub streams: u64,
     pub cut: u64,
+    /// Streams that ended in the second having met the run's latency targets (`--slo`).
+    #[serde(default)]
+    pub met: u64,
     pub events: u64,
     pub ttft_us: PointLatency,
     pub gap_us: PointLatency,
     /// The histograms behind them, encoded as a point's `histogram` is.
     pub ttft_histogram: String,
     pub gap_histogram: String,
+    /// The token counts servers reported for the streams that ended in the second (`usage`).
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Those streams' times per output token, and its histogram (absent without usage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_us: Option<PointLatency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_histogram: Option<String>,
 }
 
 impl StreamPoint {
@@ -391,6 +552,7 @@ impl StreamPoint {
     pub fn merge(&mut self, other: &StreamPoint) {
         self.streams += other.streams;
         self.cut += other.cut;
+        self.met += other.met;
         self.events += other.events;
         let join = |a: &str, b: &str| -> Option<LatencyHistogram> {
             let mut a = LatencyHistogram::decode(a).ok()?;
@@ -404,6 +566,21 @@ impl StreamPoint {
         if let Some(h) = join(&self.gap_histogram, &other.gap_histogram) {
             self.gap_us = PointLatency::of(&h);
             self.gap_histogram = h.encode();
+        }
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        match (&self.tpot_histogram, &other.tpot_histogram) {
+            (Some(a), Some(b)) => {
+                if let Some(h) = join(a, b) {
+                    self.tpot_us = Some(PointLatency::of(&h));
+                    self.tpot_histogram = Some(h.encode());
+                }
+            }
+            (None, Some(_)) => {
+                self.tpot_us = other.tpot_us;
+                self.tpot_histogram = other.tpot_histogram.clone();
+            }
+            _ => {}
         }
     }
 
@@ -441,6 +618,7 @@ mod tests {
                 output: 3,
             }),
             end: StreamEnd::Server,
+            met: Some(true),
         });
         let mut b = StreamStats::new();
         b.end(&StreamFigures {
@@ -451,6 +629,7 @@ mod tests {
             after_first_us: 0,
             usage: None,
             end: StreamEnd::Cut,
+            met: Some(false),
         });
         b.first_event(2_000);
         b.end(&StreamFigures {
@@ -464,6 +643,7 @@ mod tests {
                 output: 1,
             }),
             end: StreamEnd::Marker,
+            met: Some(true),
         });
         let mut all = a.clone();
         all.merge(&b);
@@ -493,6 +673,10 @@ mod tests {
             (2, 9, 4, 2.0)
         );
         assert_eq!((t.tpot_us.min_us, t.tpot_us.max_us), (250, 250));
+        // Goodput: two of the three streams judged met the targets.
+        let g = r.goodput.as_ref().unwrap();
+        assert_eq!((g.met, g.requests, g.per_s), (2, 3, 1.0));
+        assert!((g.share - 200.0 / 3.0).abs() < 1e-9);
         // The reports of the two halves merge into the report of the whole.
         let mut m = a.report(1.0);
         m.merge(&b.report(1.0));

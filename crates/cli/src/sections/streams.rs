@@ -33,11 +33,23 @@ pub fn text(s: &mut String, r: &Report) {
     if let Some(t) = &st.tokens {
         let _ = writeln!(
             s,
-            "  Tokens       {:>12} out       {:>12}/s   {} in; as the server counted them              (usage) in {} streams",
+            "  Tokens       {:>12} out       {:>12}/s   {} in, as the server counted them \
+             (usage) in {} streams",
             thousands(t.output),
             rate(t.output_per_s),
             thousands(t.input),
             thousands(t.streams),
+        );
+    }
+    if let Some(g) = &st.goodput {
+        let _ = writeln!(
+            s,
+            "  Goodput      {:>12} met       {:>12}/s   {}% of {} requests that ended met {}",
+            thousands(g.met),
+            rate(g.per_s),
+            trim_number((g.share * 100.0).round() / 100.0),
+            thousands(g.requests),
+            g.targets.join(", "),
         );
     }
     let _ = writeln!(
@@ -120,6 +132,19 @@ pub fn html(b: &mut String, r: &Report) {
                 crate::output::latency(t.tpot_us.p99_us as f64)
             );
             row(b, &["time per output token (p50, p99)", &tpot]);
+        }
+        if let Some(g) = &st.goodput {
+            let met = format!(
+                "{} of {} ({}%), {}/s",
+                thousands(g.met),
+                thousands(g.requests),
+                trim_number((g.share * 100.0).round() / 100.0),
+                rate(g.per_s)
+            );
+            row(
+                b,
+                &[&format!("goodput: met {}", g.targets.join(", ")), &met],
+            );
         }
         b.push_str("</table>\n");
     }

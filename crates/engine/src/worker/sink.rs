@@ -257,7 +257,7 @@ impl Sink {
         let start = ledger.origin(slot.due, sent);
         let reader = &mut self.reply(slot).reader;
         if !reader.is_on() {
-            reader.begin(warm, start, sent, at, event_stream);
+            reader.begin(warm, start, sent, at, event_stream, streams.slo);
             self.streaming += 1;
         }
     }
@@ -365,7 +365,7 @@ impl Sink {
         if let Some(reply) = self.get(slot.reply) {
             if reply.reader.is_on() {
                 cut = reply.reader.cut();
-                done = reply.reader.finish(at, ledger);
+                done = reply.reader.finish(at, status, ledger);
                 self.streaming -= 1;
             }
         }
@@ -385,7 +385,7 @@ impl Sink {
         let mut done = at;
         if let Some(reply) = self.get(slot.reply) {
             if reply.reader.is_on() {
-                done = reply.reader.finish(at, ledger);
+                done = reply.reader.finish(at, status, ledger);
                 self.streaming -= 1;
             }
         }

@@ -215,7 +215,7 @@ pub struct Given<'a> {
 
 impl Given<'_> {
     /// The same option with another value (an item of a list).
-    fn with<'b>(&'b self, value: &'b Value) -> Given<'b> {
+    pub fn with<'b>(&'b self, value: &'b Value) -> Given<'b> {
         Given {
             name: self.name,
             shown: self.shown.clone(),

@@ -774,6 +774,36 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "slo",
+        long: "slo",
+        value: "TARGET",
+        form: Form::Many,
+        hyphen: true,
+        help: "Goodput: a latency target every good request meets, ttft<500ms, tpot<50ms (or \
+               itl<50ms) or e2e<10s (repeatable, or comma-separated). Each stream is judged at \
+               its end; the result counts the requests that met every target, their share of \
+               the requests that ended and their rate (--expect goodput>99%). Needs streams \
+               read: --stream, --stream-end or --prompts.",
+        example: r#"["ttft<500ms", "tpot<50ms"]"#,
+        read: |s, g| {
+            let texts: Vec<String> = g
+                .list()?
+                .iter()
+                .flat_map(|t| t.split(','))
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect();
+            let slo = g
+                .with(&Value::String(texts.join(",")))
+                .parse(|_| crate::expect::slo(&texts))?;
+            s.event_streams.slo = Some(slo);
+            s.slo = texts;
+            Ok(())
+        },
+        write: |s| Ok((!s.slo.is_empty()).then(|| json!(s.slo))),
+        ..BASE
+    },
+    Row {
         name: "wsProtocol",
         long: "ws-protocol",
         value: "NAMES",

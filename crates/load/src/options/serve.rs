@@ -455,6 +455,27 @@ pub static SERVE: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "sseLog",
+        long: "sse-log",
+        value: "FILE",
+        help: "--sse: write a JSON line per stream to FILE as it ends: its request's \
+               arrival, first token and end (microseconds from the server's start; ttft_us, \
+               e2e_us), its status, prompt and completion tokens, and whether the client went \
+               before its end (cancelled): the server's own account, to check a client's \
+               figures against.",
+        example: r#""streams.jsonl""#,
+        rules: &[Rule::Requires("sse")],
+        read: |s, g| {
+            sse(s).log = Some(g.path()?);
+            Ok(())
+        },
+        write: |s| {
+            let log = s.config.sse.as_ref().and_then(|e| e.log.as_ref());
+            Ok(log.map(|p| Value::String(p.display().to_string())))
+        },
+        ..BASE
+    },
+    Row {
         name: "ws",
         long: "ws",
         form: Form::Switch,

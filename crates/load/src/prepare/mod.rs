@@ -52,6 +52,8 @@ pub struct Prepared {
     pub config: Config,
     pub info: RunInfo,
     pub expect: Vec<crate::expect::Expectation>,
+    /// Goodput's latency targets as given (`--slo`).
+    pub slo: Vec<String>,
     /// `--monitor`: what to sample, and what it matched when the run was prepared.
     pub monitor: Option<(crate::monitor::Watch, String)>,
     /// `--monitor-remote`: the monitor reached and authenticated, taken by the run, and what
@@ -103,6 +105,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
              HTTP/2 already)",
         ));
     }
+    slo_reads_streams(spec, call.as_ref())?;
     let (headers, body) = request_parts(spec)?;
     let mut shape = Shape::of(spec)?;
     // A targets file read as the run goes: its first pass, instead of the entries read whole.
@@ -216,6 +219,7 @@ pub(crate) fn prepare_here(spec: &LoadSpec, here: Here) -> Result<Prepared, Spec
         config,
         info,
         expect: spec.expect.clone(),
+        slo: spec.slo.clone(),
         monitor,
         remote_watching: remote_monitor.as_ref().map(|r| r.describe()),
         remote_monitor: std::sync::Mutex::new(remote_monitor),
@@ -276,4 +280,23 @@ fn spec_file(spec: &LoadSpec) -> Option<String> {
         } => Some(path.display().to_string()),
         _ => None,
     }
+}
+
+/// `--slo` judges streams, so the run must read its responses as streams: `--stream`, an end
+/// marker (`--stream-end '[DONE]'`, as OpenAI-style servers end theirs), an event limit, or a
+/// server-streaming gRPC call. (A `text/event-stream` response is read as one anyway, but the
+/// run cannot know before its first response that any will be.)
+fn slo_reads_streams(spec: &LoadSpec, call: Option<&grpc::Call>) -> Result<(), SpecError> {
+    let s = &spec.event_streams;
+    let reads = s.all
+        || s.end_marker.is_some()
+        || s.max_events.is_some()
+        || call.is_some_and(|c| c.grpc.server_streaming);
+    if s.slo.is_none() || reads {
+        return Ok(());
+    }
+    Err(bad(
+        "--slo judges streamed responses: add --stream-end '[DONE]' (an OpenAI-style server's \
+         end), --stream or --prompts",
+    ))
 }
