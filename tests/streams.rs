@@ -269,7 +269,7 @@ fn the_openai_stub_streams_what_each_request_asks_for() {
     assert_eq!(util::run(&checked).0.status.code(), Some(3));
 }
 
-/// Goodput (`--slo`): pelt's count of the requests that met every target is the count the
+/// Goodput (`--goodput`): pelt's count of the requests that met every target is the count the
 /// server's own log (`pelt serve --sse-log`) says met them. The prompts' lengths and the tokens
 /// asked for differ request by request, so some miss the first-token target (a long prompt's
 /// prefill), some the whole request's (many tokens), and every 8th is a 500; the targets sit
@@ -320,9 +320,9 @@ fn goodput_is_the_share_the_servers_own_log_says_met_the_targets() {
         "40",
         "-n",
         "48",
-        "--slo",
+        "--goodput",
         "ttft<100ms,e2e<250ms",
-        "--slo",
+        "--goodput",
         "tpot<1s",
     ];
     let v = run_json(&run);
@@ -422,18 +422,160 @@ fn goodput_is_the_share_the_servers_own_log_says_met_the_targets() {
         "{text}"
     );
     // Bad input: before any request, one line, exit 2.
-    let plain = [url.as_str(), "-n", "1", "--slo", "ttft<1s"];
+    let plain = [url.as_str(), "-n", "1", "--goodput", "ttft<1s"];
     let (out, _) = util::run(&plain);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--slo judges streamed responses"), "{err}");
+    assert!(err.contains("--goodput judges streamed responses"), "{err}");
     for bad in ["ttft>1s", "ttft<5", "speed<1s", "e2e<0ms"] {
-        let run = [url.as_str(), "-n", "1", "--stream", "--slo", bad];
+        let run = [url.as_str(), "-n", "1", "--stream", "--goodput", bad];
         let (out, _) = util::run(&run);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--prompts` and `--input-tokens`: an LLM benchmark's requests, each a streamed POST of a
+/// prompt, as `pelt serve --sse-body openai` (and its log) sees them: the tokens asked for and
+/// the prompt's words come back as the server's usage, the same seed makes the same prompts, and
+/// bad input is one line before any request.
+#[test]
+fn prompts_from_a_dataset_or_made_are_the_requests_the_server_sees() {
+    let dir = std::env::temp_dir().join(format!("pelt-prompts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("streams.jsonl");
+    let log_path = log.display().to_string();
+    let mut args = vec!["--port", "0", "--sse", "4", "--sse-body", "openai"];
+    args.extend(["--sse-interval", "1ms", "--sse-log", &log_path]);
+    let (_serve, url) = ServeProcess::listening(&args);
+    let chat = format!("{url}/v1/chat/completions");
+    let text = format!("{url}/v1/completions");
+    // The server's log, once it has `n` lines (a stream's line comes as it ends).
+    let logged = |n: usize| -> Vec<serde_json::Value> {
+        for _ in 0..100 {
+            let t = std::fs::read_to_string(&log).unwrap_or_default();
+            if t.lines().count() >= n {
+                return t
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the server logged fewer than {n} streams");
+    };
+    let jsonl = dir.join("prompts.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"prompt\": \"one two\", \"max_tokens\": 2}\n\
+         {\"text\": \"three four five\", \"max_tokens\": 3}\n\
+         {\"messages\": [{\"role\": \"user\", \"content\": \"six\"}], \"max_tokens\": 4}\n",
+    )
+    .unwrap();
+    let jsonl_path = jsonl.display().to_string();
+    let mut served = 0;
+    for url in [&chat, &text] {
+        let v = run_json(&[url, "--prompts", &jsonl_path, "-c", "3", "-n", "30"]);
+        served += 30;
+        // Ten of each, in turn: 2 + 3 + 4 tokens out and 2 + 3 + 1 words in, ten times.
+        let t = &streams(&v)["tokens"];
+        assert_eq!(
+            (count(t, &["output"]), count(t, &["input"])),
+            (90, 60),
+            "{t}"
+        );
+        assert_eq!(count(streams(&v), &["ended_by_marker"]), 30, "{v}");
+        assert_eq!(v["request_set"]["from"], "prompts", "{v}");
+        assert_schema(&v);
+    }
+    assert_eq!(logged(served).len(), served);
+    // ShareGPT: the first question of each conversation, its answer's length asked for.
+    let sharegpt = dir.join("sharegpt.json");
+    std::fs::write(
+        &sharegpt,
+        r#"[{"conversations": [{"from": "human", "value": "why is the sky blue"},
+                               {"from": "gpt", "value": "light scatters off air"}]},
+            {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}]"#,
+    )
+    .unwrap();
+    let v = run_json(&[
+        &chat,
+        "--prompts",
+        &sharegpt.display().to_string(),
+        "-n",
+        "4",
+    ]);
+    served += 4;
+    let t = &streams(&v)["tokens"];
+    assert_eq!(
+        (count(t, &["output"]), count(t, &["input"])),
+        (10, 12),
+        "{t}"
+    );
+    // Made prompts: their lengths within the spread, the same for the same seed.
+    let mut made = |seed: &str| -> Vec<(u64, u64)> {
+        let v = run_json(&[
+            &chat,
+            "--input-tokens",
+            "30,10",
+            "--output-tokens",
+            "6,3",
+            "--seed",
+            seed,
+            "-c",
+            "1",
+            "-n",
+            "12",
+        ]);
+        assert_eq!(count(&v, &["requests", "completed"]), 12, "{v}");
+        served += 12;
+        let records = logged(served);
+        records[served - 12..]
+            .iter()
+            .map(|r| {
+                let (i, o) = (
+                    count(r, &["prompt_tokens"]),
+                    count(r, &["completion_tokens"]),
+                );
+                assert!((20..=40).contains(&i) && (3..=9).contains(&o), "{r}");
+                (i, o)
+            })
+            .collect()
+    };
+    let (a, b, c) = (made("7"), made("7"), made("8"));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    // Bad input: one line naming what is wrong, exit 2, and nothing sent.
+    let no_prompt = dir.join("bad.jsonl");
+    std::fs::write(&no_prompt, "{\"prompt\": \"ok\"}\n{\"max_tokens\": 3}\n").unwrap();
+    let bad_file = no_prompt.display().to_string();
+    for (bad, says) in [
+        (
+            vec!["--prompts", &bad_file],
+            format!("--prompts {bad_file}: line 2: no prompt"),
+        ),
+        (
+            vec!["--input-tokens", "10", "--output-tokens", "128,-5"],
+            "negative".to_string(),
+        ),
+        (
+            vec!["--input-tokens", "10", "-b", "x"],
+            "cannot be used with".to_string(),
+        ),
+        (vec!["--output-tokens", "10"], "give one".to_string()),
+    ] {
+        let mut run = vec![chat.as_str(), "-n", "5"];
+        run.extend(bad.iter().copied());
+        let (out, _) = util::run(&run);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains(&says), "{bad:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(logged(served).len(), served, "a refused run sent nothing");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

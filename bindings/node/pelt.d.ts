@@ -134,6 +134,31 @@ export interface RunOptions {
    */
   scenario?: string | Record<string, unknown>
   /**
+   * --prompts: An LLM serving benchmark: each request a streamed OpenAI-style POST of a prompt
+   * from FILE (JSON lines with prompt, text or messages, and optionally max_tokens; or a
+   * ShareGPT JSON array), a chat completion to a URL ending in /chat/completions, a text
+   * completion otherwise, asking for usage at its end; in --order. Streams end at [DONE] unless
+   * --stream-end says.
+   */
+  prompts?: string
+  /**
+   * --input-tokens: Made prompts of N words (a word a token; a model's tokenizer counts its
+   * own), N-SPREAD to N+SPREAD uniformly from --seed, up to 1,000 of them, sent as --prompts'
+   * are.
+   */
+  inputTokens?: number | string
+  /**
+   * --output-tokens: With --prompts or --input-tokens: ask each request for N tokens
+   * (max_tokens), N-SPREAD to N+SPREAD uniformly from --seed; a --prompts line that says its own
+   * keeps it.
+   */
+  outputTokens?: number | string
+  /**
+   * --model: With --prompts or --input-tokens: the requests' model field (absent: the server's
+   * own).
+   */
+  model?: string
+  /**
    * -s, --script: Run a wrk Lua script (wrk's scripting API: the wrk table, wrk.format,
    * wrk.lookup, wrk.connect, setup(thread), init(args), done(summary, latency, requests)); its
    * arguments follow --. The request it leaves in the wrk table is the run's (with --targets, it
@@ -193,12 +218,13 @@ export interface RunOptions {
    */
   streamEnd?: string
   /**
-   * --slo: Goodput: a latency target every good request meets, ttft<500ms, tpot<50ms (or
-   * itl<50ms) or e2e<10s (repeatable, or comma-separated). Each stream is judged at its end; the
+   * --goodput: Goodput: latency targets every good request meets, ttft<500ms, tpot<50ms (or
+   * itl<50ms) and e2e<10s (comma-separated, or repeated). Each stream is judged at its end; the
    * result counts the requests that met every target, their share of the requests that ended and
-   * their rate (--expect goodput>99%). Needs streams read: --stream, --stream-end or --prompts.
+   * their rate (--expect goodput>99%; pelt find-max --slo goodput>99%). Needs streams read:
+   * --stream, --stream-end or --prompts.
    */
-  slo?: string | string[]
+  goodput?: string | string[]
   /**
    * --ws-protocol: ws://: ask for these subprotocols (Sec-WebSocket-Protocol, comma-separated);
    * a server that picks one not asked for fails the upgrade.
@@ -457,7 +483,7 @@ export interface EventStreams {
   histograms: { ttft_us: string; gap_us: string; time_per_event_us: string; duration_us: string; events_per_stream: string }
   /** The tokens the server counted (OpenAI's `usage` in an event), where it reported them. */
   tokens?: Tokens
-  /** Goodput (`slo`): the requests that met every latency target. */
+  /** Goodput (`goodput`): the requests that met every latency target. */
   goodput?: Goodput
 }
 
@@ -759,7 +785,7 @@ export interface Result {
   requests_limit: number | null
   timeout_s: number
   request_set: {
-    from: 'targets' | 'bodies' | 'url' | 'scenario'
+    from: 'targets' | 'bodies' | 'url' | 'scenario' | 'prompts'
     file: string | null
     entries: number
     order: 'sequential' | 'random'

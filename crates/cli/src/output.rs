@@ -190,7 +190,7 @@ pub fn timeline_csv(points: &[pelt_stats::TimelinePoint]) -> String {
     s.push_str(",grpc_calls,grpc_ok");
     s.push_str(&format!(",{}", QUIC_COLUMNS.join(",")));
     // Then the tokens servers counted for the streams that ended in the second (empty without
-    // usage), and those of them that met --slo's targets.
+    // usage), and those of them that met --goodput's targets.
     s.push_str(",stream_input_tokens,stream_output_tokens,tpot_p50_us,tpot_p99_us,goodput\n");
     for p in points {
         let l = &p.latency_us;

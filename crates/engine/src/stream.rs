@@ -38,7 +38,7 @@ pub struct Streams {
     /// An event whose data is exactly these bytes ends its stream (`[DONE]`, OpenAI's); it is
     /// not counted as an event.
     pub end_marker: Option<Vec<u8>>,
-    /// The latency targets each stream is judged against (`--slo`: goodput).
+    /// The latency targets each stream is judged against (`--goodput`: goodput).
     pub slo: Option<Slo>,
 }
 

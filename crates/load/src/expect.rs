@@ -8,7 +8,7 @@
 //!   `gap.p99<50ms` (or `itl.p99`), a stream's time per event `per_event.p50<30ms` (any
 //!   latency figure), and `events_per_s>1000`; where the server counted tokens (`usage`), the
 //!   time per output token `tpot.p99<50ms` and `output_tokens_per_s>2000`; a run that read no
-//!   stream (or no token counts) cannot hold them; with `--slo`, `goodput>99%` (the share of
+//!   stream (or no token counts) cannot hold them; with `--goodput`, `goodput>99%` (the share of
 //!   requests that ended having met every target, or a count) and `goodput_per_s>10`;
 //! - WebSocket: the upgrade time `upgrade.p99<50ms` (any latency figure), sockets held at the
 //!   end `ws_held>=10000`, and sockets the server dropped `ws_drops<10` or `ws_drops<1%` (of the
@@ -141,7 +141,7 @@ enum Metric {
     EventsPerSecond,
     /// Event streams: output tokens per second over the run, as the server counted them.
     OutputTokensPerSecond,
-    /// Goodput (`--slo`): the requests that met every target, a count or a share of those
+    /// Goodput (`--goodput`): the requests that met every target, a count or a share of those
     /// that ended; and their rate.
     Goodput,
     GoodputPerSecond,
@@ -190,7 +190,7 @@ pub struct Expectation {
 const HELP: &str = "expected METRIC<VALUE or METRIC>VALUE, e.g. p99<20ms, errors<0.1%, rps>5000, \
                     5xx<1% (metrics: p50 p90 p99 p99.9 p99.99 max mean min, the same of ttfb as \
                     ttfb.p99, errors rps 1xx..5xx or a status code; with event streams ttft.p99, \
-                    gap.p99 (itl.p99), per_event.p99, events_per_s, tpot.p99, output_tokens_per_s, with --slo goodput goodput_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with grpc:// status[UNAVAILABLE]; with --scenario also step[NAME].p99, checks, \
+                    gap.p99 (itl.p99), per_event.p99, events_per_s, tpot.p99, output_tokens_per_s, with --goodput goodput goodput_per_s; with ws:// upgrade.p99, ws_held, ws_drops; with grpc:// status[UNAVAILABLE]; with --scenario also step[NAME].p99, checks, \
                     iterations_failed; with --monitor server_cpu, pelt_cpu, server_rss)";
 
 /// A latency threshold's value and unit: `20ms`, `500us`, `1.5s`.
@@ -209,7 +209,7 @@ fn time_value(value: &str) -> Result<(f64, Unit), String> {
     Ok((n, unit))
 }
 
-/// The latency targets of `--slo` (`ttft<500ms`, `tpot<=50ms`, `e2e<10s`; `itl` is `tpot`, as
+/// The latency targets of `--goodput` (`ttft<500ms`, `tpot<=50ms`, `e2e<10s`; `itl` is `tpot`, as
 /// AIPerf's per-request inter-token latency is): each the most a good request may take,
 /// microseconds, inclusive. A figure given twice keeps its last target.
 pub fn slo(texts: &[String]) -> Result<pelt_stats::Slo, String> {
@@ -493,7 +493,7 @@ impl Expectation {
                 .as_ref()
                 .and_then(|s| s.tokens.as_ref())
                 .map_or(f64::NAN, |t| t.output_per_s),
-            // No --slo, or no stream judged: goodput cannot be said to hold.
+            // No --goodput, or no stream judged: goodput cannot be said to hold.
             (Metric::Goodput | Metric::GoodputPerSecond, _) if goodput.is_none() => f64::NAN,
             (Metric::Goodput, Unit::Percent) => goodput.map_or(f64::NAN, |g| g.share),
             (Metric::Goodput, _) => goodput.map_or(f64::NAN, |g| g.met as f64),

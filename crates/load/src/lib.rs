@@ -40,6 +40,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod options;
 mod prepare;
+pub mod prompts;
 #[cfg(test)]
 mod props;
 mod replay;

@@ -46,7 +46,7 @@ pub struct Metrics {
     ttfb: Buckets,
     /// Event streams (from the first second that read one).
     streams: Option<StreamMetrics>,
-    /// The run judges its streams against latency targets (`--slo`): goodput is a series
+    /// The run judges its streams against latency targets (`--goodput`): goodput is a series
     /// from its first stream, 0 until one meets them.
     slo: bool,
     /// WebSocket runs: the socket counts so far.
@@ -82,7 +82,7 @@ struct StreamMetrics {
     cut: u64,
     ttft: Buckets,
     gap: Buckets,
-    /// Streams that met --slo's targets (goodput).
+    /// Streams that met --goodput's targets (goodput).
     met: u64,
     /// Tokens servers counted (`usage`), and the time per output token; `tokens`: any seen.
     tokens: bool,
@@ -169,7 +169,7 @@ impl Metrics {
     }
 
     /// Counts per target name too, for a run whose targets have these names (in order).
-    /// The run has `--slo` targets: `pelt_stream_goodput_total` from its first stream.
+    /// The run has `--goodput` targets: `pelt_stream_goodput_total` from its first stream.
     pub fn with_slo(mut self, slo: bool) -> Metrics {
         self.slo = slo;
         self
@@ -626,7 +626,7 @@ impl Metrics {
             if self.slo || m.met > 0 {
                 f.counter(
                     "pelt_stream_goodput_total",
-                    "Event streams that met every --slo target (goodput).",
+                    "Event streams that met every --goodput target (goodput).",
                     m.met,
                 );
             }
@@ -1042,7 +1042,7 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} missing:\n{text}");
         }
-        // Without usage and --slo: no token or goodput series.
+        // Without usage and --goodput: no token or goodput series.
         assert!(
             !text.contains("_tokens_total") && !text.contains("goodput"),
             "{text}"

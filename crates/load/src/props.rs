@@ -133,7 +133,7 @@ proptest! {
     ) {
         let mut map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
         map.insert("url".into(), "http://127.0.0.1:1/".into());
-        for file in ["bodyFile", "targets", "bodies", "scenario", "script"] {
+        for file in ["bodyFile", "targets", "bodies", "scenario", "script", "prompts"] {
             map.remove(file);
         }
         match options::spec(&map) {

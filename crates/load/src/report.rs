@@ -43,7 +43,7 @@ impl Prepared {
         report
     }
 
-    /// Goodput (`--slo`): its targets as given, judged over every request that ended (a failed
+    /// Goodput (`--goodput`): its targets as given, judged over every request that ended (a failed
     /// one met nothing).
     fn goodput(&self, report: &mut Report) {
         if self.slo.is_empty() {
@@ -60,7 +60,7 @@ impl Prepared {
                 g.over(ended);
             }
             None => report.notes.push(format!(
-                "--slo {}: no response was read as a stream, so none met the targets",
+                "--goodput {}: no response was read as a stream, so none met the targets",
                 self.slo.join(",")
             )),
         }

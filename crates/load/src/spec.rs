@@ -76,9 +76,9 @@ pub struct LoadSpec {
     /// and pelt itself.
     pub monitor: Option<crate::monitor::Watch>,
     /// How streamed responses are read (`--stream`, `--stream-limit`, `--stream-end`; and
-    /// `--slo`'s targets, parsed).
+    /// `--goodput`'s targets, parsed).
     pub event_streams: pelt_engine::Streams,
-    /// The latency targets of goodput as given (`--slo`).
+    /// The latency targets of goodput as given (`--goodput`).
     pub slo: Vec<String>,
     /// ws:// and wss:// settings (`--ws-*`).
     pub websocket: WsSpec,
@@ -179,6 +179,9 @@ pub enum Requests {
     Bodies(PathBuf),
     /// User journeys from a scenario file (`--scenario`): each connection a virtual user.
     Scenario(ScenarioSource),
+    /// An LLM serving benchmark's requests (`--prompts`, `--input-tokens`): each a streamed
+    /// OpenAI-style request of its prompt, POSTed to the URL.
+    Prompts(crate::prompts::Prompts),
 }
 
 /// Where a wrk Lua script (`-s`) comes from.

@@ -107,6 +107,8 @@ pub enum SetFrom {
     Bodies,
     /// `--scenario`: its steps, entry k step k.
     Scenario,
+    /// `--prompts` or `--input-tokens`: an LLM benchmark's requests.
+    Prompts,
 }
 
 impl SetFrom {
@@ -117,6 +119,7 @@ impl SetFrom {
             SetFrom::Targets => "targets",
             SetFrom::Bodies => "bodies",
             SetFrom::Scenario => "scenario",
+            SetFrom::Prompts => "prompts",
         }
     }
 }

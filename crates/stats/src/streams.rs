@@ -35,7 +35,7 @@ pub struct Usage {
     pub output: u64,
 }
 
-/// The latency targets a stream must meet to count as good (`--slo`: goodput), each the most
+/// The latency targets a stream must meet to count as good (`--goodput`: goodput), each the most
 /// it may take, microseconds, inclusive (`ttft<500ms` is at most 499,999 us).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Slo {
@@ -78,7 +78,7 @@ pub struct StreamFigures {
     /// The token counts its server reported, if it did.
     pub usage: Option<Usage>,
     pub end: StreamEnd,
-    /// Whether it met the run's latency targets (`--slo`; `None`: the run set none).
+    /// Whether it met the run's latency targets (`--goodput`; `None`: the run set none).
     pub met: Option<bool>,
 }
 
@@ -126,7 +126,7 @@ pub struct StreamStats {
     /// Per stream with two output tokens or more: its time after its first event over its
     /// output tokens less one (TPOT), microseconds.
     pub tpot: LatencyHistogram,
-    /// Streams judged against the run's latency targets (`--slo`), and those that met them.
+    /// Streams judged against the run's latency targets (`--goodput`), and those that met them.
     pub slo_judged: u64,
     pub slo_met: u64,
 }
@@ -306,13 +306,13 @@ pub struct StreamsReport {
     /// The tokens the server reported (its `usage`), when it did for any stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<TokensReport>,
-    /// The requests that met every latency target (`--slo`), when the run set any.
+    /// The requests that met every latency target (`--goodput`), when the run set any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput: Option<GoodputReport>,
 }
 
 /// The `streams.goodput` of a result: how many requests met every latency target the run set
-/// (`--slo`), as vLLM's and AIPerf's goodput counts them.
+/// (`--goodput`), as vLLM's and AIPerf's goodput counts them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GoodputReport {
     /// The targets, as given (`ttft<500ms`).
@@ -458,7 +458,7 @@ pub struct StreamSecond {
     /// Streams that ended in the second, and of them the ones pelt cut.
     pub streams: u64,
     pub cut: u64,
-    /// Of them, those that met the run's latency targets (`--slo`).
+    /// Of them, those that met the run's latency targets (`--goodput`).
     pub met: u64,
     /// Events received in the second.
     pub events: u64,
@@ -525,7 +525,7 @@ impl StreamSecond {
 pub struct StreamPoint {
     pub streams: u64,
     pub cut: u64,
-    /// Streams that ended in the second having met the run's latency targets (`--slo`).
+    /// Streams that ended in the second having met the run's latency targets (`--goodput`).
     #[serde(default)]
     pub met: u64,
     pub events: u64,

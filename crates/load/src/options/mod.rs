@@ -389,6 +389,15 @@ pub fn spec(options: &Map<String, Value>) -> Result<LoadSpec, OptionError> {
             ))
         }
     }
+    if let crate::spec::Requests::Prompts(p) = &s.requests_from {
+        if p.file.is_none() && p.input.is_none() {
+            return Err(range_error(
+                "--output-tokens and --model shape the requests of --prompts FILE or \
+                 --input-tokens N: give one"
+                    .to_string(),
+            ));
+        }
+    }
     Ok(s)
 }
 

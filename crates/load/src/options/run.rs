@@ -155,6 +155,42 @@ fn targets_list(s: &LoadSpec) -> Write {
     Ok(Some(Value::Array(targets)))
 }
 
+/// What --prompts conflicts with: the other sources of many requests, and a body.
+const PROMPT_CONFLICTS: &[Rule] = &[
+    Rule::Conflicts("targets"),
+    Rule::Conflicts("bodies"),
+    Rule::Conflicts("scenario"),
+    Rule::Conflicts("body"),
+    Rule::Conflicts("bodyFile"),
+    Rule::Conflicts("bodyBase64"),
+];
+
+/// What --input-tokens conflicts with: the same, and a prompts file.
+const MADE_PROMPT_CONFLICTS: &[Rule] = &[
+    Rule::Conflicts("prompts"),
+    Rule::Conflicts("targets"),
+    Rule::Conflicts("bodies"),
+    Rule::Conflicts("scenario"),
+    Rule::Conflicts("body"),
+    Rule::Conflicts("bodyFile"),
+    Rule::Conflicts("bodyBase64"),
+];
+
+/// The run's prompts, made its requests' source by the first prompt option read; their streams
+/// end at OpenAI's `[DONE]` unless `--stream-end` says otherwise.
+fn prompts(s: &mut LoadSpec) -> &mut crate::prompts::Prompts {
+    if !matches!(s.requests_from, Requests::Prompts(_)) {
+        s.requests_from = Requests::Prompts(Default::default());
+    }
+    s.event_streams
+        .end_marker
+        .get_or_insert_with(|| b"[DONE]".to_vec());
+    match &mut s.requests_from {
+        Requests::Prompts(p) => p,
+        _ => unreachable!("made prompts above"),
+    }
+}
+
 const TARGETS_READS: [&str; 3] = ["auto", "stream", "whole"];
 const TARGETS_FORMATS: [&str; 6] = ["auto", "http", "json", "nginx", "apache", "har"];
 const ORDERS: [&str; 2] = ["sequential", "random"];
@@ -556,6 +592,67 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
+        name: "prompts",
+        long: "prompts",
+        value: "FILE",
+        help: "An LLM serving benchmark: each request a streamed OpenAI-style POST of a prompt \
+               from FILE (JSON lines with prompt, text or messages, and optionally max_tokens; \
+               or a ShareGPT JSON array), a chat completion to a URL ending in \
+               /chat/completions, a text completion otherwise, asking for usage at its end; \
+               in --order. Streams end at [DONE] unless --stream-end says.",
+        example: r#""prompts.jsonl""#,
+        rules: PROMPT_CONFLICTS,
+        read: |s, g| {
+            prompts(s).file = Some(g.path()?);
+            Ok(())
+        },
+        ..BASE
+    },
+    Row {
+        name: "inputTokens",
+        long: "input-tokens",
+        value: "N[,SPREAD]",
+        help: "Made prompts of N words (a word a token; a model's tokenizer counts its own), \
+               N-SPREAD to N+SPREAD uniformly from --seed, up to 1,000 of them, sent as \
+               --prompts' are.",
+        ts: "number | string",
+        example: r#""512,128""#,
+        rules: MADE_PROMPT_CONFLICTS,
+        read: |s, g| {
+            prompts(s).input = Some(g.parse(crate::prompts::Spread::parse_input)?);
+            Ok(())
+        },
+        ..BASE
+    },
+    Row {
+        name: "outputTokens",
+        long: "output-tokens",
+        value: "N[,SPREAD]",
+        help: "With --prompts or --input-tokens: ask each request for N tokens (max_tokens), \
+               N-SPREAD to N+SPREAD uniformly from --seed; a --prompts line that says its own \
+               keeps it.",
+        ts: "number | string",
+        example: r#""128""#,
+        read: |s, g| {
+            prompts(s).output = Some(g.parse(crate::prompts::Spread::parse)?);
+            Ok(())
+        },
+        ..BASE
+    },
+    Row {
+        name: "model",
+        long: "model",
+        value: "NAME",
+        help: "With --prompts or --input-tokens: the requests' model field (absent: the \
+               server's own).",
+        example: r#""meta-llama/Llama-3.1-8B-Instruct""#,
+        read: |s, g| {
+            prompts(s).model = Some(g.string()?);
+            Ok(())
+        },
+        ..BASE
+    },
+    Row {
         name: "script",
         long: "script",
         short: Some('s'),
@@ -774,16 +871,16 @@ pub static RUN: &[Row] = &[
         ..BASE
     },
     Row {
-        name: "slo",
-        long: "slo",
-        value: "TARGET",
+        name: "goodput",
+        long: "goodput",
+        value: "TARGETS",
         form: Form::Many,
         hyphen: true,
-        help: "Goodput: a latency target every good request meets, ttft<500ms, tpot<50ms (or \
-               itl<50ms) or e2e<10s (repeatable, or comma-separated). Each stream is judged at \
+        help: "Goodput: latency targets every good request meets, ttft<500ms, tpot<50ms (or \
+               itl<50ms) and e2e<10s (comma-separated, or repeated). Each stream is judged at \
                its end; the result counts the requests that met every target, their share of \
-               the requests that ended and their rate (--expect goodput>99%). Needs streams \
-               read: --stream, --stream-end or --prompts.",
+               the requests that ended and their rate (--expect goodput>99%; pelt find-max \
+               --slo goodput>99%). Needs streams read: --stream, --stream-end or --prompts.",
         example: r#"["ttft<500ms", "tpot<50ms"]"#,
         read: |s, g| {
             let texts: Vec<String> = g

@@ -229,6 +229,12 @@ fn every_row_reads_its_example_and_refuses_a_wrong_type() {
     check_table(RUN, |o| {
         let mut o = o.clone();
         o.entry("url").or_insert("http://127.0.0.1:1/".into());
+        // --output-tokens and --model shape made prompts (or a file's).
+        if ["outputTokens", "model"].iter().any(|k| o.contains_key(*k))
+            && !o.contains_key("prompts")
+        {
+            o.entry("inputTokens").or_insert(json!(10));
+        }
         spec(&o)
     });
     check_table(SERVE, serve);
@@ -410,4 +416,30 @@ fn served_options_become_the_servers_config() {
     assert_eq!(c.stall, Some((Duration::ZERO, Duration::from_secs(1))));
     let e = serve(json!({"host": "localhost"}).as_object().unwrap()).unwrap_err();
     assert_eq!(e.message, "invalid value 'localhost' for '--host <HOST>': expected an IP address, like 127.0.0.1 or ::1");
+}
+
+/// `pelt find-max` and `pelt compare` take a run's options beside their own: no name, flag or
+/// short flag may be in both (a run's `--slo` once shadowed find-max's).
+#[test]
+fn a_studys_own_options_are_not_a_runs() {
+    fn keys<S>(t: &[Flag<S>]) -> Vec<String> {
+        t.iter()
+            .flat_map(|f| {
+                let short = f.short.map(|c| format!("-{c}"));
+                [
+                    Some(f.name.to_string()),
+                    Some(format!("--{}", f.long)),
+                    short,
+                ]
+            })
+            .flatten()
+            .filter(|k| k != "--")
+            .collect()
+    }
+    let run = keys(RUN);
+    for own in [keys(FIND_MAX), keys(COMPARE)] {
+        for k in own {
+            assert!(!run.contains(&k), "{k} is a run's option and a study's");
+        }
+    }
 }

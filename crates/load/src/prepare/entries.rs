@@ -91,6 +91,16 @@ pub(crate) fn entries(spec: &LoadSpec, body: &[u8]) -> Result<Option<Entries>, S
                 .collect();
             Ok(Some(Entries::of(list, (SetFrom::Bodies, Some(name)))))
         }
+        Requests::Prompts(prompts) => {
+            if spec.url.is_empty() {
+                return Err(bad("--prompts needs a URL to send them to"));
+            }
+            let list = prompts
+                .entries(&spec.url, spec.seed.unwrap_or(0))
+                .map_err(bad)?;
+            let file = prompts.file.as_ref().map(|p| p.display().to_string());
+            Ok(Some(Entries::of(list, (SetFrom::Prompts, file))))
+        }
         // Compiled by `scenario_program`, made entries by `scenario_entries`.
         Requests::Scenario(_) => Ok(None),
     }

@@ -316,7 +316,7 @@ fn fits(spec: &LoadSpec) -> Result<(), SpecError> {
         Requests::One | Requests::Bodies(_) | Requests::Scenario(_)
     ) {
         return Err(bad(
-            "--targets does not take grpc:// URLs: give the calls' messages with --body, \
+            "--targets and --prompts do not take grpc:// URLs: give the calls' messages with --body, \
              --body-file or --bodies, or a scenario's grpc steps",
         ));
     }

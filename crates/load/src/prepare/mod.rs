@@ -52,7 +52,7 @@ pub struct Prepared {
     pub config: Config,
     pub info: RunInfo,
     pub expect: Vec<crate::expect::Expectation>,
-    /// Goodput's latency targets as given (`--slo`).
+    /// Goodput's latency targets as given (`--goodput`).
     pub slo: Vec<String>,
     /// `--monitor`: what to sample, and what it matched when the run was prepared.
     pub monitor: Option<(crate::monitor::Watch, String)>,
@@ -282,7 +282,7 @@ fn spec_file(spec: &LoadSpec) -> Option<String> {
     }
 }
 
-/// `--slo` judges streams, so the run must read its responses as streams: `--stream`, an end
+/// `--goodput` judges streams, so the run must read its responses as streams: `--stream`, an end
 /// marker (`--stream-end '[DONE]'`, as OpenAI-style servers end theirs), an event limit, or a
 /// server-streaming gRPC call. (A `text/event-stream` response is read as one anyway, but the
 /// run cannot know before its first response that any will be.)
@@ -296,7 +296,7 @@ fn slo_reads_streams(spec: &LoadSpec, call: Option<&grpc::Call>) -> Result<(), S
         return Ok(());
     }
     Err(bad(
-        "--slo judges streamed responses: add --stream-end '[DONE]' (an OpenAI-style server's \
+        "--goodput judges streamed responses: add --stream-end '[DONE]' (an OpenAI-style server's \
          end), --stream or --prompts",
     ))
 }

@@ -40,7 +40,9 @@ pub(super) fn websocket(
         return Err(not_with("-m/--method (the upgrade is a GET)"));
     }
     if spec.event_streams != engine::Streams::default() {
-        return Err(not_with("--stream, --stream-limit, --stream-end and --slo"));
+        return Err(not_with(
+            "--stream, --stream-limit, --stream-end and --goodput",
+        ));
     }
     // The messages: --bodies' lines, each sent in turn (by the request's index), or the body.
     let messages: Vec<Vec<u8>> = match (&spec.requests_from, entries) {
