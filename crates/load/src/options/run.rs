@@ -155,17 +155,8 @@ fn targets_list(s: &LoadSpec) -> Write {
     Ok(Some(Value::Array(targets)))
 }
 
-/// What --prompts conflicts with: the other sources of many requests, and a body.
-const PROMPT_CONFLICTS: &[Rule] = &[
-    Rule::Conflicts("targets"),
-    Rule::Conflicts("bodies"),
-    Rule::Conflicts("scenario"),
-    Rule::Conflicts("body"),
-    Rule::Conflicts("bodyFile"),
-    Rule::Conflicts("bodyBase64"),
-];
-
-/// What --input-tokens conflicts with: the same, and a prompts file.
+/// What --input-tokens conflicts with: a prompts file, the other sources of many requests,
+/// and a body.
 const MADE_PROMPT_CONFLICTS: &[Rule] = &[
     Rule::Conflicts("prompts"),
     Rule::Conflicts("targets"),
@@ -175,6 +166,9 @@ const MADE_PROMPT_CONFLICTS: &[Rule] = &[
     Rule::Conflicts("bodyFile"),
     Rule::Conflicts("bodyBase64"),
 ];
+
+/// What --prompts conflicts with: the same, but itself.
+const PROMPT_CONFLICTS: &[Rule] = MADE_PROMPT_CONFLICTS.split_at(1).1;
 
 /// The run's prompts, made its requests' source by the first prompt option read; their streams
 /// end at OpenAI's `[DONE]` unless `--stream-end` says otherwise.
