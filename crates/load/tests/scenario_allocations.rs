@@ -4,22 +4,36 @@
 //! jar changes). Counted by a global allocator over a thousand iterations of a journey whose
 //! login sets a cookie and whose every step captures or checks; over HTTP/1.1 and over HTTP/2
 //! (the session's header fields and body bytes into the same reused storage, and each request,
-//! rendered as text, turned into its header block).
+//! rendered as text, turned into its header block). Each thread counts its own allocations, so
+//! the test harness's thread (reporting another test's end) never lands in a test's count.
 
 use pelt_codec::h2::{self, Event, Session};
 use pelt_codec::response::{read_complete, Fields};
 use pelt_load::scenario::{Next, Response, Rows, ScenarioCounts, User};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 
 struct Counting;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// This thread's allocations: const-initialised and without a destructor, so reading it
+    /// never allocates.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    // At a thread's teardown the slot may be gone: nothing to count then.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
 
 // SAFETY: every call goes straight to the system allocator; the count is a side effect.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: the caller's contract is passed on unchanged.
         unsafe { System.alloc(layout) }
     }
@@ -30,7 +44,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: as above.
         unsafe { System.realloc(ptr, layout, size) }
     }
@@ -39,7 +53,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// The tests count allocations one at a time.
+/// The tests share one temporary folder: one at a time.
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const JOURNEY: &str = r#"
@@ -231,7 +245,7 @@ fn journey_allocates_nothing(mut wire: Wire) {
         step(&mut user, &mut counts);
         step(&mut user, &mut counts);
     }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     for _ in 0..1000 {
         sent.clear();
         for _ in 0..2 {
@@ -240,7 +254,7 @@ fn journey_allocates_nothing(mut wire: Wire) {
             sent.push((id, cookie_len));
         }
     }
-    let during = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let during = allocations() - before;
     assert_eq!(during, 0, "allocations over 2,000 requests");
     // It did the work: every check passed, every capture found its value, and every
     // request after the login carried the session cookie.
