@@ -437,6 +437,140 @@ fn goodput_is_the_share_the_servers_own_log_says_met_the_targets() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A server that stalls 2 s mid-run (`pelt serve --stall 2s --stall-at 2s`: every request
+/// that arrives in the pause waits for its end): in the open loop, TTFT is timed from each
+/// request's due time, so the requests due in the pause show it in the p99 (up to the whole
+/// 2 s), and the goodput drops by the requests due in the pause, all but the last `ttft` target's
+/// worth of it, exactly the streams the server's own log says took longer than the target. The
+/// requests due in the pause each get a connection of their own (an LLM benchmark's default).
+#[test]
+fn a_two_second_stall_shows_in_ttft_p99_and_in_the_goodput() {
+    let dir = std::env::temp_dir().join(format!("pelt-stall-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("streams.jsonl");
+    let log_path = log.display().to_string();
+    let args = [
+        "--port",
+        "0",
+        "--sse",
+        "4",
+        "--sse-body",
+        "openai",
+        "--sse-first",
+        "10ms",
+        "--sse-interval",
+        "10ms",
+        "--stall",
+        "2s",
+        "--stall-at",
+        "2s",
+        "--sse-log",
+        &log_path,
+    ];
+    let (_serve, url) = ServeProcess::listening(&args);
+    let url = format!("{url}/v1/chat/completions");
+    let html = dir.join("report.html");
+    let html_path = html.display().to_string();
+    let run = [
+        url.as_str(),
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--rate",
+        "20",
+        "-n",
+        "120",
+        "--goodput",
+        "ttft<300ms",
+        "-c",
+        "4",
+        "--html",
+        &html_path,
+    ];
+    let v = run_json(&run);
+    assert_eq!(count(&v, &["requests", "completed"]), 120, "{v}");
+    assert_eq!(v["latency_from"], "due", "{v}");
+    // Each stream holds a connection: an LLM benchmark's open loop opens what the requests
+    // due in the pause need (up to 1,000), not -c's 4, as vLLM's and AIPerf's clients do.
+    assert_eq!(count(&v, &["max_connections"]), 1000, "{v}");
+    assert!(count(&v, &["connections_opened"]) >= 30, "{v}");
+    let mut records = Vec::new();
+    for _ in 0..100 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        records = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect();
+        if records.len() >= 120 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(records.len(), 120, "{records:?}");
+    let us = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap();
+    // The server's account: which requests arrived in the pause, which waited past the target.
+    let in_pause = records
+        .iter()
+        .filter(|r| (2_000_000..4_000_000).contains(&us(r, "arrived_us")))
+        .count() as u64;
+    let slow_by_server = records
+        .iter()
+        .filter(|r| us(r, "ttft_us") >= 300_000)
+        .count() as u64;
+    // 20 requests/s: about 40 due in the pause, all but the last 0.3 s of them wait too long.
+    assert!((36..=44).contains(&in_pause), "{in_pause}: {records:?}");
+    assert!(
+        slow_by_server <= in_pause && slow_by_server + 8 >= in_pause,
+        "{slow_by_server} of {in_pause}: {records:?}"
+    );
+    let g = &streams(&v)["goodput"];
+    let missed = count(g, &["requests"]) - count(g, &["met"]);
+    // The client's TTFT is the server's and the way back: one stream within a hair of the
+    // target can fall either side.
+    assert!(
+        missed == slow_by_server || missed == slow_by_server + 1,
+        "pelt {missed} missed, the server's log {slow_by_server}: {g}"
+    );
+    // TTFT from the due time: the p99 holds the pause (the first request due in it waits
+    // nearly all of it), the median the run's ordinary first token.
+    let ttft = &streams(&v)["ttft_us"];
+    assert!(count(ttft, &["p99"]) >= 1_500_000, "{ttft}");
+    assert!(count(ttft, &["max"]) >= 1_800_000, "{ttft}");
+    assert!(count(ttft, &["p50"]) < 1_000_000, "{ttft}");
+    // The HTML report draws it: each second's TTFT p99 rises to the pause, and the streams
+    // that met the target fall below those that ended.
+    if let Some(page) = browser_check(&html, &dir.join("report.png")) {
+        assert_eq!(page["problems"], serde_json::json!([]), "{page}");
+        let chart = |id: &str| {
+            page["charts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["id"] == id)
+                .unwrap_or_else(|| panic!("no {id}: {page}"))
+                .clone()
+        };
+        let labels = |c: &serde_json::Value| -> Vec<String> {
+            let sets = c["datasets"].as_array().unwrap();
+            sets.iter()
+                .map(|d| d["label"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let t = chart("chart-ttft");
+        assert_eq!(labels(&t), ["TTFT p50", "TTFT p99", "TPOT p50"], "{t}");
+        assert!(t["datasets"][1]["max"].as_f64().unwrap() >= 1500.0, "{t}");
+        assert!(t["painted"].as_u64().unwrap() > 2000, "not drawn: {t}");
+        let st = chart("chart-streams");
+        let names = ["streams ended/s", "met the targets/s", "output tokens/s"];
+        assert_eq!(labels(&st), names, "{st}");
+        let sets = &st["datasets"];
+        assert!(sets[1]["min"].as_f64() < sets[0]["max"].as_f64(), "{st}");
+        assert!(sets[2]["max"].as_f64().unwrap() > 0.0, "{st}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--prompts` and `--input-tokens`: an LLM benchmark's requests, each a streamed POST of a
 /// prompt, as `pelt serve --sse-body openai` (and its log) sees them: the tokens asked for and
 /// the prompt's words come back as the server's usage, the same seed makes the same prompts, and

@@ -122,6 +122,37 @@ if (R.length && document.getElementById("chart-server")) {
     options: { scales: { x: xSec, y: axis("MiB/s", { beginAtZero: true }) }, interaction: { mode: "index", intersect: false } }
   });
 }
+// Streams: each second's ended streams and those that met --goodput's targets (left), output
+// tokens (right, from the servers' usage); then TTFT p50 and p99 and TPOT p50, in ms.
+const S = T.filter(p => p.streams);
+if (S.length && document.getElementById("chart-streams")) {
+  const perSec = (p, n) => n / Math.max(p.length_s, 1e-9);
+  const line = (label, color, f, axis, extra) => Object.assign({ label, yAxisID: axis, borderColor: color,
+    backgroundColor: color, pointRadius: 0, segment: warmSeg, data: S.map(p => ({ x: p.second, y: f(p) })) }, extra || {});
+  const sets = [line("streams ended/s", COLORS[0], p => perSec(p, p.streams.streams), "y")];
+  if (DATA.goodput) sets.push(line("met the targets/s", COLORS[2], p => perSec(p, p.streams.met), "y"));
+  if (S.some(p => p.streams.output_tokens)) {
+    sets.push(line("output tokens/s", COLORS[1], p => perSec(p, p.streams.output_tokens), "y2", { borderDash: [6, 4] }));
+  }
+  new Chart(document.getElementById("chart-streams"), {
+    type: "line",
+    data: { datasets: sets },
+    options: { scales: { x: xSec, y: axis("streams per second", { beginAtZero: true }),
+                         y2: axis("tokens per second", { beginAtZero: true, position: "right", grid: { drawOnChartArea: false } }) },
+               interaction: { mode: "index", intersect: false } }
+  });
+  const ms = [line("TTFT p50", COLORS[0], p => p.streams.ttft_p50 / 1000, "y"),
+              line("TTFT p99", COLORS[3], p => p.streams.ttft_p99 / 1000, "y")];
+  if (S.some(p => p.streams.tpot_p50 != null)) {
+    ms.push(line("TPOT p50", COLORS[1], p => p.streams.tpot_p50 == null ? null : p.streams.tpot_p50 / 1000, "y", { borderDash: [6, 4] }));
+  }
+  new Chart(document.getElementById("chart-ttft"), {
+    type: "line",
+    data: { datasets: ms },
+    options: { scales: { x: xSec, y: axis("ms", { beginAtZero: true }) }, interaction: { mode: "index", intersect: false },
+               plugins: { tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmtUs(c.parsed.y * 1000) } } } }
+  });
+}
 // HTTP/3: what QUIC counted each second, per second of it: packets sent and datagrams received
 // on the left axis; packets lost, congestion events and flow-control blocks (both ways) on the
 // right, where a handful shows against thousands.

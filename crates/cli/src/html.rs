@@ -196,6 +196,12 @@ fn report_data(r: &Report) -> Value {
                     "rx": r.host.net_rx_bytes as f64 / p.length_s.max(1e-9),
                     "tx": r.host.net_tx_bytes as f64 / p.length_s.max(1e-9),
                 })),
+                // Streams: what ended in the second, its tokens and goodput, its TTFT.
+                "streams": p.event_streams.as_ref().map(|s| json!({
+                    "streams": s.streams, "met": s.met, "output_tokens": s.output_tokens,
+                    "ttft_p50": s.ttft_us.p50, "ttft_p99": s.ttft_us.p99,
+                    "tpot_p50": s.tpot_us.as_ref().map(|t| t.p50),
+                })),
                 "quic": p.quic.as_ref().map(|q| json!({
                     "packets_sent": q.packets_sent, "packets_lost": q.packets_lost,
                     "datagrams_received": q.datagrams_received,
@@ -221,8 +227,12 @@ fn report_data(r: &Report) -> Value {
         .stages
         .as_ref()
         .map(|s| json!({ "of": s.of, "start": s.start }));
+    let goodput = r
+        .event_streams
+        .as_ref()
+        .is_some_and(|s| s.goodput.is_some());
     json!({ "timeline": timeline, "spectrum": spectrum, "targets": targets, "stages": stages,
-            "iterations": iterations })
+            "iterations": iterations, "goodput": goodput })
 }
 
 /// The whole HTML report of one result: its sections in order.

@@ -8,7 +8,8 @@
 //!
 //! The prompts come from a file in the shapes those tools read: JSON lines with a `prompt`
 //! (vLLM's custom dataset, GuideLLM), a `text` (AIPerf's single-turn) or `messages` (OpenAI's),
-//! each with an optional `max_tokens` / `output_tokens` / `output_length`; or a ShareGPT file
+//! each with an optional `max_tokens` / `output_tokens` / `output_length` (AIPerf) /
+//! `output_tokens_count` (GuideLLM); or a ShareGPT file
 //! (a JSON array of `{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}`:
 //! the first human turn is the prompt, the words of the reply after it its output length, as
 //! vLLM's ShareGPT reader takes them). Or they are made: `--input-tokens 512,128` prompts of 384
@@ -244,7 +245,12 @@ fn lines(text: &str, name: &str) -> Result<Vec<Prompt>, String> {
             }
         };
         let mut max_tokens = None;
-        for key in ["max_tokens", "output_tokens", "output_length"] {
+        for key in [
+            "max_tokens",
+            "output_tokens",
+            "output_length",
+            "output_tokens_count",
+        ] {
             match v.get(key) {
                 None | Some(Value::Null) => {}
                 Some(n) => match n.as_u64().filter(|&n| n > 0) {
@@ -376,7 +382,8 @@ mod tests {
             &file,
             "{\"prompt\": \"one two\", \"max_tokens\": 7}\n\n# a comment\n\
              {\"text\": \"three\"}\n\
-             {\"messages\": [{\"role\": \"user\", \"content\": \"four five six\"}], \"output_tokens\": 2}\n",
+             {\"messages\": [{\"role\": \"user\", \"content\": \"four five six\"}], \"output_tokens\": 2}\n\
+             {\"prompt\": \"seven\", \"output_tokens_count\": 4}\n",
         )
         .unwrap();
         let p = Prompts {
@@ -386,7 +393,7 @@ mod tests {
             ..Prompts::default()
         };
         let chat = p.entries("http://h:1/v1/chat/completions", 0).unwrap();
-        assert_eq!(chat.len(), 3);
+        assert_eq!(chat.len(), 4);
         assert_eq!(chat[0].method.as_deref(), Some("POST"));
         assert_eq!(chat[0].headers, ["Content-Type: application/json"]);
         assert_eq!((chat[0].line, chat[1].line, chat[2].line), (1, 4, 5));
@@ -402,6 +409,8 @@ mod tests {
         // A line that does not say: --output-tokens.
         assert_eq!(b[1]["max_tokens"], 9);
         assert_eq!(b[2]["max_tokens"], 2);
+        // GuideLLM's column.
+        assert_eq!(b[3]["max_tokens"], 4);
         let text = bodies(&p.entries("http://h:1/v1/completions?x=1", 0).unwrap());
         assert_eq!(text[0]["prompt"], "one two");
         assert_eq!(text[2]["prompt"], "four five six");

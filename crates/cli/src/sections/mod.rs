@@ -49,7 +49,7 @@ pub const TEXT: [Writer; 19] = [
 ];
 
 /// The report's charts after the four every run has (in their grid), in order.
-pub const CHARTS: [Writer; 2] = [head::stages_chart, quic::chart];
+pub const CHARTS: [Writer; 3] = [head::stages_chart, streams::chart, quic::chart];
 
 /// The report's box of figures, in order.
 pub const FIGURES: [Writer; 7] = [

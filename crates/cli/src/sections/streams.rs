@@ -1,9 +1,29 @@
 //! Streamed responses (server-sent events): events as an LLM's tokens.
 
-use crate::html::row;
+use crate::html::{chart_boxes, row};
 use crate::output::{rate, thousands, trim_number};
 use pelt_stats::Report;
 use std::fmt::Write as _;
+
+/// The streams' charts: each second's streams, those that met `--goodput`'s targets and the
+/// output tokens; each second's time to first event (and per output token).
+pub fn chart(b: &mut String, r: &Report) {
+    if r.event_streams.is_some() {
+        chart_boxes(
+            b,
+            &[
+                (
+                    "chart-streams",
+                    "Streams per second: ended, met the goodput targets, output tokens",
+                ),
+                (
+                    "chart-ttft",
+                    "Time to first event (TTFT) and per output token, each second",
+                ),
+            ],
+        );
+    }
+}
 
 /// Streamed responses (server-sent events): what LLM users read, events as tokens: time to
 /// first token, the gaps between tokens, time per token per stream, tokens/s.

@@ -1129,7 +1129,8 @@ pub static RUN: &[Row] = &[
         value: "N",
         hyphen: true,
         help: "Open loop: open up to N connections when a request is due and none is free \
-               [default: -c]. With --scenario, each user is a connection: an iteration that \
+               [default: -c; with --prompts or --input-tokens 1,000, as an LLM benchmark's \
+               streams each hold one]. With --scenario, each user is a connection: an iteration that \
                finds no idle user makes one, up to N.",
         ts: "Count",
         example: "64",

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The open loop's `--max-connections` for `--prompts` and `--input-tokens`.
+pub(crate) const PROMPT_CONNECTIONS: usize = 1000;
+
 /// The load's shape: the stages, the rate, the connections and how long it runs.
 pub(super) struct Shape {
     pub(super) stages: Option<engine::Stages>,
@@ -42,7 +45,14 @@ impl Shape {
                 )));
             }
         }
-        let max_connections = spec.max_connections.unwrap_or(connections);
+        // An LLM benchmark's request holds its connection for a whole stream (seconds, on a
+        // real model): as vLLM's and AIPerf's clients, the open loop opens what the rate needs,
+        // not -c's 50 (which would cap 10 s streams at 5 a second and time the wait as TTFT).
+        let default = match spec.requests_from {
+            Requests::Prompts(_) if spec.rate.is_some() => PROMPT_CONNECTIONS.max(connections),
+            _ => connections,
+        };
+        let max_connections = spec.max_connections.unwrap_or(default);
         if max_connections < connections {
             return Err(bad(format!(
                 "--max-connections {max_connections} is below -c {connections}; it is the most \
