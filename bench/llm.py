@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""LLM serving: pelt beside AIPerf and GuideLLM against the same OpenAI-style stub.
+"""LLM serving: pelt beside AIPerf, GuideLLM and `vllm bench serve` against the same stub.
 
 The stub is `pelt serve --sse-body openai` pinned to CPU 0: a first token after `--sse-first`,
 then chunks of 2 tokens every 15 ms +- 5 ms, `max_tokens` tokens, `usage` at the end, and its
@@ -22,11 +22,12 @@ Then each `--overload` rate (requests/s) with every client, the same way: where 
 loop falls behind, the stub's own log (when each request arrived, how long to its first token)
 shows whose figures moved: the client's TTFT against the server's, and the rate that arrived.
 
-Usage: bench/llm.py [--pelt target/release/pelt] [--aiperf PATH] [--guidellm PATH]
+Usage: bench/llm.py [--pelt target/release/pelt] [--aiperf PATH] [--guidellm PATH] [--vllm PATH]
                     [--rate 20] [--duration 10] [--overload 300,1000]
-                    [--tools pelt,aiperf,guidellm]
-Needs: taskset; aiperf (pip install aiperf==0.13.0) and guidellm (pip install guidellm==0.8.1),
-each in its own virtual environment, the ones not given or found on PATH are left out. Traffic
+                    [--tools pelt,aiperf,guidellm,vllm]
+Needs: taskset; aiperf (pip install aiperf==0.13.0), guidellm (pip install guidellm==0.8.1) and
+vllm (pip install vllm==0.33.0 pandas datasets: its benchmark client runs without a GPU), each
+in its own virtual environment; the ones not given or found on PATH are left out. Traffic
 stays on 127.0.0.1.
 """
 
@@ -52,11 +53,14 @@ TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test
 
 
 def dataset(path, lines, seed=1):
+    """Writes the prompts to `path` (AIPerf's, GuideLLM's and pelt's fields) and to
+    `path`-prompt.jsonl with vLLM's custom dataset's `prompt` field, the same prompts."""
     r = random.Random(seed)
-    with open(path, "w") as f:
+    with open(path, "w") as f, open(path.replace(".jsonl", "-prompt.jsonl"), "w") as g:
         for _ in range(lines):
             text = " ".join(r.choice(WORDS) for _ in range(r.randint(80, 120)))
             f.write(json.dumps({"text": text, "output_length": 32, "output_tokens_count": 32}) + "\n")
+            g.write(json.dumps({"prompt": text}) + "\n")
 
 
 class Cpu:
@@ -167,6 +171,35 @@ class Guidellm:
                 "tok_s": m["output_tokens_per_second"]["successful"]["mean"]}
 
 
+class Vllm:
+    name = "vLLM"
+
+    def __init__(self, binary):
+        self.binary = binary
+
+    def command(self, url, data, tok, rate, n, out):
+        # vLLM has no constant arrivals: a gamma process of shape 1000 is within 3 % of it.
+        # It sends one request before the run (its "initial single prompt test run").
+        return ["env", "HF_HUB_OFFLINE=1", self.binary, "bench", "serve", "--backend",
+                "openai-chat", "--base-url", url.rsplit("/v1/", 1)[0], "--endpoint",
+                "/v1/chat/completions", "--model", "mock-model", "--tokenizer", tok,
+                "--dataset-name", "custom", "--dataset-path",
+                data.replace(".jsonl", "-prompt.jsonl"), "--custom-output-len", "32",
+                "--skip-chat-template", "--num-prompts", str(n), "--request-rate", str(rate),
+                "--burstiness", "1000", "--percentile-metrics", "ttft,tpot,itl,e2el",
+                "--metric-percentiles", "50,90,99", "--disable-tqdm", "--save-result",
+                "--result-dir", out, "--result-filename", "vllm.json"]
+
+    def figures(self, out):
+        with open(os.path.join(out, "vllm.json")) as f:
+            r = json.load(f)
+        ms = lambda k: {p: r[f"p{p}_{k}_ms"] for p in (50, 90, 99)}  # noqa: E731
+        # vLLM's ITL is each gap between chunks.
+        return {"requests": r["completed"], "errors": r["failed"], "ttft": ms("ttft"),
+                "tpot": ms("tpot"), "gap": ms("itl"), "tokens": r["total_output_tokens"],
+                "rps": r["request_throughput"], "tok_s": r["output_throughput"]}
+
+
 def measure(tool, cpu, url, data, tok, rate, secs, marginal=True):
     """Runs tool for secs (and, for the marginal CPU, for 2 x secs first); returns its
     figures from the longer run with its CPU per request and per output token."""
@@ -175,10 +208,12 @@ def measure(tool, cpu, url, data, tok, rate, secs, marginal=True):
         out = tempfile.mkdtemp(prefix="pelt-llm-")
         n = int(rate * secs * k)
         cmd = ["taskset", "-c", "1"] + tool.command(url, data, tok, rate, n, out)
+        began = time.monotonic()
         _, used = cpu.run(cmd, cwd=out)
+        wall = time.monotonic() - began
         f = tool.figures(out)
         shutil.rmtree(out, ignore_errors=True)
-        f["cpu"] = used
+        f["cpu"], f["wall"] = used, wall
         runs.append(f)
     f = runs[0]
     if marginal:
@@ -187,7 +222,17 @@ def measure(tool, cpu, url, data, tok, rate, secs, marginal=True):
         extra = runs[0]["cpu"] - runs[1]["cpu"]
         f["us_req"] = extra * 1e6 / (int(rate * secs * 2) - int(rate * secs))
         f["us_tok"] = f["us_req"] / 32
+        # A client that sent much less than asked ran longer than the runs' lengths at its own
+        # pace: its CPU over the requests asked for means nothing.
+        if runs[0]["wall"] - runs[1]["wall"] > 1.5 * secs or extra <= 0:
+            f["us_req"] = f["us_tok"] = None
     return f
+
+
+def cpu_cells(f):
+    if f["us_req"] is None:
+        return f"{'-':>10} {'-':>9}"
+    return f"{f['us_req']:>10.0f} {f['us_tok']:>9.1f}"
 
 
 def server_side(log, since, streams):
@@ -218,13 +263,14 @@ def main():
     ap.add_argument("--pelt", default="target/release/pelt")
     ap.add_argument("--aiperf", default=shutil.which("aiperf"))
     ap.add_argument("--guidellm", default=shutil.which("guidellm"))
+    ap.add_argument("--vllm", default=shutil.which("vllm"))
     ap.add_argument("--rate", type=float, default=20.0)
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--overload", default="300,1000",
                     type=lambda v: [float(r) for r in v.split(",") if r],
                     help="rates (comma-separated) to find where a client falls behind")
-    ap.add_argument("--tools", default="pelt,aiperf,guidellm",
-                    help="which of pelt, aiperf, guidellm run (those installed)")
+    ap.add_argument("--tools", default="pelt,aiperf,guidellm,vllm",
+                    help="which of pelt, aiperf, guidellm, vllm run (those installed)")
     args = ap.parse_args()
     chosen = args.tools.split(",")
     tools = [Pelt(os.path.abspath(args.pelt))]
@@ -232,6 +278,8 @@ def main():
         tools.append(Aiperf(os.path.abspath(args.aiperf)))
     if args.guidellm and "guidellm" in chosen:
         tools.append(Guidellm(os.path.abspath(args.guidellm)))
+    if args.vllm and "vllm" in chosen:
+        tools.append(Vllm(os.path.abspath(args.vllm)))
     peer = next((t.binary for t in tools[1:]), None)
     work = tempfile.mkdtemp(prefix="pelt-llm-bench-")
     data = os.path.join(work, "prompts.jsonl")
@@ -266,11 +314,11 @@ def main():
             gap = f"{f['gap'][50]:.2f}/{f['gap'][99]:.2f}" if f["gap"] else "-"
             print(f"{t.name:10} {f['requests']:>8} {f['tokens']:>7} {f['rps']:>6.1f} "
                   f"{f['tok_s']:>7.1f}  {tri(f['ttft']):>21}  {tri(f['tpot']):>19}  {gap:>14}  "
-                  f"{f['us_req']:>10.0f} {f['us_tok']:>9.1f}")
+                  f"{cpu_cells(f)}")
         base = results[0][1]
         for t, f in results[1:]:
-            print(f"{t.name}: {f['us_req'] / base['us_req']:.0f}x pelt's CPU per request, "
-                  f"{f['us_tok'] / base['us_tok']:.0f}x per token")
+            if f["us_req"] is not None and base["us_req"] is not None:
+                print(f"{t.name}: {f['us_req'] / base['us_req']:.1f}x pelt's CPU per request")
         for rate in args.overload:
             print(f"\nat {rate:g} requests/s: the client's figures beside the stub's own log of "
                   f"the same run (when each request arrived, its first token)")
@@ -283,7 +331,7 @@ def main():
                 s = server_side(log, since, f["requests"])
                 print(f"{t.name:10} {f['ttft'][50]:>10.2f}/{f['ttft'][99]:<11.2f} "
                       f"{f['rps']:>10.1f}  {s['ttft'][50]:>10.2f}/{s['ttft'][99]:<11.2f} "
-                      f"{s['rate']:>13.1f}  {f['us_req']:>10.0f} {f['us_tok']:>9.1f}")
+                      f"{s['rate']:>13.1f}  {cpu_cells(f)}")
     finally:
         stub.terminate()
         stub.wait()

@@ -571,6 +571,82 @@ fn a_two_second_stall_shows_in_ttft_p99_and_in_the_goodput() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `pelt find-max` on goodput: the highest rate at which 95 % of the requests meet a TTFT
+/// target, against a stub of fixed capacity (one thread, 2 ms a request). Its streams last
+/// about 300 ms, a third of each 1 s step: those still streaming when a step ends were sent on
+/// time, and a step that completed fewer than 95 % of its rate because of them still held it.
+#[test]
+fn find_max_finds_the_highest_rate_whose_goodput_holds() {
+    let dir = std::env::temp_dir().join(format!("pelt-find-goodput-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("fm.json");
+    let args = [
+        "--port",
+        "0",
+        "--threads",
+        "1",
+        "--work",
+        "2ms",
+        "--sse",
+        "8",
+    ];
+    let mut args = args.to_vec();
+    args.extend([
+        "--sse-body",
+        "openai",
+        "--sse-first",
+        "10ms",
+        "--sse-interval",
+        "40ms",
+    ]);
+    let (_serve, url) = ServeProcess::listening(&args);
+    let url = format!("{url}/v1/chat/completions");
+    let json_path = json.display().to_string();
+    let run = [
+        "find-max",
+        url.as_str(),
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "8",
+        "--goodput",
+        "ttft<100ms",
+        "--slo",
+        "goodput>95%",
+        "-d",
+        "1s",
+        "--max-steps",
+        "12",
+        "--json",
+        &json_path,
+        "-q",
+    ];
+    let (out, _) = util::run(&run);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let answer = v["answer"]["rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no answer: {v}"));
+    assert!((100.0..=700.0).contains(&answer), "{answer}: {said}");
+    let steps = v["steps"].as_array().unwrap();
+    // A step that held its rate with a third of its streams still running at its end.
+    assert!(
+        steps.iter().any(|st| st["passed"] == true
+            && st["achieved_rps"].as_f64().unwrap() < 0.95 * st["rate"].as_f64().unwrap()),
+        "{v}"
+    );
+    // And some rate above the answer failed on goodput.
+    assert!(
+        steps.iter().any(|st| st["passed"] == false
+            && st["rate"].as_f64().is_some_and(|r| r > answer)
+            && st["thresholds"][0]["passed"] == false),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--prompts` and `--input-tokens`: an LLM benchmark's requests, each a streamed POST of a
 /// prompt, as `pelt serve --sse-body openai` (and its log) sees them: the tokens asked for and
 /// the prompt's words come back as the server's usage, the same seed makes the same prompts, and

@@ -131,7 +131,8 @@ pub struct Step {
     pub errors: u64,
     /// pelt's own lag p99 (open loop): high when no connection was free.
     pub lag_p99_us: Option<u64>,
-    /// Completed at least [`RATE_HELD`] of the rate asked for.
+    /// Completed at least [`RATE_HELD`] of the rate asked for (with streams, completed or
+    /// still streaming at the step's end).
     pub rate_held: bool,
     pub thresholds: Vec<Threshold>,
     /// Every objective held, and the rate did.
@@ -143,7 +144,16 @@ pub struct Step {
 
 impl Step {
     fn of(step: usize, phase: &str, rate: Option<f64>, r: &Report) -> Step {
-        let rate_held = rate.is_none_or(|want| r.rps >= RATE_HELD * want);
+        // A stream's reply lasts (seconds, from an LLM): the streams still running when the
+        // step ends were sent on time and are not the server falling behind, so they count
+        // toward the rate held (a request that found no connection was never sent).
+        let held_rps = match (&r.event_streams, r.requests.completed) {
+            (Some(_), done) if done > 0 => {
+                r.rps * (done + r.requests.in_flight) as f64 / done as f64
+            }
+            _ => r.rps,
+        };
+        let rate_held = rate.is_none_or(|want| held_rps >= RATE_HELD * want);
         let passed = rate.is_some() && rate_held && r.thresholds.iter().all(|t| t.passed);
         Step {
             step,
