@@ -35,6 +35,24 @@ fn assert_timeline_adds_up(v: &serde_json::Value) {
     assert_eq!(sum("cut"), s["cut"].as_u64().unwrap(), "{v}");
 }
 
+/// `pelt serve --sse-log`'s lines, once it has `n` of them or after 5 s (a stream's line is
+/// written as it ends, a moment after the client read its end).
+fn server_log(log: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
+    let mut records = Vec::new();
+    for _ in 0..100 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        records = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect();
+        if records.len() >= n {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    records
+}
+
 /// `--csv`: each second's events in the stream_events column, adding up to `events`.
 fn assert_csv_has_the_events(run: &[&str], events: u64) {
     let csv = std::env::temp_dir().join(format!("pelt-streams-{}.csv", std::process::id()));
@@ -328,18 +346,7 @@ fn goodput_is_the_share_the_servers_own_log_says_met_the_targets() {
     let v = run_json(&run);
     assert_eq!(count(&v, &["requests", "completed"]), 48, "{v}");
     // The server's log: a line a stream, written as each ends.
-    let mut records = Vec::new();
-    for _ in 0..100 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        records = text
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .collect();
-        if records.len() >= 48 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let records = server_log(&log, 48);
     assert_eq!(records.len(), 48, "{records:?}");
     let met_by_server = records
         .iter()
@@ -495,18 +502,7 @@ fn a_two_second_stall_shows_in_ttft_p99_and_in_the_goodput() {
     // due in the pause need (up to 1,000), not -c's 4, as vLLM's and AIPerf's clients do.
     assert_eq!(count(&v, &["max_connections"]), 1000, "{v}");
     assert!(count(&v, &["connections_opened"]) >= 30, "{v}");
-    let mut records = Vec::new();
-    for _ in 0..100 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        records = text
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .collect();
-        if records.len() >= 120 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let records = server_log(&log, 120);
     assert_eq!(records.len(), 120, "{records:?}");
     let us = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap();
     // The server's account: which requests arrived in the pause, which waited past the target.
