@@ -95,7 +95,14 @@ def wait_listening(port, timeout=5.0):
 
 
 def measured(cmd, env=None):
-    """Runs cmd; returns (stdout, its own cpu seconds user+sys, its peak RSS in MiB).
+    """Runs cmd; returns (stdout, its own cpu seconds user+sys, its peak RSS in MiB)."""
+    out, user, system, rss = measured_apart(cmd, env)
+    return out, user + system, rss
+
+
+def measured_apart(cmd, env=None):
+    """Runs cmd; returns (stdout, its own user cpu seconds, its system cpu seconds, its peak
+    RSS in MiB).
 
     CPU comes from wait4's rusage of the child alone. The peak RSS comes from GNU time's %M:
     a child forked from this Python process starts with Python's pages counted in its
@@ -111,7 +118,7 @@ def measured(cmd, env=None):
     os.unlink(rss_file)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-2000:]}")
-    return out, ru.ru_utime + ru.ru_stime, rss_kib / 1024.0
+    return out, ru.ru_utime, ru.ru_stime, rss_kib / 1024.0
 
 
 class Tool:

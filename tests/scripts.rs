@@ -116,6 +116,47 @@ fn wrks_post_lua_sends_on_pelt_what_it_sends_on_wrk() {
     assert_eq!(pelt, wrk, "the same request from both");
 }
 
+/// wrk's addr.lua, unchanged: `setup` looks the URL's host up, keeps the addresses
+/// `wrk.connect()` reaches and gives each thread one; `init` prints it. pelt and wrk print the
+/// same lines, and nginx logs what pelt says it completed.
+#[test]
+fn wrks_addr_lua_prints_each_threads_address_as_on_wrk() {
+    let Some(server) = nginx() else {
+        return;
+    };
+    let url = server.url("http", 0);
+    let addr_lines = |stdout: &str| -> Vec<String> {
+        let lines: Vec<String> = stdout
+            .lines()
+            .filter(|l| l.starts_with("thread addr: "))
+            .map(String::from)
+            .collect();
+        lines
+    };
+    let (out, _) = run(&[
+        &url,
+        "-s",
+        &script("wrk/addr.lua"),
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "-t",
+        "2",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let pelt = addr_lines(&stdout);
+    assert_eq!(pelt, vec![format!("thread addr: {host}"); 2], "{stdout}");
+    assert_eq!(logged(&server, 300).len(), 300);
+    let Some(wrk) = wrk() else {
+        return;
+    };
+    let on_wrk = run_wrk_with(&wrk, &url, &script("wrk/addr.lua"), &["-t2", "-c2", "-d1s"]);
+    assert_eq!(addr_lines(&on_wrk), pelt, "{on_wrk}");
+}
+
 /// The `N%,value` lines of report.lua's output.
 fn report_lines(stdout: &str) -> Vec<(String, u64)> {
     let after = stdout
@@ -654,6 +695,8 @@ fn setup_lua_reads_every_worker_threads_counts_in_done() {
     assert_eq!(mine, theirs);
 }
 
+/// wrk's stop, auth, pipeline and delay scripts, unchanged, on pelt and then on wrk against
+/// the same nginx: its log holds the same requests from each.
 #[test]
 fn wrks_stop_auth_pipeline_and_delay_scripts_hold_against_nginx() {
     let Some(server) = nginx() else {
@@ -753,6 +796,42 @@ fn wrks_stop_auth_pipeline_and_delay_scripts_hold_against_nginx() {
         done + count(&v, &["requests", "in_flight"])
     );
     assert!(logged(&server, before + done as usize).len() >= before + done as usize);
+    let pelt_delay = distinct(&logged(&server, 0)[before..]);
+    // The same scripts on wrk against the same nginx: nginx logs the same requests.
+    let Some(wrk) = wrk() else {
+        return;
+    };
+    let on_wrk = |name: &str, args: &[&str]| -> Vec<String> {
+        let before = logged(&server, 0).len();
+        run_wrk_with(&wrk, &url, &script(name), args);
+        logged(&server, before + 1)[before..].to_vec()
+    };
+    // stop.lua: each of wrk's threads stops at its 100th response too.
+    let stopped = on_wrk("wrk/stop.lua", &["-t2", "-c2", "-d2s"]);
+    assert_eq!(stopped.len(), 200, "{stopped:?}");
+    let auth: Vec<(String, String)> = on_wrk("wrk/auth.lua", &["-t1", "-c1", "-d1s"])
+        .iter()
+        .map(|l| {
+            let (uri, _, token) = uri_counter_token(l);
+            (uri.to_string(), token.to_string())
+        })
+        .collect();
+    assert_eq!(auth[0], ("/authenticate".to_string(), "-".to_string()));
+    assert!(
+        auth[1..]
+            .iter()
+            .all(|(u, t)| u == "/resource" && t == "t0k3n"),
+        "{auth:?}"
+    );
+    let piped = on_wrk("wrk/pipeline.lua", &["-t1", "-c2", "-d1s"]);
+    let uris: Vec<String> = piped
+        .iter()
+        .map(|l| uri_counter_token(l).0.to_string())
+        .collect();
+    assert_eq!(distinct(&uris), ["/?bar", "/?baz", "/?foo"]);
+    let delayed = on_wrk("wrk/delay.lua", &["-t1", "-c1", "-d1s"]);
+    assert!(delayed.len() <= 101, "{}", delayed.len());
+    assert_eq!(distinct(&delayed), pelt_delay);
 }
 
 #[test]

@@ -1369,7 +1369,20 @@ fn install(lua: &Lua, origin: &Origin, shared: &Shared) -> mlua::Result<Table> {
     }
     lua.globals().set("wrk", wrk)?;
     let r = lua.create_table()?;
-    r.set("format", raw(lua, |lua, _, a| format(lua, &a))?)?;
+    // Called once a request by many scripts: its arguments are not collected into a Vec.
+    r.set(
+        "format",
+        lua.create_function(|lua, args: MultiValue| {
+            let mut a = [Value::Nil, Value::Nil, Value::Nil, Value::Nil];
+            for (slot, v) in a.iter_mut().zip(args) {
+                *slot = v;
+            }
+            Ok(match format(lua, &a) {
+                Ok(v) => (true, v),
+                Err(e) => (false, Value::String(lua.create_string(e)?)),
+            })
+        })?,
+    )?;
     r.set(
         "lookup",
         raw(lua, |lua, _, a| {
@@ -1700,57 +1713,136 @@ fn slot_of<'s>(slots: &'s [Slot], args: &[Value]) -> Result<&'s Slot, String> {
 /// `wrk.format(method, path, headers, body)`: the request line, the headers (`Host` first,
 /// then by name; `Content-Length` when there is a body), a blank line and the body; each
 /// part not given is the `wrk` table's.
+///
+/// It runs once a request in a script whose `request()` calls it (wrk's `counter.lua`,
+/// `setup.lua`), so it writes into this thread's scratch buffers (grown once, then reused)
+/// and allocates nothing but the Lua string it returns.
 fn format(lua: &Lua, a: &[Value]) -> Result<Value, String> {
-    let wrk: Table = lua.globals().raw_get("wrk").map_err(lua_err)?;
-    let field = |name: &str| -> Result<Option<Vec<u8>>, String> {
-        let v: Value = wrk.raw_get(name).map_err(lua_err)?;
-        Ok(bytes_arg(&[v], 0))
-    };
-    let method = match bytes_arg(a, 0) {
-        Some(m) => m,
-        None => field("method")?.ok_or("wrk.method is not a string")?,
-    };
-    let path = match bytes_arg(a, 1) {
-        Some(p) => p,
-        None => field("path")?.ok_or("wrk.path is not a string")?,
-    };
-    let defaults: Table = wrk.raw_get("headers").map_err(lua_err)?;
-    let headers = match a.get(2) {
-        Some(Value::Table(t)) => t.clone(),
-        Some(Value::Nil) | None => defaults.clone(),
-        Some(_) => return Err("wrk.format: headers are a table".into()),
-    };
-    let body = match bytes_arg(a, 3) {
-        Some(b) => Some(b),
-        None => field("body")?,
-    };
-    let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(&method);
-    out.push(b' ');
-    out.extend_from_slice(&path);
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-    let list = header_list(&headers).map_err(lua_err)?;
-    let host = match list.iter().find(|(n, _)| n == "Host") {
-        Some((_, v)) => Some(v.clone()),
-        None => text(&defaults.raw_get::<Value>("Host").map_err(lua_err)?),
-    };
-    if let Some(h) = host {
-        out.extend_from_slice(format!("Host: {h}\r\n").as_bytes());
+    thread_local! {
+        static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
     }
-    for (n, v) in list
-        .iter()
-        .filter(|(n, _)| n != "Host" && !n.eq_ignore_ascii_case("content-length"))
-    {
-        out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        scratch.format(lua, a)?;
+        let s = lua.create_string(&scratch.out).map_err(lua_err)?;
+        Ok(Value::String(s))
+    })
+}
+
+/// `wrk.format()`'s buffers: the request it writes, and the headers' names and values (their
+/// bytes one after another, and where each lies) for sorting by name.
+#[derive(Default)]
+struct Scratch {
+    out: Vec<u8>,
+    header_bytes: Vec<u8>,
+    /// Each header's name and value: `(name start, value start, value end)` in `header_bytes`.
+    headers: Vec<(usize, usize, usize)>,
+    body: Vec<u8>,
+}
+
+impl Scratch {
+    fn format(&mut self, lua: &Lua, a: &[Value]) -> Result<(), String> {
+        let wrk: Table = lua.globals().raw_get("wrk").map_err(lua_err)?;
+        let arg = |i: usize| a.get(i).unwrap_or(&Value::Nil);
+        let field = |name: &str| wrk.raw_get::<Value>(name).map_err(lua_err);
+        let out = &mut self.out;
+        out.clear();
+        if !put_text(out, arg(0)) && !put_text(out, &field("method")?) {
+            return Err("wrk.method is not a string".into());
+        }
+        out.push(b' ');
+        if !put_text(out, arg(1)) && !put_text(out, &field("path")?) {
+            return Err("wrk.path is not a string".into());
+        }
+        out.extend_from_slice(b" HTTP/1.1\r\n");
+        let defaults: Table = wrk.raw_get("headers").map_err(lua_err)?;
+        let headers = match arg(2) {
+            Value::Table(t) => t,
+            Value::Nil => &defaults,
+            _ => return Err("wrk.format: headers are a table".into()),
+        };
+        self.body.clear();
+        let body = put_text(&mut self.body, arg(3)) || put_text(&mut self.body, &field("body")?);
+        // The headers, sorted by name, then value.
+        let (bytes, list) = (&mut self.header_bytes, &mut self.headers);
+        bytes.clear();
+        list.clear();
+        for pair in headers.pairs::<Value, Value>() {
+            let (k, v) = pair.map_err(lua_err)?;
+            let start = bytes.len();
+            if !put_text(bytes, &k) {
+                continue;
+            }
+            let mid = bytes.len();
+            if put_text(bytes, &v) {
+                list.push((start, mid, bytes.len()));
+            } else {
+                bytes.truncate(start);
+            }
+        }
+        let bytes = &self.header_bytes;
+        let name = |&(n, v, _): &(usize, usize, usize)| &bytes[n..v];
+        let value = |&(_, v, e): &(usize, usize, usize)| &bytes[v..e];
+        list.sort_unstable_by(|x, y| (name(x), value(x)).cmp(&(name(y), value(y))));
+        let host = list.iter().find(|h| name(h) == b"Host");
+        match host {
+            Some(h) => {
+                out.extend_from_slice(b"Host: ");
+                out.extend_from_slice(value(h));
+                out.extend_from_slice(b"\r\n");
+            }
+            None => {
+                let mark = out.len();
+                out.extend_from_slice(b"Host: ");
+                let default = defaults.raw_get::<Value>("Host").map_err(lua_err)?;
+                if put_text(out, &default) {
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    out.truncate(mark);
+                }
+            }
+        }
+        for h in list.iter() {
+            let n = name(h);
+            if n == b"Host" || n.eq_ignore_ascii_case(b"content-length") {
+                continue;
+            }
+            out.extend_from_slice(n);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value(h));
+            out.extend_from_slice(b"\r\n");
+        }
+        if body {
+            let _ = write!(out, "Content-Length: {}\r\n", self.body.len());
+        }
+        out.extend_from_slice(b"\r\n");
+        if body {
+            out.extend_from_slice(&self.body);
+        }
+        Ok(())
     }
-    if let Some(b) = &body {
-        out.extend_from_slice(format!("Content-Length: {}\r\n", b.len()).as_bytes());
+}
+
+/// Appends a string, number or boolean as text (as [`text`] writes it; a string's bytes as
+/// they are); false for any other value.
+fn put_text(out: &mut Vec<u8>, v: &Value) -> bool {
+    match v {
+        Value::String(s) => out.extend_from_slice(&s.as_bytes()),
+        Value::Integer(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => {
+            let _ = write!(out, "{}", *n as i64);
+        }
+        Value::Number(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Boolean(b) => {
+            let _ = write!(out, "{b}");
+        }
+        _ => return false,
     }
-    out.extend_from_slice(b"\r\n");
-    if let Some(b) = &body {
-        out.extend_from_slice(b);
-    }
-    Ok(Value::String(lua.create_string(out).map_err(lua_err)?))
+    true
 }
 
 /// `wrk.lookup(host, service)`: the addresses `host` resolves to, for a port number or a
@@ -2216,6 +2308,25 @@ mod tests {
         );
         let text: String = lua.load("return wrk.format()").eval().unwrap();
         assert_eq!(text, "GET / HTTP/1.1\r\nHost: h:1\r\nX-A: 1\r\n\r\n");
+        // Given headers: Host first, the rest by name, a given Content-Length replaced by the
+        // body's, values that are not text left out; numbers as wrk writes them; the
+        // scratch buffers of the call before leave nothing behind.
+        let text: String = lua
+            .load(
+                "return wrk.format(nil, 12, {Zed = 1.5, ['content-length'] = 99, Host = 'x', \
+                 Abc = true, Skip = {}}, 42)",
+            )
+            .eval()
+            .unwrap();
+        assert_eq!(
+            text,
+            "GET 12 HTTP/1.1\r\nHost: x\r\nAbc: true\r\nZed: 1.5\r\nContent-Length: 2\r\n\r\n42"
+        );
+        let text: String = lua
+            .load("return wrk.format('HEAD', '/h', {})")
+            .eval()
+            .unwrap();
+        assert_eq!(text, "HEAD /h HTTP/1.1\r\nHost: h:1\r\n\r\n");
     }
 
     #[test]

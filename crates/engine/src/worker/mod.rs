@@ -88,6 +88,8 @@ const DATAGRAMS_A_WAKE: usize = 64;
 /// How often the loop wakes to look at the stop flag and the ramp, and the finest grain of
 /// deadlines (timeouts, backoff): no timer per request.
 pub(crate) const DEADLINE_SCAN: Duration = Duration::from_millis(10);
+/// How early a turn the loop takes anyway looks at the control and the ramp (see `run`).
+const POLL_EARLY: Duration = Duration::from_millis(5);
 
 /// The longest time between two deadline scans. A scan looks at every connection, so it runs
 /// only when a deadline may have come (see `Worker::scan_deadlines`): held sockets with
@@ -240,7 +242,10 @@ impl<I: Io, P: Protocol, T: Transport, S: Source> Worker<'_, I, P, T, S> {
             if now >= self.scan_at {
                 self.scan_deadlines(now);
             }
-            if now >= next_poll {
+            // The control and the ramp are looked at every 10 ms, on a turn the loop takes
+            // anyway once half of that has passed: the poll's own wake-up comes only when
+            // nothing else woke the loop for 10 ms.
+            if now + POLL_EARLY >= next_poll {
                 self.follow_control(plan);
                 self.follow_ramp(now);
                 next_poll = now + DEADLINE_SCAN;

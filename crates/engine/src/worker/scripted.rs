@@ -35,6 +35,8 @@ pub(super) struct Scripted {
     delayed: Vec<Option<Instant>>,
     /// Connections waiting (a delay, a retry after an error), by when.
     waiting: Wakes,
+    /// The millisecond grid waits end on (see [`Scripted::wait`]).
+    grid: Instant,
     /// Some worker's hooks failed: nothing is sent (known once the run has started).
     off: Option<bool>,
     /// A response read whole, for `response()`.
@@ -129,6 +131,7 @@ impl Scripted {
             step: Vec::new(),
             delayed: Vec::new(),
             waiting: Wakes::default(),
+            grid: Instant::now(),
             off: None,
             fields: Fields::default(),
             body: Vec::new(),
@@ -151,10 +154,22 @@ impl Scripted {
         }
     }
 
+    /// Connection `i` waits until `until`, on the worker's millisecond grid: the wait ends
+    /// on the last whole millisecond at or before `until`, as wrk's millisecond timers end
+    /// its `delay()`s (up to 1 ms early), so waits that end within the same millisecond wake
+    /// the thread once, where exact ends would wake it for each. A delay's wait is not timed:
+    /// a request's latency starts when it is sent (closed loop).
     fn wait(&mut self, i: usize, until: Instant) {
+        let past = until.saturating_duration_since(self.grid).as_nanos();
+        let until = self.grid + whole_ms(past);
         self.delayed[i] = Some(until);
         self.waiting.push(until, i);
     }
+}
+
+/// `ns` cut to a whole millisecond.
+fn whole_ms(ns: u128) -> std::time::Duration {
+    std::time::Duration::from_millis((ns / 1_000_000) as u64)
 }
 
 impl Source for Scripted {
@@ -266,5 +281,20 @@ impl Source for Scripted {
             h.end();
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_ms;
+    use std::time::Duration;
+
+    #[test]
+    fn waits_end_on_the_last_whole_millisecond() {
+        assert_eq!(whole_ms(0), Duration::ZERO);
+        assert_eq!(whole_ms(999_999), Duration::ZERO);
+        assert_eq!(whole_ms(1_000_000), Duration::from_millis(1));
+        assert_eq!(whole_ms(1_999_999), Duration::from_millis(1));
+        assert_eq!(whole_ms(12_345_678_901), Duration::from_millis(12_345));
     }
 }
