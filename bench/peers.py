@@ -94,6 +94,21 @@ def wait_listening(port, timeout=5.0):
     sys.exit(f"nginx did not start listening on {port}")
 
 
+def plain_server(kind, pelt, d, port):
+    """The command line of an HTTP/1.1 server on 127.0.0.1:port: "nginx" (NGINX_CONF, its
+    files in d) or "fixed" (pelt-server's fixed_response example beside the pelt binary)."""
+    if kind == "nginx":
+        conf = os.path.join(d, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF.format(dir=d, port=port))
+        return ["nginx", "-p", d, "-c", conf]
+    fixed = os.path.join(os.path.dirname(pelt), "examples", "fixed_response")
+    if not os.path.exists(fixed):
+        sys.exit(f"{fixed} not found: cargo build --release -p pelt-server "
+                 "--example fixed_response")
+    return [fixed, str(port)]
+
+
 def measured(cmd, env=None):
     """Runs cmd; returns (stdout, its own cpu seconds user+sys, its peak RSS in MiB)."""
     out, user, system, rss = measured_apart(cmd, env)
@@ -322,17 +337,8 @@ def main():
             server_cmd = [args.pelt, "serve", "--tls", "--threads", "1", "--port", str(port)]
             tools = [t for t in tools
                      if isinstance(t, Pelt) or t.name in ("wrk", "h2load", "oha")]
-        elif args.server == "nginx":
-            conf = os.path.join(d, "nginx.conf")
-            with open(conf, "w") as f:
-                f.write(NGINX_CONF.format(dir=d, port=port))
-            server_cmd = ["nginx", "-p", d, "-c", conf]
         else:
-            fixed = os.path.join(os.path.dirname(args.pelt), "examples", "fixed_response")
-            if not os.path.exists(fixed):
-                sys.exit(f"{fixed} not found: cargo build --release -p pelt-server "
-                         "--example fixed_response")
-            server_cmd = [fixed, str(port)]
+            server_cmd = plain_server(args.server, args.pelt, d, port)
         nginx = subprocess.Popen(["taskset", "-c", str(args.server_cpu)] + server_cmd,
                                  stdout=subprocess.PIPE if scheme == "https" else
                                  subprocess.DEVNULL, text=True)

@@ -138,17 +138,7 @@ def main():
         rows += [("counter.lua", args.rate, None), ("counter.lua", args.rate, "1ms")]
     with tempfile.TemporaryDirectory(prefix="pelt-bench-scripts-") as d:
         port = peers.free_port()
-        if args.server == "nginx":
-            conf = os.path.join(d, "nginx.conf")
-            with open(conf, "w") as f:
-                f.write(peers.NGINX_CONF.format(dir=d, port=port))
-            server_cmd = ["nginx", "-p", d, "-c", conf]
-        else:
-            fixed = os.path.join(os.path.dirname(args.pelt), "examples", "fixed_response")
-            if not os.path.exists(fixed):
-                sys.exit(f"{fixed} not found: cargo build --release -p pelt-server "
-                         "--example fixed_response")
-            server_cmd = [fixed, str(port)]
+        server_cmd = peers.plain_server(args.server, args.pelt, d, port)
         nginx = subprocess.Popen(["taskset", "-c", str(args.server_cpu)] + server_cmd,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
