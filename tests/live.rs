@@ -517,13 +517,17 @@ impl Tmux {
     }
 
     /// Waits (at most 20 s) for the screen to satisfy `ok`; returns it.
+    /// The screen must read the same twice, 100 ms apart: a capture taken
+    /// while tmux is still applying a frame mixes two frames' characters.
     fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let limit = Instant::now() + Duration::from_secs(20);
+        let mut last = String::new();
         loop {
             let screen = self.screen();
-            if ok(&screen) {
+            if ok(&screen) && screen == last {
                 return screen;
             }
+            last = screen.clone();
             assert!(Instant::now() < limit, "no {what} on the screen:\n{screen}");
             std::thread::sleep(Duration::from_millis(100));
         }

@@ -1119,14 +1119,12 @@ fn header_list(t: &Table) -> mlua::Result<Vec<(String, String)>> {
 
 /// A string, number or boolean as text.
 fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.to_string_lossy()),
-        Value::Integer(i) => Some(i.to_string()),
-        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => Some(format!("{}", *n as i64)),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Boolean(b) => Some(b.to_string()),
-        _ => None,
+    if let Value::String(s) = v {
+        return Some(s.to_string_lossy());
     }
+    let mut out = Vec::new();
+    // Numbers and booleans are ASCII: the bytes are valid UTF-8.
+    put_text(&mut out, v).then(|| String::from_utf8_lossy(&out).into_owned())
 }
 
 /// pelt's own Lua around the Rust functions (`raw`): `guard` raises a Rust function's error
